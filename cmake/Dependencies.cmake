@@ -1,0 +1,27 @@
+# Third-party libraries, all from Debian packages. LuaJIT, SQLite, spdlog and fmt are linked
+# statically / header-only because the GPU machines lack libluajit and carry other spdlog/fmt
+# versions; libcurl is dynamic (libcurl.so.4 is everywhere).
+find_package(Threads REQUIRED)
+find_package(CURL REQUIRED)
+find_package(nlohmann_json 3.10 REQUIRED)
+find_package(CLI11 REQUIRED)
+
+find_path(LUAJIT_INCLUDE_DIR luajit.h PATH_SUFFIXES luajit-2.1 REQUIRED)
+find_library(LUAJIT_STATIC_LIB NAMES libluajit-5.1.a REQUIRED)
+find_library(SQLITE3_STATIC_LIB NAMES libsqlite3.a REQUIRED)
+find_path(SQLITE3_INCLUDE_DIR sqlite3.h REQUIRED)
+find_path(SPDLOG_INCLUDE_DIR spdlog/spdlog.h REQUIRED)
+find_path(FMT_INCLUDE_DIR fmt/format.h REQUIRED)
+
+add_library(kagent_deps INTERFACE)
+add_library(kagent::deps ALIAS kagent_deps)
+target_include_directories(kagent_deps SYSTEM INTERFACE
+  ${LUAJIT_INCLUDE_DIR} ${SQLITE3_INCLUDE_DIR} ${SPDLOG_INCLUDE_DIR} ${FMT_INCLUDE_DIR})
+target_compile_definitions(kagent_deps INTERFACE SPDLOG_HEADER_ONLY FMT_HEADER_ONLY)
+target_link_libraries(kagent_deps INTERFACE
+  ${LUAJIT_STATIC_LIB} ${SQLITE3_STATIC_LIB} CURL::libcurl nlohmann_json::nlohmann_json
+  Threads::Threads ${CMAKE_DL_LIBS} m)
+
+add_library(kagent_cli INTERFACE)
+add_library(kagent::cli ALIAS kagent_cli)
+target_link_libraries(kagent_cli INTERFACE CLI11::CLI11)

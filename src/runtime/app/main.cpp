@@ -1,0 +1,105 @@
+// kagent-rt: runs a Lua agent script on the runtime (event loop, tasks, native primitives).
+#include <signal.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "lua/runtime.hpp"
+#include "util/dotenv.hpp"
+#include "util/logging.hpp"
+#include "util/root_dir.hpp"
+#include "util/version.hpp"
+
+namespace {
+
+const char* kDescription =
+    "kagent-rt: an embedded LuaJIT runtime for GPU-kernel optimization agents.\n"
+    "Runs SCRIPT as the main task; arguments after SCRIPT reach it as kagent.args.\n"
+    "Main job: kagent-rt agents/beam.lua --problem PROBLEM.py [--kernel KERNEL.py] (see its --help).\n"
+    "Environment: KAGENT_LOG_LEVEL, KAGENT_ROOT, KAGENT_DB, KAGENT_PYTHON, KAGENT_MODEL,\n"
+    "KAGENT_LLM_URL, ANTHROPIC_API_KEY, OPENAI_API_KEY, OPENAI_BASE_URL (also read from .env).";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{kDescription, "kagent-rt"};
+  std::string script;
+  std::vector<std::string> script_args;
+  std::string log_level;
+  std::string log_file;
+  std::string env_file = ".env";
+  bool show_version = false;
+  app.add_flag("--version", show_version, "Print the version and exit");
+  app.add_option("--log-level", log_level, "trace|debug|info|warn|error|off (default info or KAGENT_LOG_LEVEL)");
+  app.add_option("--log-file", log_file, "Also write the log to this file");
+  app.add_option("--env-file", env_file, "Load variables from this file if it exists (default ./.env)");
+  app.add_option("script", script, "Lua script to run")->check(CLI::ExistingFile);
+  // Everything after the script belongs to the script.
+  app.prefix_command();
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  if (show_version) {
+    std::printf("kagent-rt %s\n", kagent::kVersion);
+    return 0;
+  }
+  script_args = app.remaining();
+  if (script.empty()) {
+    std::fprintf(stderr, "kagent-rt: no script given\n%s", app.help().c_str());
+    return 2;
+  }
+  // Remaining args may start with the script path itself depending on CLI11 parsing; drop it.
+  if (!script_args.empty() && script_args.front() == script) script_args.erase(script_args.begin());
+
+  kagent::load_dotenv(env_file);
+  if (log_level.empty()) {
+    const char* env = std::getenv("KAGENT_LOG_LEVEL");
+    log_level = env != nullptr && *env != '\0' ? env : "info";
+  }
+  if (std::string err = kagent::setup_logging(log_level, log_file); !err.empty()) {
+    std::fprintf(stderr, "kagent-rt: %s\n", err.c_str());
+    return 2;
+  }
+
+  // SIGPIPE would kill us when a child closes its stdin; INT/TERM stop the run cleanly
+  // (children killed, databases closed) through a signalfd on the loop.
+  signal(SIGPIPE, SIG_IGN);
+  sigset_t mask;
+  sigemptyset(&mask);
+  sigaddset(&mask, SIGINT);
+  sigaddset(&mask, SIGTERM);
+  sigaddset(&mask, SIGHUP);
+  sigprocmask(SIG_BLOCK, &mask, nullptr);
+  int sigfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
+
+  int code = 1;
+  try {
+    kagent::RuntimeOptions opts;
+    opts.script = script;
+    opts.args = script_args;
+    opts.root = kagent::find_root();
+    kagent::Runtime rt(opts);
+    if (sigfd >= 0) {
+      rt.loop().watch_fd(sigfd, EPOLLIN, [&rt, sigfd](uint32_t) {
+        signalfd_siginfo info{};
+        while (read(sigfd, &info, sizeof info) == sizeof info) rt.request_stop(static_cast<int>(info.ssi_signo));
+      });
+    }
+    code = rt.run_main();
+    if (sigfd >= 0) rt.loop().unwatch_fd(sigfd);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "kagent-rt: fatal: %s\n", e.what());
+    code = 1;
+  }
+  if (sigfd >= 0) close(sigfd);
+  return code;
+}

@@ -1,0 +1,163 @@
+// native.fs: files and folders. Writes are atomic (temporary file + fsync + rename) so a crash
+// never leaves a half-written trace or kernel file.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "lua/lua_util.hpp"
+#include "lua/native_modules.hpp"
+
+namespace kagent {
+namespace {
+
+namespace stdfs = std::filesystem;
+
+int fail_errno(lua_State* L, const char* what, const char* path, int err) {
+  std::string msg = std::string(what) + " " + path + ": " + std::strerror(err);
+  return push_failure(L, "EIO", msg);
+}
+
+int l_read(lua_State* L) {
+  const char* path = luaL_checkstring(L, 1);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return fail_errno(L, "cannot read", path, errno);
+  luaL_Buffer b;
+  luaL_buffinit(L, &b);
+  char buf[65536];
+  for (;;) {
+    ssize_t n = read(fd, buf, sizeof buf);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      int err = errno;
+      close(fd);
+      luaL_pushresult(&b);
+      lua_pop(L, 1);
+      return fail_errno(L, "cannot read", path, err);
+    }
+    if (n == 0) break;
+    luaL_addlstring(&b, buf, static_cast<size_t>(n));
+  }
+  close(fd);
+  luaL_pushresult(&b);
+  return 1;
+}
+
+bool write_all(int fd, const char* data, size_t n) {
+  while (n > 0) {
+    ssize_t w = write(fd, data, n);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    data += w;
+    n -= static_cast<size_t>(w);
+  }
+  return true;
+}
+
+int l_write(lua_State* L) {
+  size_t n = 0;
+  const char* path = luaL_checkstring(L, 1);
+  const char* data = luaL_checklstring(L, 2, &n);
+  std::string tmp = std::string(path) + ".tmp." + std::to_string(getpid());
+  int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return fail_errno(L, "cannot write", path, errno);
+  bool ok = write_all(fd, data, n) && fsync(fd) == 0;
+  int err = errno;
+  close(fd);
+  if (!ok || rename(tmp.c_str(), path) != 0) {
+    if (ok) err = errno;
+    unlink(tmp.c_str());
+    return fail_errno(L, "cannot write", path, err);
+  }
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+int l_append(lua_State* L) {
+  size_t n = 0;
+  const char* path = luaL_checkstring(L, 1);
+  const char* data = luaL_checklstring(L, 2, &n);
+  int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) return fail_errno(L, "cannot append to", path, errno);
+  bool ok = write_all(fd, data, n);
+  int err = errno;
+  close(fd);
+  if (!ok) return fail_errno(L, "cannot append to", path, err);
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+int l_mkdir_p(lua_State* L) {
+  const char* path = luaL_checkstring(L, 1);
+  std::error_code ec;
+  stdfs::create_directories(path, ec);
+  if (ec && !stdfs::is_directory(path)) return fail_errno(L, "cannot create", path, ec.value());
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+int l_list(lua_State* L) {
+  const char* path = luaL_checkstring(L, 1);
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (stdfs::directory_iterator it(path, ec), end; !ec && it != end; it.increment(ec))
+    names.push_back(it->path().filename().string());
+  if (ec) return fail_errno(L, "cannot list", path, ec.value());
+  std::sort(names.begin(), names.end());
+  lua_createtable(L, static_cast<int>(names.size()), 0);
+  for (size_t i = 0; i < names.size(); ++i) {
+    lua_pushlstring(L, names[i].data(), names[i].size());
+    lua_rawseti(L, -2, static_cast<int>(i + 1));
+  }
+  return 1;
+}
+
+int l_exists(lua_State* L) {
+  struct stat st {};
+  lua_pushboolean(L, stat(luaL_checkstring(L, 1), &st) == 0 ? 1 : 0);
+  return 1;
+}
+
+int l_is_dir(lua_State* L) {
+  struct stat st {};
+  lua_pushboolean(L, stat(luaL_checkstring(L, 1), &st) == 0 && S_ISDIR(st.st_mode) ? 1 : 0);
+  return 1;
+}
+
+int l_remove(lua_State* L) {
+  const char* path = luaL_checkstring(L, 1);
+  if (::remove(path) != 0) return fail_errno(L, "cannot remove", path, errno);
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+int l_abspath(lua_State* L) {
+  const char* path = luaL_checkstring(L, 1);
+  std::error_code ec;
+  std::string abs = stdfs::weakly_canonical(stdfs::absolute(path, ec), ec).string();
+  if (ec) abs = stdfs::absolute(path).lexically_normal().string();
+  lua_pushlstring(L, abs.data(), abs.size());
+  return 1;
+}
+
+}  // namespace
+
+int open_native_fs(lua_State* L) {
+  static const luaL_Reg fns[] = {{"read", l_read},     {"write", l_write},   {"append", l_append},
+                                 {"mkdir_p", l_mkdir_p}, {"list", l_list},     {"exists", l_exists},
+                                 {"is_dir", l_is_dir}, {"remove", l_remove}, {"abspath", l_abspath},
+                                 {nullptr, nullptr}};
+  lua_newtable(L);
+  set_functions(L, fns);
+  return 1;
+}
+
+}  // namespace kagent

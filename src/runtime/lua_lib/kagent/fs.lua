@@ -1,0 +1,44 @@
+-- kagent.fs: files and folders (atomic writes), plus path helpers in plain Lua.
+local native = require("kagent.native")
+
+local M = {}
+
+M.read = native.fs.read
+M.write = native.fs.write
+M.append = native.fs.append
+M.mkdir_p = native.fs.mkdir_p
+M.list = native.fs.list
+M.exists = native.fs.exists
+M.is_dir = native.fs.is_dir
+M.remove = native.fs.remove
+M.abspath = native.fs.abspath
+
+--- Joins path parts with "/", dropping empty parts; an absolute part restarts the path.
+function M.join(...)
+  local out = ""
+  for i = 1, select("#", ...) do
+    local p = select(i, ...)
+    if type(p) ~= "string" then error("fs.join: part " .. i .. " is not a string", 2) end
+    if p ~= "" then
+      if p:sub(1, 1) == "/" or out == "" then
+        out = p
+      else
+        out = out:gsub("/+$", "") .. "/" .. p
+      end
+    end
+  end
+  return out
+end
+
+function M.dirname(p)
+  local d = p:match("^(.*)/[^/]*$")
+  if d == nil then return "." end
+  if d == "" then return "/" end
+  return d
+end
+
+function M.basename(p)
+  return p:match("([^/]*)/*$")
+end
+
+return M

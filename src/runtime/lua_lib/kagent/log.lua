@@ -1,0 +1,27 @@
+-- kagent.log: spdlog-backed logging, each line tagged with the running task's name.
+local native = require("kagent.native")
+
+local M = {}
+local levels = { "trace", "debug", "info", "warn", "error" }
+
+local function task_name()
+  local ok, task = pcall(require, "kagent.task")
+  return ok and task.name() or "runtime"
+end
+
+for _, level in ipairs(levels) do
+  local emit = native.log[level]
+  M[level] = function(fmt, ...)
+    if not native.log.enabled(level) then return end
+    local msg
+    if select("#", ...) > 0 then msg = string.format(tostring(fmt), ...) else msg = tostring(fmt) end
+    emit(task_name(), msg)
+  end
+end
+
+--- The current level name.
+M.level = native.log.level
+--- Sets the level ("trace"|"debug"|"info"|"warn"|"error"|"off").
+M.set_level = native.log.set_level
+
+return M

@@ -1,0 +1,4 @@
+#pragma once
+namespace kagent {
+inline constexpr const char* kVersion = KAGENT_VERSION_STRING;
+}

@@ -1,0 +1,144 @@
+-- A small spec runner, run by kagent-rt itself:
+--   kagent-rt tests/lua/run.lua tests/lua/x_spec.lua [more specs...]
+-- Specs call describe(name, fn), it(name, fn), pending(name, reason), skip(reason) and the
+-- expect helpers below. Each `it` runs inside its own task, so ⏸ primitives work there.
+-- Prints one line per case and "N passed, N failed, N skipped"; exits 1 on any failure and
+-- 77 when every case was skipped (so ctest reports the file as skipped, never as passed).
+local task = kagent.task
+
+local cases = {}
+local prefix = {}
+
+function describe(name, fn)
+  prefix[#prefix + 1] = name
+  fn()
+  prefix[#prefix] = nil
+end
+
+function it(name, fn, opts)
+  cases[#cases + 1] = { name = table.concat(prefix, " ") .. " " .. name, fn = fn, opts = opts or {} }
+end
+
+function pending(name, reason)
+  cases[#cases + 1] = { name = table.concat(prefix, " ") .. " " .. name, skip = reason or "pending" }
+end
+
+local SKIP = {}
+--- Inside an `it`: marks the case skipped (e.g. no GPU) and stops it.
+function skip(reason)
+  error(setmetatable({ reason = reason }, SKIP), 0)
+end
+
+local function fmt(v)
+  if type(v) == "string" then return string.format("%q", v) end
+  if type(v) == "table" then
+    local ok, s = pcall(kagent.json.encode, v)
+    if ok then return s end
+  end
+  return tostring(v)
+end
+
+local function fail(msg, level) error(msg, (level or 1) + 2) end
+
+expect = {}
+function expect.eq(got, want, what)
+  if got ~= want then fail((what and what .. ": " or "") .. "expected " .. fmt(want) .. ", got " .. fmt(got)) end
+end
+function expect.ne(got, other, what)
+  if got == other then fail((what and what .. ": " or "") .. "expected something other than " .. fmt(other)) end
+end
+function expect.truthy(v, what)
+  if not v then fail((what or "value") .. " is " .. fmt(v) .. ", expected truthy") end
+end
+function expect.falsy(v, what)
+  if v then fail((what or "value") .. " is " .. fmt(v) .. ", expected false/nil") end
+end
+function expect.near(got, want, tol, what)
+  if type(got) ~= "number" or math.abs(got - want) > tol then
+    fail((what and what .. ": " or "") .. "expected " .. want .. " ± " .. tol .. ", got " .. fmt(got))
+  end
+end
+function expect.lt(a, b, what)
+  if not (a < b) then fail((what and what .. ": " or "") .. "expected " .. fmt(a) .. " < " .. fmt(b)) end
+end
+function expect.le(a, b, what)
+  if not (a <= b) then fail((what and what .. ": " or "") .. "expected " .. fmt(a) .. " <= " .. fmt(b)) end
+end
+function expect.match(s, pattern, what)
+  if type(s) ~= "string" or not s:find(pattern) then
+    fail((what and what .. ": " or "") .. "expected " .. fmt(s) .. " to match " .. fmt(pattern))
+  end
+end
+function expect.no_match(s, pattern, what)
+  if type(s) == "string" and s:find(pattern, 1, true) then
+    fail((what and what .. ": " or "") .. "expected " .. fmt(s) .. " not to contain " .. fmt(pattern))
+  end
+end
+function expect.same(got, want, what)
+  local a, b = kagent.json.encode(got), kagent.json.encode(want)
+  if a ~= b then fail((what and what .. ": " or "") .. "expected " .. b .. ", got " .. a) end
+end
+function expect.errors(fn, pattern)
+  local ok, err = pcall(fn)
+  if ok then fail("expected an error") end
+  if pattern and not tostring(err):find(pattern) then
+    fail("error " .. fmt(tostring(err)) .. " does not match " .. fmt(pattern))
+  end
+  return err
+end
+
+--- Path helpers for specs.
+spec = {
+  root = kagent.root,
+  build_dir = os.getenv("KAGENT_BUILD_DIR") or (kagent.root .. "/build"),
+  python = os.getenv("KAGENT_PYTHON") or "python3",
+}
+function spec.tmpdir(tag)
+  local dir = string.format("/tmp/kagent-spec-%s-%d-%d", tag or "x", os.time(), math.random(1, 1e9))
+  kagent.fs.mkdir_p(dir)
+  return dir
+end
+
+math.randomseed(os.time())
+for _, path in ipairs(kagent.args) do
+  local chunk, err = loadfile(path)
+  if not chunk then
+    io.stderr:write(err, "\n")
+    os.exit(1)
+  end
+  chunk()
+end
+
+local passed, failed, skipped = 0, 0, 0
+for _, c in ipairs(cases) do
+  if c.skip then
+    skipped = skipped + 1
+    print("SKIP " .. c.name .. " (" .. c.skip .. ")")
+  else
+    local t0 = kagent.time.now()
+    local t = task.spawn({ fn = c.fn, name = "spec" })
+    local timeout = c.opts.timeout or 120
+    local guard = task.spawn(function()
+      task.sleep(timeout)
+      task.kill(t)
+    end)
+    local ok, err = task.wait(t)
+    task.kill(guard)
+    local dt = kagent.time.now() - t0
+    if ok then
+      passed = passed + 1
+      print(string.format("ok   %s (%.2fs)", c.name, dt))
+    elseif type(err) == "table" and getmetatable(err) == SKIP then
+      skipped = skipped + 1
+      print("SKIP " .. c.name .. " (" .. tostring(err.reason) .. ")")
+    else
+      failed = failed + 1
+      if tostring(err):find("ECANCELED") then err = "timed out after " .. timeout .. " s" end
+      print(string.format("FAIL %s (%.2fs)\n     %s", c.name, dt, tostring(err):gsub("\n", "\n     ")))
+    end
+  end
+end
+print(string.format("%d passed, %d failed, %d skipped", passed, failed, skipped))
+if failed > 0 then return 1 end
+if passed == 0 and skipped > 0 then return 77 end
+return 0
