@@ -99,6 +99,7 @@ function spec.tmpdir(tag)
   return dir
 end
 
+io.stdout:setvbuf("line")
 math.randomseed(os.time())
 for _, path in ipairs(kagent.args) do
   local chunk, err = loadfile(path)

@@ -108,10 +108,9 @@ int l_spawn(lua_State* L) {
 
 int l_gc(lua_State* L) {
   auto* box = static_cast<ProcBox*>(luaL_checkudata(L, 1, kProcMeta));
-  if (box->p) {
-    // Unreachable from Lua: nobody can wait for it any more, so it must not run on unseen.
-    box->p->kill_now();
-  }
+  // Unreachable from Lua and no operation pending on it (pending ops hold a reference): nobody
+  // can wait for it any more, so it must not run on unseen.
+  if (box->p && box->p.use_count() == 1) box->p->kill_now();
   box->~ProcBox();
   return 0;
 }
@@ -145,10 +144,9 @@ int l_read_line_start(lua_State* L) {
   auto* box = static_cast<ProcBox*>(luaL_checkudata(L, 1, kProcMeta));
   const double timeout = luaL_optnumber(L, 2, -1);
   Runtime& rt = Runtime::from(L);
-  std::weak_ptr<ChildProcess> weak = box->p;
-  const uint64_t op = rt.ops().begin([weak] {
-    if (auto s = weak.lock()) s->cancel_line_wait();
-  });
+  // The op holds the process: a tail call may drop the last Lua reference while it is pending.
+  std::shared_ptr<ChildProcess> keep = box->p;
+  const uint64_t op = rt.ops().begin([keep] { keep->cancel_line_wait(); });
   box->p->on_line(timeout, [&rt, op](std::optional<std::string> line, const char* code) {
     rt.loop().post([&rt, op, line = std::move(line), code = std::string(code ? code : "")] {
       rt.complete(op, [&](lua_State* S) {
@@ -170,7 +168,8 @@ int l_write_start(lua_State* L) {
   size_t n = 0;
   const char* data = luaL_checklstring(L, 2, &n);
   Runtime& rt = Runtime::from(L);
-  const uint64_t op = rt.ops().begin();
+  std::shared_ptr<ChildProcess> keep = box->p;
+  const uint64_t op = rt.ops().begin([keep] {});
   box->p->write(std::string(data, n), [&rt, op](const char* err) {
     std::string msg = err ? err : "";
     rt.loop().post([&rt, op, msg] {
@@ -198,7 +197,6 @@ int l_wait_start(lua_State* L) {
   auto* box = static_cast<ProcBox*>(luaL_checkudata(L, 1, kProcMeta));
   const double timeout = luaL_optnumber(L, 2, -1);
   Runtime& rt = Runtime::from(L);
-  std::weak_ptr<ChildProcess> weak = box->p;
   const uint64_t op = rt.ops().begin();
   const uint64_t waiter = box->p->on_exit(timeout, [&rt, op](const ExitInfo& e) {
     rt.complete(op, [&](lua_State* S) {
@@ -206,11 +204,10 @@ int l_wait_start(lua_State* L) {
       return 1;
     });
   });
-  rt.ops().set_cancel(op, [weak, waiter] {
-    if (auto s = weak.lock()) {
-      s->cancel_exit_wait(waiter);
-      s->kill(SIGTERM);
-    }
+  std::shared_ptr<ChildProcess> keep = box->p;
+  rt.ops().set_cancel(op, [keep, waiter] {
+    keep->cancel_exit_wait(waiter);
+    keep->kill(SIGTERM);
   });
   lua_pushnumber(L, static_cast<lua_Number>(op));
   return 1;

@@ -29,9 +29,9 @@ local current = nil
 local main_task = nil
 local next_id = 0
 
-local function logger()
-  -- Loaded lazily: kagent.log depends on this module for task names.
-  return require("kagent.log")
+-- Scheduler messages are tagged with the task they are about, not the (absent) running task.
+local function log_about(t, level, fmt, ...)
+  if native.log.enabled(level) then native.log[level](t.name, string.format(fmt, ...)) end
 end
 
 local function schedule(t, ...)
@@ -291,7 +291,7 @@ local function resume(t)
   local dt = now() - t0
   current = nil
   if dt > HOG_WARN then
-    logger().warn("task %s ran %.2f s without yielding (blocks every other task)", t.name, dt)
+    log_about(t, "warn", "ran %.2f s without yielding (every other task waited)", dt)
   end
   if t.status == "dead" then return end -- killed itself via kill(other) side effects
   if coroutine.status(t.co) == "dead" then
@@ -309,7 +309,7 @@ local function resume(t)
       end
       finish(t, false, msg)
       if t ~= main_task and err ~= KILLED and type(err) ~= "table" then
-        logger().error("task %s failed: %s", t.name, msg)
+        log_about(t, "error", "task failed: %s", msg)
       end
     end
   elseif r[2] ~= PARK then

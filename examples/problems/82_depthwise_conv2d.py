@@ -1,0 +1,31 @@
+"""KernelBench L1 #82: depthwise 2-D convolution, square input and kernel."""
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, in_channels: int, kernel_size: int, stride: int = 1,
+                 padding: int = 0, bias: bool = False):
+        super().__init__()
+        self.conv2d = nn.Conv2d(in_channels, in_channels, kernel_size, stride=stride,
+                                padding=padding, groups=in_channels, bias=bias)
+
+    def forward(self, x):
+        return self.conv2d(x)
+
+
+batch_size = 16
+in_channels = 64
+kernel_size = 3
+width = 512
+height = 512
+stride = 1
+padding = 0
+
+
+def get_inputs():
+    return [torch.rand(batch_size, in_channels, height, width)]
+
+
+def get_init_inputs():
+    return [in_channels, kernel_size, stride, padding]

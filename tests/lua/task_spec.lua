@@ -1,0 +1,86 @@
+-- kagent.task: scheduling, waiting, killing, semaphores, errors.
+local task, time = kagent.task, kagent.time
+
+describe("task", function()
+  it("runs 1000 sleeping tasks concurrently", function()
+    local t0 = time.now()
+    local list = {}
+    for i = 1, 1000 do list[i] = task.spawn(function() task.sleep(0.5) return i * 2 end) end
+    local r = task.all(list)
+    local dt = time.now() - t0
+    expect.eq(#r, 1000)
+    expect.eq(r[1000][1], 2000)
+    expect.truthy(r[1].ok)
+    expect.lt(dt, 1.0, "wall time of 1000 x 0.5 s sleeps")
+  end)
+
+  it("wait returns results or the error with a traceback", function()
+    local ok, a, b = task.wait(task.spawn(function(x) return x, "y" end, "x"))
+    expect.eq(ok, true); expect.eq(a, "x"); expect.eq(b, "y")
+    local ok2, err = task.wait(task.spawn(function() error("boom") end))
+    expect.eq(ok2, false)
+    expect.match(err, "task_spec.lua:%d+: boom")
+    expect.match(err, "stack traceback")
+  end)
+
+  it("an error in one task leaves its siblings running", function()
+    local sib = task.spawn(function() task.sleep(0.05) return "alive" end)
+    task.spawn(function() error("dies") end)
+    local ok, v = task.wait(sib)
+    expect.eq(ok, true); expect.eq(v, "alive")
+  end)
+
+  it("all() keeps input order and honours limit", function()
+    local running, peak = 0, 0
+    local fns = {}
+    for i = 1, 10 do
+      fns[i] = function()
+        running = running + 1; peak = math.max(peak, running)
+        task.sleep(0.01 * (11 - i))
+        running = running - 1
+        if i == 5 then error("five") end
+        return i
+      end
+    end
+    local r = task.all(fns, { limit = 3 })
+    expect.eq(peak, 3, "peak concurrency")
+    expect.eq(r[1][1], 1); expect.eq(r[10][1], 10)
+    expect.eq(r[5].ok, false); expect.match(r[5][1], "five")
+  end)
+
+  it("kill cancels a sleeping task and its waiters see ECANCELED", function()
+    local t = task.spawn(function() task.sleep(10) return "late" end)
+    task.sleep(0.01)
+    expect.eq(task.kill(t), true)
+    local ok, err = task.wait(t)
+    expect.eq(ok, false); expect.match(err, "ECANCELED")
+    expect.eq(task.kill(t), false)
+  end)
+
+  it("semaphore limits holders and times out", function()
+    local sem = task.semaphore(1)
+    expect.truthy(sem:acquire())
+    local ok, err, code = sem:acquire(0.05)
+    expect.eq(ok, nil); expect.eq(code, "ETIMEDOUT"); expect.match(err, "ETIMEDOUT")
+    local got
+    local t = task.spawn(function() got = sem:acquire(1) end)
+    task.sleep(0.01)
+    sem:release()
+    task.wait(t)
+    expect.eq(got, true)
+    expect.eq(sem:available(), 0)
+  end)
+
+  it("raises when a waiting primitive runs outside a task", function()
+    local co = coroutine.wrap(function() return pcall(task.sleep, 0.01) end)
+    local ok, err = co()
+    expect.eq(ok, false)
+    expect.match(err, "must be called inside a task")
+  end)
+
+  it("names tasks", function()
+    local name
+    task.wait(task.spawn({ fn = function() name = task.name() end, name = "worker-7" }))
+    expect.eq(name, "worker-7")
+  end)
+end)
