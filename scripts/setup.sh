@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Installs the Debian packages kagent-rt needs (when missing) and builds it into build/.
+# Usage: scripts/setup.sh            (uses sudo when not root)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(build-essential cmake ninja-build pkg-config luajit libluajit-5.1-dev nlohmann-json3-dev
+          libcli11-dev catch2 libspdlog-dev libfmt-dev libcurl4-openssl-dev libsqlite3-dev
+          python3 python3-numpy python3-torch)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}"
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+cmake --preset default >/dev/null
+cmake --build --preset default -j"$(nproc)"
+echo "setup: built build/kagent-rt ($(./build/kagent-rt --version))"

@@ -1,0 +1,23 @@
+# Python tests of the evaluator (CPU mode) and GPU checks.
+if(EXISTS "${CMAKE_CURRENT_SOURCE_DIR}/eval")
+  add_test(NAME eval.python
+           COMMAND ${KAGENT_TEST_PYTHON} -m unittest discover -s tests/eval -t . -v
+           WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+  set_tests_properties(eval.python PROPERTIES
+    ENVIRONMENT "PYTHONPATH=${CMAKE_SOURCE_DIR}/src/gpu/eval;KAGENT_BUILD_DIR=${CMAKE_BINARY_DIR}"
+    SKIP_RETURN_CODE 77 TIMEOUT 900)
+endif()
+
+# GPU checks: each exits 77 (skipped) where no GPU exists; labelled `gpu`.
+file(GLOB KAGENT_GPU_CHECKS CONFIGURE_DEPENDS
+     "${CMAKE_CURRENT_SOURCE_DIR}/gpu/*_check.py" "${CMAKE_CURRENT_SOURCE_DIR}/gpu/*_check.sh")
+foreach(check IN LISTS KAGENT_GPU_CHECKS)
+  get_filename_component(name "${check}" NAME_WE)
+  if(check MATCHES "\\.sh$")
+    add_test(NAME gpu.${name} COMMAND bash ${check} WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+  else()
+    add_test(NAME gpu.${name} COMMAND ${KAGENT_TEST_PYTHON} ${check} WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+  endif()
+  set_tests_properties(gpu.${name} PROPERTIES LABELS gpu SKIP_RETURN_CODE 77 TIMEOUT 900
+    ENVIRONMENT "PYTHONPATH=${CMAKE_SOURCE_DIR}/src/gpu/eval;KAGENT_BUILD_DIR=${CMAKE_BINARY_DIR};KAGENT_BIN=$<TARGET_FILE:kagent-rt>")
+endforeach()
