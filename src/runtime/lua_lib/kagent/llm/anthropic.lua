@@ -1,0 +1,96 @@
+-- Anthropic Messages API: request body and reply parsing (no transport here).
+local json = require("kagent.json")
+
+local M = { name = "anthropic", key_env = "ANTHROPIC_API_KEY", default_model = "claude-sonnet-4-5",
+            default_base = "https://api.anthropic.com", base_env = "ANTHROPIC_BASE_URL" }
+
+-- Anthropic allows 4 cache breakpoints per request; the system prompt takes one.
+local MAX_BREAKPOINTS = 4
+
+local function blocks(content)
+  if type(content) == "string" then return { { type = "text", text = content } } end
+  return content -- already an array of content blocks
+end
+
+function M.url(base) return base:gsub("/+$", "") .. "/v1/messages" end
+
+function M.headers(key)
+  return { ["x-api-key"] = key, ["anthropic-version"] = "2023-06-01",
+           ["content-type"] = "application/json" }
+end
+
+--- Builds the request body. `req` is the chat{} table; `max_tokens` already defaulted.
+function M.body(req, model, max_tokens)
+  local body = { model = model, max_tokens = max_tokens }
+  local used = 0
+  if req.system then
+    body.system = blocks(req.system)
+    if req.cache_system ~= false and req.prompt_cache ~= false then
+      body.system[#body.system].cache_control = { type = "ephemeral" }
+      used = 1
+    end
+  end
+  -- Only the last marked messages get a breakpoint: a breakpoint caches everything before it.
+  local marked = {}
+  for i, m in ipairs(req.messages) do
+    if m.cache and req.prompt_cache ~= false then marked[#marked + 1] = i end
+  end
+  local first_marked = math.max(1, #marked - (MAX_BREAKPOINTS - used) + 1)
+  local mark = {}
+  for k = first_marked, #marked do mark[marked[k]] = true end
+  body.messages = {}
+  for i, m in ipairs(req.messages) do
+    local content = blocks(m.content)
+    if mark[i] then
+      -- Copy so the caller's table is not changed.
+      local copy = {}
+      for j, b in ipairs(content) do copy[j] = b end
+      local last = {}
+      for k, v in pairs(copy[#copy]) do last[k] = v end
+      last.cache_control = { type = "ephemeral" }
+      copy[#copy] = last
+      content = copy
+    end
+    body.messages[i] = { role = m.role, content = content }
+  end
+  body.temperature = req.temperature
+  body.top_p = req.top_p
+  if req.stop then body.stop_sequences = req.stop end
+  if req.reasoning_effort or req.thinking_tokens then
+    body.thinking = { type = "enabled", budget_tokens = req.thinking_tokens or 4096 }
+    body.temperature = nil -- extended thinking refuses a temperature
+  end
+  return body
+end
+
+--- Parses a 200 reply body -> {text, usage, stop_reason, model} or nil, message.
+function M.parse(decoded)
+  if type(decoded) ~= "table" or type(decoded.content) ~= "table" then
+    return nil, "reply has no content array"
+  end
+  local parts = {}
+  for _, b in ipairs(decoded.content) do
+    if type(b) == "table" and b.type == "text" and type(b.text) == "string" then parts[#parts + 1] = b.text end
+  end
+  local u = type(decoded.usage) == "table" and decoded.usage or {}
+  local function n(v) return type(v) == "number" and v or 0 end
+  return {
+    text = table.concat(parts),
+    usage = { input_tokens = n(u.input_tokens), output_tokens = n(u.output_tokens),
+              cache_read_tokens = n(u.cache_read_input_tokens),
+              cache_write_tokens = n(u.cache_creation_input_tokens) },
+    stop_reason = type(decoded.stop_reason) == "string" and decoded.stop_reason or nil,
+    truncated = decoded.stop_reason == "max_tokens",
+    model = type(decoded.model) == "string" and decoded.model or nil,
+  }
+end
+
+--- The server's error message from an error body (may be nil).
+function M.error_message(body)
+  local d = json.decode(body or "")
+  if type(d) == "table" and type(d.error) == "table" and type(d.error.message) == "string" then
+    return d.error.message
+  end
+end
+
+return M

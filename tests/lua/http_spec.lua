@@ -1,0 +1,94 @@
+-- kagent.http against the fake LLM server (tests/fixtures/fake_llm, a fake on loopback).
+local fake = dofile(kagent.root .. "/tests/fixtures/fake_llm/fake.lua")
+local http, task = kagent.http, kagent.task
+local srv
+
+local function server(script)
+  if not srv then srv = fake.start{ python = spec.python } end
+  srv:set_script(script or {})
+  return srv
+end
+
+local function post(path, body, headers, opts)
+  local req = { method = "POST", url = srv.url .. path, body = body, headers = headers }
+  for k, v in pairs(opts or {}) do req[k] = v end
+  return http.request(req)
+end
+
+local AUTH = { authorization = "Bearer k", ["content-type"] = "application/json" }
+local BODY = '{"model":"m","messages":[{"role":"user","content":"hello"}]}'
+
+describe("http.request", function()
+  it("returns status, lower-cased headers, body and elapsed", function()
+    server()
+    local r = assert(http.request{ url = srv.url .. "/_stats" })
+    expect.eq(r.status, 200)
+    expect.eq(r.headers["content-type"], "application/json")
+    expect.truthy(kagent.json.decode(r.body).requests, "body is the stats JSON")
+    expect.truthy(r.elapsed > 0 and r.elapsed < 5, "elapsed")
+    local c = assert(post("/v1/chat/completions", BODY, AUTH))
+    expect.eq(c.status, 200)
+    expect.match(c.body, "chat.completion")
+  end)
+
+  it("returns 4xx and 5xx as results", function()
+    server{ replies = { { status = 503 } } }
+    local r = assert(post("/v1/chat/completions", BODY, { authorization = "Bearer bad" }))
+    expect.eq(r.status, 401)
+    local r2 = assert(post("/v1/chat/completions", BODY, AUTH))
+    expect.eq(r2.status, 503)
+  end)
+
+  it("keeps many transfers in flight from one thread", function()
+    server{ latency = 0.5 }
+    local fns = {}
+    for i = 1, 100 do fns[i] = function() return assert(post("/v1/chat/completions", BODY, AUTH)).status end end
+    local t0 = kagent.time.now()
+    local rs = task.all(fns)
+    local dt = kagent.time.now() - t0
+    for _, r in ipairs(rs) do expect.eq(r[1], 200) end
+    expect.lt(dt, 2.0, "100 requests of 0.5 s each")
+    expect.truthy(srv:stats().max_concurrency >= 50, "server saw them at once")
+  end)
+
+  it("fails with ETIMEDOUT, ECONNECT and EHTTP", function()
+    server{ replies = { { match = "slow", delay = 3 }, { match = "closed", fault = "close" } } }
+    local r, err, code = post("/v1/chat/completions", BODY:gsub("hello", "slow"), AUTH, { timeout = 0.3 })
+    expect.eq(r, nil)
+    expect.eq(code, "ETIMEDOUT")
+    expect.match(err, "^ETIMEDOUT: ")
+    r, err, code = http.request{ url = "http://127.0.0.1:1/x?key=SECRETQ" }
+    expect.eq(code, "ECONNECT")
+    expect.no_match(err, "SECRETQ", "the query string stays out of messages")
+    r, err, code = post("/v1/chat/completions", BODY:gsub("hello", "closed"), AUTH)
+    expect.eq(code, "EHTTP")
+    r, err, code = http.request{ url = srv.url .. "/_stats", max_body = 10 }
+    expect.eq(code, "EHTTP")
+    expect.match(err, "max_body")
+  end)
+
+  it("aborts the transfer when its task is killed", function()
+    server{ latency = 3 }
+    local before = http.stats()
+    local t = task.spawn(function() return post("/v1/chat/completions", BODY, AUTH) end)
+    task.sleep(0.3)
+    expect.eq(http.stats().in_flight, 1)
+    task.kill(t)
+    local after = http.stats()
+    expect.eq(after.in_flight, 0)
+    expect.eq(after.canceled, before.canceled + 1)
+    local ok, err = task.wait(t)
+    expect.eq(ok, false)
+    expect.match(err, "ECANCELED")
+  end)
+
+  it("raises on misuse", function()
+    expect.errors(function() http.request("http://x") end, "expected a table")
+    expect.errors(function() http.request{ url = "ftp://x" } end, "http://")
+    expect.errors(function() http.request{ url = "http://x", method = "BREW" } end, "unsupported method")
+  end)
+end)
+
+describe("http teardown", function()
+  it("stops the fake server", function() if srv then srv:stop() end end)
+end)

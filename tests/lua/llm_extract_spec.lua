@@ -1,0 +1,31 @@
+-- kagent.llm.extract_code / extract_json on reply-shaped text (no network).
+local llm = kagent.llm
+
+describe("llm.extract_code", function()
+  it("returns the last fenced block, or the named one", function()
+    local text = "Plan:\n```python\na = 1\n```\nthen\n```cpp\nint x;\n```\nand\n```python\nb = 2\n```\nbye"
+    expect.eq(llm.extract_code(text), "b = 2")
+    expect.eq(llm.extract_code(text, "cpp"), "int x;")
+    expect.eq(llm.extract_code(text, "py"), "b = 2")
+  end)
+  it("falls back to an untagged block, keeps inner blank lines, and takes an unclosed fence", function()
+    expect.eq(llm.extract_code("x\n```\nline1\n\nline3\n```", "python"), "line1\n\nline3")
+    expect.eq(llm.extract_code("```python\ndef f():\n    return 1"), "def f():\n    return 1")
+    expect.eq(llm.extract_code("no code here"), nil)
+  end)
+end)
+
+describe("llm.extract_json", function()
+  it("reads bare JSON, fenced JSON and JSON inside prose", function()
+    expect.same(llm.extract_json(' {"a": 1} '), { a = 1 })
+    expect.same(llm.extract_json('Here:\n```json\n[{"b": "x}"}]\n```\nDone.'), { { b = "x}" } })
+    expect.same(llm.extract_json('The answer is {"ok": true, "n": [1, 2]} as asked.'), { ok = true, n = { 1, 2 } })
+    expect.same(llm.extract_json('noise {not json} then {"k": "v"}'), { k = "v" })
+  end)
+  it("fails with EPARSE when there is no JSON", function()
+    local v, err, code = llm.extract_json("nothing {here")
+    expect.eq(v, nil)
+    expect.eq(code, "EPARSE")
+    expect.match(err, "^EPARSE: ")
+  end)
+end)
