@@ -3,6 +3,7 @@
 # versions; libcurl is dynamic (libcurl.so.4 is everywhere).
 find_package(Threads REQUIRED)
 find_package(CURL REQUIRED)
+find_package(OpenSSL REQUIRED COMPONENTS Crypto)
 find_package(nlohmann_json 3.10 REQUIRED)
 find_package(CLI11 REQUIRED)
 
@@ -19,7 +20,7 @@ target_include_directories(kagent_deps SYSTEM INTERFACE
   ${LUAJIT_INCLUDE_DIR} ${SQLITE3_INCLUDE_DIR} ${SPDLOG_INCLUDE_DIR} ${FMT_INCLUDE_DIR})
 target_compile_definitions(kagent_deps INTERFACE SPDLOG_HEADER_ONLY FMT_HEADER_ONLY)
 target_link_libraries(kagent_deps INTERFACE
-  ${LUAJIT_STATIC_LIB} ${SQLITE3_STATIC_LIB} CURL::libcurl nlohmann_json::nlohmann_json
+  ${LUAJIT_STATIC_LIB} ${SQLITE3_STATIC_LIB} CURL::libcurl OpenSSL::Crypto nlohmann_json::nlohmann_json
   Threads::Threads ${CMAKE_DL_LIBS} m)
 
 add_library(kagent_cli INTERFACE)

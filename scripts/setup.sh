@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 
 packages=(build-essential cmake ninja-build pkg-config luajit libluajit-5.1-dev nlohmann-json3-dev
           libcli11-dev catch2 libspdlog-dev libfmt-dev libcurl4-openssl-dev libsqlite3-dev
-          python3 python3-numpy python3-torch)
+          libssl-dev python3 python3-numpy python3-torch)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,5 +1,4 @@
-// SHA-256 (FIPS 180-4), used for record/replay keys: a request must map to one stable key on
-// every machine, without pulling a crypto library into the runtime for one digest.
+// SHA-256, used for record/replay keys: a request must map to one stable key on every machine.
 #pragma once
 
 #include <string>
