@@ -78,6 +78,16 @@ describe("task", function()
     expect.match(err, "must be called inside a task")
   end)
 
+  it("yield lets the other ready tasks run and then continues", function()
+    local order = {}
+    local r = task.all({
+      function() order[#order + 1] = "a1"; task.yield(); order[#order + 1] = "a2"; return 1 end,
+      function() order[#order + 1] = "b"; return 2 end,
+    })
+    expect.eq(r[1][1], 1); expect.eq(r[2][1], 2)
+    expect.same(order, { "a1", "b", "a2" })
+  end)
+
   it("names tasks", function()
     local name
     task.wait(task.spawn({ fn = function() name = task.name() end, name = "worker-7" }))

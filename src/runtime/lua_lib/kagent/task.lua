@@ -315,7 +315,8 @@ local function resume(t)
   elseif r[2] ~= PARK then
     -- A bare coroutine.yield() inside a task: treat it as task.yield().
     schedule(t)
-  else
+  elseif t.status == "running" then
+    -- (task.yield() scheduled itself before parking: it stays "ready".)
     t.status = "parked"
   end
 end
