@@ -94,13 +94,13 @@ spec = {
   python = os.getenv("KAGENT_PYTHON") or "python3",
 }
 function spec.tmpdir(tag)
-  local dir = string.format("/tmp/kagent-spec-%s-%d-%d", tag or "x", os.time(), math.random(1, 1e9))
+  local dir = string.format("/tmp/kagent-spec-%s-%d-%d", tag or "x", math.floor(kagent.time.wall() * 1e3), math.random(1, 1e9))
   kagent.fs.mkdir_p(dir)
   return dir
 end
 
 io.stdout:setvbuf("line")
-math.randomseed(os.time())
+math.randomseed(math.floor(kagent.time.wall() * 1e6) % 2147483647)
 for _, path in ipairs(kagent.args) do
   local chunk, err = loadfile(path)
   if not chunk then

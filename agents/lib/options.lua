@@ -1,0 +1,27 @@
+-- The options shared by agents/beam.lua and agents/tune.lua (the tuner accepts the same command
+-- line, so beam.lua can hand over to it when no LLM is configured).
+return {
+  problem = { type = "string", help = "KernelBench problem file (Model, get_inputs, get_init_inputs)" },
+  kernel = { type = "string", help = "initial kernel (default: archived best for this problem)" },
+  rounds = { type = "number", default = 8, help = "rounds of search" },
+  beam = { type = "number", default = 2, help = "kernels kept (N)" },
+  directions = { type = "number", default = 2, help = "bottleneck directions per parent (M)" },
+  model = { type = "string", help = "provider:model (default KAGENT_MODEL)" },
+  dtype = { type = "string", default = "fp32", help = "fp32|bf16|fp16" },
+  out = { type = "string", default = "runs", help = "folder of run directories" },
+  ["budget-usd"] = { type = "number", help = "stop when this much is spent on the LLM" },
+  ["budget-tokens"] = { type = "number", help = "stop after this many LLM tokens" },
+  db = { type = "string", help = "memory database (default KAGENT_DB or runs/kagent.db)" },
+  resume = { type = "string", help = "continue the run in this folder (or run id under --out)" },
+  policy = { type = "string", default = "beam", help = "search strategy: agents/lib/<name>.lua or a path" },
+  refine = { type = "number", default = 3, help = "refinements of a failing kernel" },
+  plateau = { type = "number", default = 3, help = "stop after this many rounds without a gain beyond noise" },
+  ["sol-stop"] = { type = "number", default = 95, help = "stop at this speed-of-light percent" },
+  devices = { type = "string", help = "GPU indices \"0,1\" or \"cpu\" (default: all GPUs, else cpu)" },
+  metrics = { type = "string", default = "full", help = "profiler metric set for parents and children: full|sol" },
+  ["job-timeout"] = { type = "number", default = 300, help = "seconds per evaluator stage" },
+  ["max-tokens"] = { type = "number", default = 8192, help = "LLM reply limit" },
+  temperature = { type = "number", help = "LLM temperature" },
+  ["tune-candidates"] = { type = "number", default = 8, help = "tuner: variants evaluated per round" },
+  tuner = { type = "boolean", default = false, help = "use the LLM-free tuner even if an LLM is configured" },
+}

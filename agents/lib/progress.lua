@@ -1,0 +1,54 @@
+-- One progress line on stderr: round, busy workers, best time and speedups, tokens, cost.
+-- Rewritten in place on a terminal, one line per update otherwise (logs stay readable).
+local M = {}
+M.__index = M
+
+function M.new(opts)
+  opts = opts or {}
+  local tty = os.getenv("TERM") ~= nil and os.getenv("TERM") ~= "dumb" and os.getenv("KAGENT_PROGRESS") ~= "lines"
+  return setmetatable({ rounds = opts.rounds or 0, round = 0, busy = 0, workers = 0, tty = tty,
+    out = opts.out or io.stderr, last = "", usage = opts.usage }, M)
+end
+
+function M.format(s)
+  local best = "best -"
+  if s.best_ms then
+    best = string.format("best %.4f ms", s.best_ms)
+    if s.speedup_eager then best = best .. string.format(" %.2fx eager", s.speedup_eager) end
+    if s.speedup_compile then best = best .. string.format(" %.2fx compile", s.speedup_compile) end
+    if s.sol_pct then best = best .. string.format(" SOL %.0f%%", s.sol_pct) end
+  end
+  local tok = s.tokens or 0
+  local toks = tok >= 1000 and string.format("%.1fk", tok / 1000) or tostring(tok)
+  return string.format("[round %d/%d] workers %d/%d busy | %s | tokens %s | $%.4f",
+    s.round or 0, s.rounds or 0, s.busy or 0, s.workers or 0, best, toks, s.cost_usd or 0)
+end
+
+-- update(fields): merge fields and print if the line changed.
+function M:update(fields)
+  for k, v in pairs(fields or {}) do self[k] = v end
+  if self.usage then
+    local u = self.usage()
+    if u then self.tokens = u.tokens or self.tokens; self.cost_usd = u.cost_usd or self.cost_usd end
+  end
+  local line = M.format(self)
+  if line == self.last then return end
+  self.last = line
+  -- in a log, token ticks alone are noise: print when round, workers or best change
+  if not self.tty then
+    local key = M.format({ round = self.round, rounds = self.rounds, busy = self.busy, workers = self.workers,
+      best_ms = self.best_ms, speedup_eager = self.speedup_eager, speedup_compile = self.speedup_compile, sol_pct = self.sol_pct })
+    if key == self.last_key then return end
+    self.last_key = key
+  end
+  if self.tty then self.out:write("\r\27[K" .. line) else self.out:write(line .. "\n") end
+  self.out:flush()
+end
+
+function M:finish(msg)
+  if self.tty then self.out:write("\n") end
+  if msg then self.out:write(msg .. "\n") end
+  self.out:flush()
+end
+
+return M

@@ -1,0 +1,78 @@
+-- The run directory: runs/<run_id>/ with KernelAgent's published trace layout (DESIGN §7), so
+-- existing trace readers work on our runs. Every write is atomic (kagent.fs.write).
+local fs = require("kagent.fs")
+local json = require("kagent.json")
+
+local M = {}
+M.__index = M
+
+-- new_id(problem_path) -> "<problem stem>_<UTC yyyymmdd-HHMMSS>_<4 hex>"
+function M.new_id(problem)
+  local stem = (problem or "run"):match("([^/]+)$"):gsub("%.py$", ""):gsub("[^%w_%-]", "_")
+  local wall = require("kagent.time").wall()
+  return string.format("%s_%s_%04x", stem, os.date("!%Y%m%d-%H%M%S", math.floor(wall)),
+    math.floor((wall % 1) * 65536))
+end
+
+-- open(root_or_resume, id) -> rd. `id` nil means root is the run folder itself (resume).
+function M.open(root, id)
+  local dir = id and fs.join(root, id) or root
+  local ok, err = fs.mkdir_p(fs.join(dir, "rounds"))
+  if not ok then return nil, err end
+  return setmetatable({ dir = dir, id = id or fs.basename(dir) }, M)
+end
+
+function M:path(...) return fs.join(self.dir, ...) end
+
+function M:worker_dir(round, k)
+  local d = fs.join(self.dir, "rounds", "round_" .. round, "w" .. k)
+  fs.mkdir_p(d)
+  return d
+end
+
+function M:round_dir(round)
+  local d = fs.join(self.dir, "rounds", "round_" .. round)
+  fs.mkdir_p(d)
+  return d
+end
+
+-- write(rel_or_abs, data): strings as is, tables as pretty JSON.
+function M:write(path, data)
+  if path:sub(1, 1) ~= "/" and path:sub(1, #self.dir) ~= self.dir then path = fs.join(self.dir, path) end
+  if type(data) == "table" then data = json.encode(data, { pretty = true, sort_keys = true }) .. "\n" end
+  local ok, err = fs.write(path, data or "")
+  if not ok then require("kagent.log").warn("run dir: cannot write %s: %s", path, tostring(err)) end
+  return ok, err
+end
+
+function M:read_json(rel)
+  local s = fs.read(fs.join(self.dir, rel))
+  if not s then return nil end
+  return json.decode(s)
+end
+
+-- ncu_json(result, kernel_file, problem_file, round) -> the *_ncu_metrics.json table
+function M.ncu_json(result, kernel_file, problem_file, round)
+  local per = require("agents.lib.metrics").per_kernel(result and result.metrics)
+  return {
+    metrics = next(per) and per or {},
+    metadata = {
+      kernel_file = kernel_file, problem_file = problem_file, round_num = round,
+      timestamp = os.date("!%Y-%m-%dT%H:%M:%SZ"),
+      ncu_version = result and (result.profiler or result.ncu_version) or json.null,
+      time_ms = result and result.time_ms or json.null,
+      roofline = result and result.roofline or json.null,
+      kernels = result and result.kernels or json.null,
+    },
+  }
+end
+
+-- benchmark_json(problem, device, dtype, kernels) -> benchmark_results.json table;
+-- kernels = {name = {time_ms, path, p10, p90}}
+function M.benchmark_json(problem, device, dtype, kernels, extra)
+  local t = { problem = problem, device = device or "unknown", dtype = dtype, kernels = kernels }
+  for k, v in pairs(extra or {}) do t[k] = v end
+  return t
+end
+
+return M

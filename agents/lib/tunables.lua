@@ -1,0 +1,71 @@
+-- Finds the integer knobs of a kernel's source (block sizes, num_warps, num_stages, chunk sizes,
+-- including those inside triton.Config lists) and rewrites one of them. Text-level on purpose:
+-- the tuner must work on any kernel file without importing it.
+local M = {}
+
+local KNOB = { "BLOCK", "SIZE", "TILE", "WARPS", "STAGES", "CHUNK", "ROWS", "GROUP", "SPLIT", "VEC", "UNROLL" }
+
+local function is_knob(name)
+  if name == "num_warps" or name == "num_stages" then return true end
+  if not name:match("^[A-Z][A-Z0-9_]*$") then return false end
+  for _, k in ipairs(KNOB) do if name:find(k, 1, true) then return true end end
+  return false
+end
+
+-- find(code) -> array of {name, value, s, e (byte range of the number), line, kind}
+function M.find(code)
+  local out, seen = {}, {}
+  local line_starts = { 1 }
+  for pos in code:gmatch("()\n") do line_starts[#line_starts + 1] = pos + 1 end
+  local function line_of(pos)
+    local lo, hi = 1, #line_starts
+    while lo < hi do
+      local mid = math.floor((lo + hi + 1) / 2)
+      if line_starts[mid] <= pos then lo = mid else hi = mid - 1 end
+    end
+    return lo
+  end
+  local function add(name, s, num, kind)
+    if seen[s] then return end
+    seen[s] = true
+    local v = tonumber(num)
+    if not v or v < 1 then return end
+    out[#out + 1] = { name = name, value = v, s = s, e = s + #num - 1, line = line_of(s), kind = kind }
+  end
+  -- module-level constants: NAME = 128 (at column 0; skip `def`/indented code)
+  for ls, name, num_s, num in code:gmatch("()([A-Z][A-Z0-9_]*)%s*=%s*()(%d+)%s*[\n#]") do
+    if (ls == 1 or code:sub(ls - 1, ls - 1) == "\n") and is_knob(name) then add(name, num_s, num, "constant") end
+  end
+  -- keyword arguments: BLOCK_SIZE=1024, num_warps=4 (launch calls, triton.Config)
+  for name, num_s, num in code:gmatch("([%a_][%w_]*)%s*=%s*()(%d+)") do
+    if is_knob(name) then add(name, num_s, num, "keyword") end
+  end
+  -- dict entries in triton.Config({'BLOCK_SIZE': 1024})
+  for name, num_s, num in code:gmatch("[\"']([%a_][%w_]*)[\"']%s*:%s*()(%d+)") do
+    if is_knob(name) then add(name, num_s, num, "config") end
+  end
+  table.sort(out, function(a, b) return a.s < b.s end)
+  return out
+end
+
+-- apply(code, t, value) -> code with tunable t's number replaced by value.
+function M.apply(code, t, value)
+  return code:sub(1, t.s - 1) .. string.format("%d", value) .. code:sub(t.e + 1)
+end
+
+-- neighbours(t, hint) -> candidate values to try next, most promising first. hint: "up"|"down"|nil.
+function M.neighbours(t, hint)
+  local v = t.value
+  local c = {}
+  if t.name == "num_warps" then
+    for _, w in ipairs({ v * 2, v / 2 }) do if w >= 1 and w <= 32 then c[#c + 1] = w end end
+  elseif t.name == "num_stages" then
+    for _, s in ipairs({ v + 1, v - 1 }) do if s >= 1 and s <= 6 then c[#c + 1] = s end end
+  else
+    for _, b in ipairs({ v * 2, math.floor(v / 2) }) do if b >= 1 and b <= 65536 then c[#c + 1] = b end end
+  end
+  if hint == "down" and #c == 2 then c[1], c[2] = c[2], c[1] end
+  return c
+end
+
+return M

@@ -1,0 +1,63 @@
+-- Driver of tests/gpu/agent_gpu_check.sh (GPU only). Prints PASS/FAIL lines and figures;
+-- returns 1 on any failure.
+package.path = kagent.root .. "/?.lua;" .. kagent.root .. "/tests/fixtures/agent/?.lua;" .. package.path
+local fs, json, proc = kagent.fs, kagent.json, kagent.proc
+local fake = require("fake_session")
+local out = kagent.args[1] or "/tmp/kagent-agent-gpu-check"
+local root = kagent.root
+local failures = 0
+local function check(cond, what)
+  print((cond and "PASS " or "FAIL ") .. what)
+  if not cond then failures = failures + 1 end
+end
+
+-- 1. beam search with the fake LLM replaying the one-pass kernel
+local onepass = root .. "/tests/fixtures/agent/triton/rmsnorm_onepass.py"
+local twopass = root .. "/tests/fixtures/agent/triton/rmsnorm_twopass.py"
+local server, port = fake.start(fake.script({ n = 2, kernels = { onepass, twopass } }), out)
+local beam_out = out .. "/beam"
+local r = fake.run_beam({ "--problem", "examples/problems/36_rmsnorm.py", "--kernel", twopass, "--dtype", "bf16",
+  "--rounds", "1", "--out", beam_out }, fake.env(port, { KAGENT_DB = out .. "/mem.db" }), 1500)
+server:kill()
+io.write(r.stderr:sub(-4000))
+check(r.code == 0, "beam.lua exit code " .. tostring(r.code))
+local rd = fake.newest_run(beam_out)
+local s = rd and json.decode(fs.read(rd .. "/summary.json") or "null")
+check(type(s) == "table", "summary.json written")
+if type(s) == "table" then
+  check(s.best.id == "r1w1", "the replayed one-pass kernel is best (best = " .. tostring(s.best.id) .. ")")
+  check((fs.read(rd .. "/best_kernel.py") or ""):gsub("%s+$", "") == fs.read(onepass):gsub("%s+$", ""), "best_kernel.py is the one-pass kernel")
+  check(s.verified == true, "best kernel verified")
+  check(type(s.baselines.eager_ms) == "number" and type(s.baselines.compile_ms) == "number", "timed against eager and torch.compile")
+  check((s.outcomes.duplicate or 0) == 1, "the parent's copy was rejected as a duplicate")
+  print(string.format("FIGURE beam #36 bf16: input %.4f ms -> best %.4f ms (%.2fx); eager %.4f ms, torch.compile %.4f ms; %.2fx vs compile; SOL %s%%",
+    s.input_ms, s.best_ms, s.speedup_vs_input, s.baselines.eager_ms or 0, s.baselines.compile_ms or 0,
+    type(s.speedup_vs_compile) == "number" and s.speedup_vs_compile or 0, tostring(s.sol_pct)))
+  for w = 1, 2 do
+    for _, f in ipairs({ "input_ncu_metrics.json", "bottleneck_prompt.txt", "bottleneck_response.txt", "strategy.json",
+      "opt_prompt.txt", "opt_reply.txt", "reflexion.txt", "optimized_ncu_metrics.json", "kernel.py", "benchmark_results.json" }) do
+      check(fs.exists(string.format("%s/rounds/round_1/w%d/%s", rd, w, f)), string.format("round_1/w%d/%s", w, f))
+    end
+  end
+  local m = json.decode(fs.read(rd .. "/rounds/round_1/w1/optimized_ncu_metrics.json"))
+  check(next(m.metrics) ~= nil, "hardware counters recorded for the child")
+end
+
+-- 2. the LLM-free tuner on the example kernel
+local tune_out = out .. "/tune"
+local cmd = { os.getenv("KAGENT_BIN") or "build/kagent-rt", "--env-file", "/dev/null", root .. "/agents/tune.lua",
+  "--problem", "examples/problems/36_rmsnorm.py", "--kernel", "examples/kernels/36_rmsnorm.py", "--dtype", "bf16",
+  "--rounds", "3", "--tune-candidates", "4", "--out", tune_out }
+local t = assert(proc.run(cmd, { cwd = root, env = { KAGENT_DB = out .. "/mem.db", KAGENT_PROGRESS = "lines" }, timeout = 1500 }))
+io.write(t.stderr:sub(-3000))
+check(t.code == 0, "tune.lua exit code " .. tostring(t.code))
+local td = fake.newest_run(tune_out)
+local ts = td and json.decode(fs.read(td .. "/summary.json") or "null")
+check(type(ts) == "table", "tuner summary.json written")
+if type(ts) == "table" then
+  print(string.format("FIGURE tune #36 bf16: input %.4f ms -> best %.4f ms (%.3fx) after %d round(s): %s; eager %.4f ms, compile %.4f ms",
+    ts.input_ms, ts.best_ms, ts.speedup_vs_input, ts.rounds, ts.stop_reason, ts.baselines.eager_ms or 0, ts.baselines.compile_ms or 0))
+  check(ts.speedup_vs_input >= 1.0, "tuner never returns a slower kernel")
+end
+print(failures == 0 and "agent GPU check: all passed" or ("agent GPU check: " .. failures .. " failure(s)"))
+return failures == 0 and 0 or 1

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# GPU check of the optimization agent (needs a GPU; exits 77 = skipped without one):
+#  1. agents/beam.lua on KernelBench #36 (bf16) from a slow two-pass Triton kernel, with the FAKE
+#     LLM server replaying a known-faster one-pass kernel: that kernel must end as best, verified,
+#     timed against eager and torch.compile, with a complete run directory and summary.json.
+#  2. agents/tune.lua (no LLM) on examples/kernels/36_rmsnorm.py: prints the figure.
+# Usage: tests/gpu/agent_gpu_check.sh [out_dir]   (KAGENT_BIN overrides build/kagent-rt)
+set -u
+cd "$(dirname "$0")/../.."
+if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L 2>/dev/null | grep -q GPU; then
+  echo "SKIP: no GPU"
+  exit 77
+fi
+BIN="${KAGENT_BIN:-build/kagent-rt}"
+OUT="${1:-/tmp/kagent-agent-gpu-check}"
+rm -rf "$OUT" && mkdir -p "$OUT"
+export KAGENT_BIN="$BIN"
+"$BIN" --env-file /dev/null tests/gpu/agent_gpu_check.lua "$OUT"

@@ -1,0 +1,124 @@
+-- Pure helpers of the agents: args, prompt rendering, tunables, fingerprints, metrics, skills, judge.
+package.path = kagent.root .. "/?.lua;" .. package.path
+local args = require("agents.lib.args")
+local options = require("agents.lib.options")
+local prompt = require("kagent.prompt")
+local tunables = require("agents.lib.tunables")
+local fingerprint = require("agents.lib.fingerprint")
+local metrics = require("agents.lib.metrics")
+local skills = require("agents.lib.skills")
+local features = require("agents.lib.features")
+local judge = require("agents.roles.judge")
+local tuner = require("agents.lib.tuner")
+
+describe("args", function()
+  it("parses values, flags and defaults, and rejects unknown options", function()
+    local o = assert(args.parse({ "--problem", "p.py", "--rounds=3", "--budget-usd", "1.5", "--tuner" }, options))
+    expect.eq(o.problem, "p.py"); expect.eq(o.rounds, 3); expect.eq(o.budget_usd, 1.5)
+    expect.eq(o.tuner, true); expect.eq(o.beam, 2); expect.eq(o.dtype, "fp32")
+    local bad, err = args.parse({ "--roundz", "3" }, options)
+    expect.eq(bad, nil); expect.match(err, "unknown option")
+    local _, err2 = args.parse({ "--rounds", "x" }, options)
+    expect.match(err2, "number")
+  end)
+end)
+
+describe("kagent.prompt", function()
+  it("renders variables, nested names, optional ones and fails on a missing one", function()
+    expect.eq(prompt.render_string("a {{x}} {{g.name}} {{opt?}}!", { x = 3, g = { name = "H100" } }), "a 3 H100 !")
+    expect.errors(function() prompt.render_string("{{nope}}", {}) end, "missing variable 'nope'")
+    local text = prompt.render("refine", { attempt = 1, max_attempts = 3, bottleneck_summary = "b", stage = "run",
+      error = "ERUN: boom", details = "", dtype = "fp32", problem_code = "P", kernel_code = "K", entry_point = "ModelNew" })
+    expect.match(text, "ERUN: boom")
+    local _, err, code = prompt.render("no_such_template", {})
+    expect.eq(code, "ENOTFOUND")
+    local vars = prompt.variables("diagnose")
+    expect.truthy(#vars >= 10, "diagnose has its variables")
+  end)
+end)
+
+describe("tunables", function()
+  local code = "BLOCK_SIZE = 1024\nCHUNK = 1\nx = 5\n\ndef f():\n    k[g](a, BLOCK=64, num_warps=4, num_stages=2)\n" ..
+    "configs = [triton.Config({'BLOCK_M': 128}, num_warps=8)]\n"
+  it("finds constants, launch keywords and triton.Config entries", function()
+    local ts = tunables.find(code)
+    local names = {}
+    for _, t in ipairs(ts) do names[#names + 1] = t.name .. "=" .. t.value end
+    expect.eq(table.concat(names, ","), "BLOCK_SIZE=1024,CHUNK=1,BLOCK=64,num_warps=4,num_stages=2,BLOCK_M=128,num_warps=8")
+    local c2 = tunables.apply(code, ts[2], 4)
+    expect.match(c2, "CHUNK = 4\n")
+    expect.same(tunables.neighbours(ts[4]), { 8, 2 })
+    expect.same(tunables.neighbours(ts[1], "down"), { 512, 2048 })
+  end)
+  it("tuner candidates follow skill hints and skip seen code", function()
+    local seen = {}
+    local c = tuner.candidates("CHUNK = 2\nBLOCK_SIZE = 8\n", { BLOCK_SIZE = "up" }, 3, seen)
+    expect.eq(#c, 3)
+    expect.eq(c[1].change.name, "BLOCK_SIZE"); expect.eq(c[1].change.to, 16)
+    local again = tuner.candidates("CHUNK = 2\nBLOCK_SIZE = 8\n", { BLOCK_SIZE = "up" }, 3, seen)
+    expect.eq(#again, 1, "only the untried one remains")
+  end)
+end)
+
+describe("fingerprint", function()
+  it("ignores comments and blank lines, not code", function()
+    local a = fingerprint.of("x = 1\n# note\n\ny = 2  \n")
+    expect.eq(a, fingerprint.of("x = 1\ny = 2\n"))
+    expect.ne(a, fingerprint.of("x = 1\ny = 3\n"))
+  end)
+end)
+
+describe("metrics and skills on a published trace", function()
+  local path = kagent.root .. "/../shared/data/ka-artifacts/36_RMSNorm/round_1/input_ncu_metrics.json"
+  it("summarises Nsight metrics and retrieves memory skills", function()
+    local s = kagent.fs.read(path)
+    if not s then skip("no published traces at " .. path) end
+    local r = { metrics = kagent.json.decode(s), time_ms = { median = 4.0 }, kernels = { { name = "_rmsnorm_nchw_kernel", time_ms = 4.0 } } }
+    local p = metrics.summarize(r)
+    expect.near(p.dram_pct, 82.76, 0.01); expect.near(p.stall_long, 96.13, 0.01); expect.eq(p.kernel_count, 1)
+    local text = metrics.grouped_text(r)
+    expect.match(text, "%*%*DRAM%*%*"); expect.match(text, "82%.76%%")
+    local all = skills.load(kagent.root .. "/skills")
+    expect.eq(#all, 24)
+    local f = features.extract("@triton.jit\ndef k(x, BLOCK: tl.constexpr):\n  tl.load(x, mask=m)\n  tl.sqrt(x)\n",
+      "torch.mean(x ** 2, dim=1)", "bf16")
+    expect.eq(f.op_class, "reduction")
+    local hits = skills.retrieve(all, p, f, { limit = 5 })
+    expect.truthy(#hits >= 2)
+    local names = {}
+    for _, h in ipairs(hits) do names[h.skill.name] = true end
+    expect.truthy(names.vectorization, "vectorization fires below DRAM peak")
+    expect.falsy(names.fusion, "no fusion hint without the compulsory bytes")
+    -- with the roofline's compulsory bytes (bf16 #36: 7.52 GB) the 11 GB moved show a second pass
+    r.roofline = { bytes = 7.52e9 }
+    local p2 = metrics.summarize(r)
+    expect.near(p2.traffic_ratio, 1.47, 0.01)
+    local top = skills.retrieve(all, p2, f, { limit = 1 })
+    expect.eq(top[1].skill.name, "fusion", "extra DRAM traffic -> fuse the statistics and apply passes")
+    expect.falsy(names.tensor_cores, "no tensor cores for a reduction")
+  end)
+  it("CPU mode (no counters) still yields some skills and says there are no counters", function()
+    local p = metrics.summarize({ time_ms = { median = 0.1 } })
+    expect.eq(p.has_metrics, false)
+    expect.match(metrics.grouped_text({}), "no hardware counters")
+    local hits = skills.retrieve(skills.load(kagent.root .. "/skills"), p, features.extract("CHUNK = 1\n", "x.mean()", "fp32"))
+    expect.truthy(#hits >= 1)
+  end)
+end)
+
+describe("judge", function()
+  it("drops repeated directions and tops up from skill rules", function()
+    local list = judge.normalize({
+      { summary = "Memory bound on DRAM", category = "memory", skill = "coalescing" },
+      { summary = "memory bound on dram!", category = "memory", skill = "coalescing" },
+      { summary = "" }, "junk",
+    })
+    expect.eq(#list, 1)
+    local all = skills.load(kagent.root .. "/skills")
+    local hits = skills.retrieve(all, { has_metrics = false }, { tunables = 1 })
+    judge.fill(list, 2, hits, {})
+    expect.eq(#list, 2)
+    expect.ne(list[2].skill, "coalescing")
+    expect.eq(list[2].source, "rules")
+  end)
+end)
