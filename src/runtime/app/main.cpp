@@ -41,24 +41,32 @@ int main(int argc, char** argv) {
   app.add_option("--log-file", log_file, "Also write the log to this file");
   app.add_option("--env-file", env_file, "Load variables from this file if it exists (default ./.env)");
   app.add_option("script", script, "Lua script to run")->check(CLI::ExistingFile);
-  // Everything after the script belongs to the script.
-  app.prefix_command();
+  // Everything after the script belongs to the script (its own --help included), so split
+  // argv at the first word that is neither an option nor an option's value.
+  int split = 1;
+  while (split < argc) {
+    std::string a = argv[split];
+    if (a.rfind("-", 0) != 0) break;
+    const bool takes_value = (a == "--log-level" || a == "--log-file" || a == "--env-file");
+    split += takes_value ? 2 : 1;
+  }
+  if (split < argc) ++split;  // the script itself
+  if (split > argc) split = argc;
+  for (int i = split; i < argc; ++i) script_args.emplace_back(argv[i]);
   try {
-    app.parse(argc, argv);
+    app.parse(split, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    const int rc = app.exit(e);
+    return rc == 0 ? 0 : 2;  // usage errors exit 2, like most command-line tools
   }
   if (show_version) {
     std::printf("kagent-rt %s\n", kagent::kVersion);
     return 0;
   }
-  script_args = app.remaining();
   if (script.empty()) {
     std::fprintf(stderr, "kagent-rt: no script given\n%s", app.help().c_str());
     return 2;
   }
-  // Remaining args may start with the script path itself depending on CLI11 parsing; drop it.
-  if (!script_args.empty() && script_args.front() == script) script_args.erase(script_args.begin());
 
   kagent::load_dotenv(env_file);
   if (log_level.empty()) {
