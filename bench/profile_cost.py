@@ -1,0 +1,63 @@
+"""Cost of profiling one candidate: warm in-process CUPTI profile vs the Nsight Compute CLI.
+
+    PYTHONPATH=src/gpu/eval python3 bench/profile_cost.py PROBLEM.py [CANDIDATE.py]
+        [--metrics full|sol] [--reps 5] [--dtype bf16] [--no-ncu]
+
+Prints the median wall time of `profiling.profile` in a process that already holds the CUDA
+context and compiled kernels, the part of it not spent running the forward (overhead beyond the
+replay passes), and the wall time of `ncu --clock-control none` on the same job.
+"""
+import argparse
+import os
+import statistics
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "src", "gpu", "eval"))
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("problem")
+    p.add_argument("candidate", nargs="?")
+    p.add_argument("--metrics", default="full")
+    p.add_argument("--reps", type=int, default=5)
+    p.add_argument("--dtype", default="bf16")
+    p.add_argument("--no-ncu", action="store_true")
+    a = p.parse_args()
+    import torch
+    if not torch.cuda.is_available():
+        print("SKIP: no CUDA device")
+        return 77
+    from kagent_eval import ncu_target, profiling
+    job = {"problem": a.problem, "candidate": a.candidate, "dtype": a.dtype, "device": 0}
+    _, forward = ncu_target.build_forward(job)
+    for _ in range(3):
+        forward()
+    torch.cuda.synchronize()
+    t = time.perf_counter()
+    for _ in range(5):
+        forward()
+    torch.cuda.synchronize()
+    fwd_s = (time.perf_counter() - t) / 5
+    times, res = [], None
+    for _ in range(a.reps):
+        t = time.perf_counter()
+        res = profiling.profile(forward, a.metrics, 0)
+        times.append(time.perf_counter() - t)
+    med = statistics.median(times)
+    runs = 1 + res["replay_sessions"]
+    print("gpu: %s" % torch.cuda.get_device_name(0))
+    print("cupti %s: median %.3f s over %d reps, %d passes, %d forward runs of %.2f ms, "
+          "overhead beyond them %.3f s" % (a.metrics, med, a.reps, res["passes"], runs,
+                                           fwd_s * 1e3, med - runs * fwd_s))
+    if not a.no_ncu:
+        t = time.perf_counter()
+        profiling.profile_with_ncu(a.problem, a.candidate, job, a.metrics)
+        ncu_s = time.perf_counter() - t
+        print("ncu %s: %.2f s  (%.1fx the warm CUPTI profile)" % (a.metrics, ncu_s, ncu_s / med))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

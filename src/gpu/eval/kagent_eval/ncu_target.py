@@ -1,0 +1,61 @@
+"""The program `ncu` profiles: load a problem and a candidate, warm up, then run exactly one
+forward between cudaProfilerStart and cudaProfilerStop (ncu runs with --profile-from-start off,
+so warm-up and Triton compilation are not profiled).
+
+    python3 -m kagent_eval.ncu_target job.json
+job: {"problem": path, "candidate": path or null (profile the reference), "dtype": "bf16",
+      "seed": 0, "device": 0, "warmup": 2}
+Prints nothing on stdout (ncu's CSV goes there); exit 0 on success.
+"""
+import json
+import sys
+
+
+def build_forward(job):
+    """(torch, zero-argument forward) for the job, on its device, inputs cast to its dtype."""
+    import torch
+    from . import loader
+
+    device = "cuda:%d" % int(job.get("device", 0))
+    torch.cuda.set_device(device)
+    dtype = loader.torch_dtype(torch, job.get("dtype", "bf16"))
+    seed = int(job.get("seed", 0))
+    problem = loader.load_module("problem", job["problem"])
+    init_inputs = [loader.cast_value(torch, v, dtype, device) for v in problem.get_init_inputs()]
+    ref = loader.build_model(torch, problem.Model, init_inputs, seed, dtype, device)
+    torch.manual_seed(seed)
+    inputs = [loader.cast_value(torch, v, dtype, device) for v in problem.get_inputs()]
+    if job.get("candidate"):
+        module = loader.load_module("candidate", job["candidate"])
+        model = loader.build_candidate(torch, module, ref, init_inputs, seed, dtype, device)
+    else:
+        model = ref
+
+    def forward():
+        with torch.no_grad():
+            return model(*inputs)
+
+    return torch, forward
+
+
+def main(argv):
+    with open(argv[1]) as f:
+        job = json.load(f)
+    real_stdout = sys.stdout
+    sys.stdout = sys.stderr  # keep ncu's CSV on stdout clean of the candidate's prints
+    try:
+        torch, forward = build_forward(job)
+        for _ in range(int(job.get("warmup", 2))):
+            forward()
+        torch.cuda.synchronize()
+        torch.cuda.profiler.start()
+        forward()
+        torch.cuda.synchronize()
+        torch.cuda.profiler.stop()
+    finally:
+        sys.stdout = real_stdout
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

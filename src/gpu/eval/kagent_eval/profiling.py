@@ -1,0 +1,378 @@
+"""GPU profiling inside the candidate's process: CUPTI kernel traces and Nsight-Compute-named metrics.
+
+Call these from the sandboxed child that owns the CUDA context (CUPTI allows one profiling
+client per process, and loading the library or calling ``available`` creates the context).
+
+Interface (stable):
+
+``available(device_index) -> (ok, reason)``
+    ``(True, "cupti")`` when libkagent_prof loads and the range profiler can read counters here;
+    ``(True, "ncu: <why not cupti>")`` when only the Nsight Compute CLI can; else
+    ``(False, "ENOTSUP: <reason>")`` (CPU mode, no library and no ncu, restricted counters...).
+
+``METRIC_SETS = {"sol": [...], "full": [...]}``
+    ``full``: the 27 metrics of KernelAgent's published traces (all exist on Hopper with
+    ncu 2025.3), plus ``sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active`` and
+    ``gpu__time_duration.sum``. ``sol``: a cheap set for ranking (time, both speed-of-light
+    figures, DRAM traffic, occupancy).
+
+``trace_kernels(fn, device_index) -> [launch...]``
+    Runs ``fn()`` once under CUPTI activity tracing (all streams) and returns every kernel launch
+    in start order: ``{name, mangled, duration_ms, grid, block, registers, shared_mem,
+    static_shared, dynamic_shared, shared_mem_executed, local_mem_per_thread, stream,
+    start_ns, end_ns, correlation_id, device}``. Falls back to ``torch.profiler`` (fewer fields)
+    when the library is missing; the rows then carry ``"source": "torch.profiler"``.
+
+``profile(fn, metrics="full", device_index=0, replay="user") -> result``
+    ``fn`` is a zero-argument callable that runs one forward pass, already warmed up (Triton
+    compiled). It runs once traced, then once per profiler pass (``replay="user"``: the L2 is
+    flushed at the start of each pass, after CUPTI's own setup, like Nsight Compute's cache
+    control, so the forward must be
+    repeatable: same launches each run, no state carried between runs), falling back to
+    CUPTI's kernel replay (forward runs once; DRAM writes run high by the dirty L2 lines the
+    memory restores leave) if user replay fails. Kernels after the first in a forward see the
+    caches their predecessors left, as in the real forward (Nsight Compute flushes before each
+    kernel instead). Result::
+
+        {"metrics":   {kernel_name: {metric: value}},    # published *_ncu_metrics.json shape
+         "kernels":   [{...launch fields..., "metrics": {metric: value}}],  # one per launch
+         "aggregate": {metric: value},   # time-weighted over the forward (counters summed)
+         "total_ms":  sum of kernel durations, "passes": n, "backend": "cupti",
+         "replay": "user"|"kernel", "replay_sessions": forward runs while profiling,
+         "ncu_max_sol_pct": max(compute SOL, memory SOL) of the aggregate (KernelAgent's figure),
+         "unsupported": [metrics this GPU/CUPTI cannot collect], "profile_s": wall seconds}
+
+    Values are in base units (bytes, bytes/s, ns for gpu__time_duration.sum, percent).
+    ``launch__*`` statistics are derived from the kernel records, as Nsight Compute does.
+
+``profile_any(fn, metrics, device_index, problem_path, candidate_path, job)``
+    ``profile`` when CUPTI can run; else ``profile_with_ncu`` on the same job (result gets
+    ``"cupti_error"``); else ``ProfilerError("ENOTSUP", ...)`` (always so in CPU mode).
+
+``profile_with_ncu(problem_path, candidate_path, job, metrics)``
+    Same result shape, ``"backend": "ncu"``, by running the Nsight Compute CLI
+    (``--clock-control none``) on ``python3 -m kagent_eval.ncu_target``. See ``ncu_cli``.
+
+Errors raise ``ProfilerError(code, message)`` with ``code`` in ``ENOTSUP``, ``EPERM``,
+``EINVAL``, ``ESTATE``, ``ECUDA``, ``ECUPTI``, ``ENCU``; ``str(err)`` is ``"CODE: message"``.
+"""
+import ctypes
+import glob
+import os
+import time
+
+from . import ncu_metrics
+from .ncu_metrics import METRIC_SETS  # noqa: F401  (part of this module's interface)
+
+_CODES = {1: "ENOTSUP", 2: "EPERM", 3: "EINVAL", 4: "ESTATE", 5: "ECUDA", 6: "ECUPTI"}
+_ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
+
+
+class ProfilerError(Exception):
+    def __init__(self, code, message):
+        super().__init__("%s: %s" % (code, message))
+        self.code = code
+        self.message = message
+
+
+def library_candidates():
+    """Where libkagent_prof.so may be: $KAGENT_PROF_LIB alone when set (so a test or a user can
+    force the ncu fallback with a path that does not exist), else the project's build folders."""
+    env = os.environ.get("KAGENT_PROF_LIB")
+    if env:
+        return [env]
+    found = []
+    patterns = ["build/src/gpu/profiler", "build*/src/gpu/profiler", "build*/**/profiler",
+                ".devbuild/prof", "lib"]
+    for pattern in patterns:
+        found += sorted(glob.glob(os.path.join(_ROOT, pattern, "libkagent_prof.so"),
+                                  recursive=True))
+    return found
+
+
+class _Lib:
+    """ctypes view of the C ABI; one per process."""
+
+    def __init__(self, path):
+        self.path = path
+        self.dll = ctypes.CDLL(path)
+        for name in ("kp_last_error", "kp_result"):
+            getattr(self.dll, name).restype = ctypes.c_char_p
+        self.dll.kp_profile_begin.argtypes = [ctypes.c_char_p, ctypes.c_int]
+        self.dll.kp_metrics_check.argtypes = [ctypes.c_char_p]
+        self.dll.kp_profile_pass_end.argtypes = [ctypes.POINTER(ctypes.c_int)]
+        self.device = None
+
+    def call(self, name, *args):
+        rc = getattr(self.dll, name)(*args)
+        if rc != 0:
+            msg = (self.dll.kp_last_error() or b"").decode(errors="replace")
+            raise ProfilerError(_CODES.get(rc, "ECUPTI"), msg or "%s failed (%d)" % (name, rc))
+
+    def result(self):
+        import json
+        return json.loads((self.dll.kp_result() or b"null").decode(errors="replace"))
+
+    def init(self, device_index):
+        if self.device != device_index:
+            self.call("kp_init", int(device_index))
+            self.device = device_index
+
+
+_lib = None
+_lib_error = None
+
+
+def load_library():
+    """The loaded library, or raises ProfilerError(ENOTSUP) saying where it looked."""
+    global _lib, _lib_error
+    if _lib is not None:
+        return _lib
+    if _lib_error is not None:
+        raise _lib_error
+    tried = []
+    for path in library_candidates():
+        try:
+            _lib = _Lib(path)
+            return _lib
+        except OSError as e:
+            tried.append("%s (%s)" % (path, e))
+    _lib_error = ProfilerError(
+        "ENOTSUP", "libkagent_prof.so not loadable: " + ("; ".join(tried) or
+                   "not built (set KAGENT_PROF_LIB or build with KAGENT_WITH_CUPTI)"))
+    raise _lib_error
+
+
+def _torch_cuda(device_index):
+    try:
+        import torch
+    except ImportError:
+        raise ProfilerError("ENOTSUP", "torch is not installed")
+    if not torch.cuda.is_available():
+        raise ProfilerError("ENOTSUP", "no CUDA device (CPU mode): GPU profiling needs a GPU")
+    if device_index >= torch.cuda.device_count():
+        raise ProfilerError("EINVAL", "device %d not visible" % device_index)
+    torch.cuda.set_device(device_index)
+    torch.cuda.init()
+    return torch
+
+
+def _ready(device_index):
+    torch = _torch_cuda(device_index)
+    lib = load_library()
+    lib.init(device_index)
+    return torch, lib
+
+
+def available(device_index=0):
+    try:
+        _, lib = _ready(device_index)
+        lib.call("kp_metrics_check", b"gpu__time_duration.sum")
+        return True, "cupti"
+    except ProfilerError as e:
+        reason = str(e)
+        if e.code == "ENOTSUP" and "CPU mode" in e.message:
+            return False, reason
+    from . import ncu_cli
+    ok, why = ncu_cli.ncu_available()
+    if ok:
+        return True, "ncu: " + reason
+    return False, "ENOTSUP: " + reason + "; " + why
+
+
+def _torch_profiler_trace(torch, fn):
+    from torch.profiler import ProfilerActivity, profile as tprofile
+    with tprofile(activities=[ProfilerActivity.CUDA]) as prof:
+        fn()
+        torch.cuda.synchronize()
+    rows = []
+    for ev in prof.events():
+        if getattr(ev, "device_type", None) is None or "CUDA" not in str(ev.device_type):
+            continue
+        if "memcpy" in ev.name.lower() or "memset" in ev.name.lower():
+            continue
+        dur_us = getattr(ev, "device_time", None) or getattr(ev, "cuda_time", 0.0)
+        rows.append({"name": ev.name, "duration_ms": dur_us * 1e-3, "grid": None, "block": None,
+                     "registers": None, "shared_mem": None, "stream": None,
+                     "source": "torch.profiler"})
+    return rows
+
+
+def trace_kernels(fn, device_index=0):
+    torch = _torch_cuda(device_index)
+    try:
+        lib = load_library()
+        lib.init(device_index)
+    except ProfilerError as e:
+        if e.code != "ENOTSUP":
+            raise
+        return _torch_profiler_trace(torch, fn)
+    torch.cuda.synchronize()
+    lib.call("kp_trace_begin")
+    try:
+        fn()
+        torch.cuda.synchronize()
+    finally:
+        lib.call("kp_trace_end")
+    return lib.result()
+
+
+def check_metrics(metrics, device_index=0):
+    """{"supported": [...], "unsupported": [...], "passes": n, "chip": name} for counter metrics."""
+    _, lib = _ready(device_index)
+    lib.call("kp_metrics_check", ",".join(metrics).encode())
+    return lib.result()
+
+
+_flushers = {}
+
+
+class _L2Flush:
+    """Writes back and evicts the L2 cache by reading a buffer several times its size (a read
+    leaves only clean lines behind, so no write-back lands in the next kernel's counters).
+
+    It runs inside each profiler pass, after CUPTI's own per-pass setup (which leaves dirty
+    lines of its own), so its kernels are the first ranges of the pass; `kernels` says how many
+    ranges to drop."""
+
+    def __init__(self, torch, device_index):
+        self.torch = torch
+        props = torch.cuda.get_device_properties(device_index)
+        l2 = getattr(props, "L2_cache_size", 0) or (64 << 20)
+        self.buf = torch.ones(max(4 * l2, 256 << 20) // 4, dtype=torch.float32,
+                              device=torch.device("cuda", device_index))
+        self.kernels = len(trace_kernels(self, device_index))
+
+    def __call__(self):
+        self.buf.sum()
+
+
+def _flusher(torch, device_index):
+    if device_index not in _flushers:
+        _flushers[device_index] = _L2Flush(torch, device_index)
+    return _flushers[device_index]
+
+
+REPLAY_MODES = {"kernel": 0, "user": 1}
+
+
+def _replay(torch, lib, fn, counters, n_launches, replay, device_index, max_sessions):
+    """Runs the passes; returns (decoded ranges of fn's kernels only, passes, sessions)."""
+    flush = _flusher(torch, device_index) if replay == "user" else None
+    skip = flush.kernels if flush else 0
+    lib.call("kp_profile_begin", ",".join(counters).encode(), n_launches + skip + 8,
+             REPLAY_MODES[replay])
+    done = ctypes.c_int(0)
+    sessions = 0
+    try:
+        while not done.value:
+            if sessions >= max_sessions:
+                raise ProfilerError("ECUPTI", "profiler still wants passes after %d runs" % sessions)
+            lib.call("kp_profile_pass_begin")
+            try:
+                if flush:
+                    flush()
+                fn()
+                torch.cuda.synchronize()
+            finally:
+                lib.call("kp_profile_pass_end", ctypes.byref(done))
+            sessions += 1
+    finally:
+        lib.call("kp_profile_end")
+    decoded = lib.result()
+    return decoded["ranges"][skip:], decoded["passes"], sessions
+
+
+def profile(fn, metrics="full", device_index=0, max_ranges=512, capability=None, replay="user"):
+    started = time.perf_counter()
+    torch, lib = _ready(device_index)
+    wanted = ncu_metrics.resolve(metrics)
+    counters, launch_names = ncu_metrics.split_launch(wanted)
+    launches = trace_kernels(fn, device_index)
+    if len(launches) > max_ranges:
+        raise ProfilerError("EINVAL", "forward launches %d kernels; max_ranges is %d"
+                            % (len(launches), max_ranges))
+    check = check_metrics(counters, device_index) if counters else {"supported": [],
+                                                                     "unsupported": []}
+    supported = check["supported"]
+    ranges, passes, sessions, replay_error = [], 0, 0, None
+    if supported and launches:
+        modes = [replay] + (["kernel"] if replay == "user" else [])
+        for mode in modes:
+            try:
+                ranges, passes, sessions = _replay(torch, lib, fn, supported, len(launches),
+                                                   mode, device_index, max_sessions=64)
+            except ProfilerError as e:
+                if mode == modes[-1]:
+                    raise
+                replay_error = str(e)
+                continue
+            replay = mode
+            if len(ranges) == len(launches):
+                break
+            replay_error = "%s replay gave %d ranges for %d launches" % (
+                mode, len(ranges), len(launches))
+    if capability is None:
+        capability = torch.cuda.get_device_capability(device_index)
+    rows = _join(launches, ranges, launch_names, capability)
+    aggregate = ncu_metrics.aggregate(rows)
+    return {
+        "metrics": ncu_metrics.by_kernel_name(rows),
+        "kernels": rows,
+        "aggregate": aggregate,
+        "total_ms": sum(r["duration_ms"] for r in rows),
+        "passes": passes,
+        "replay_sessions": sessions,
+        "replay": replay,
+        "replay_error": replay_error,
+        "backend": "cupti",
+        "ncu_max_sol_pct": ncu_metrics.max_sol_pct(aggregate),
+        "unsupported": check["unsupported"],
+        "range_mismatch": len(ranges) != len(launches) if supported else False,
+        "profile_s": time.perf_counter() - started,
+        "metadata": {"chip": check.get("chip"), "library": lib.path,
+                     "timestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())},
+    }
+
+
+def _join(launches, ranges, launch_names, capability):
+    """One row per launch: the trace record plus its range's metrics. Auto ranges are numbered
+    in launch order, so the i-th range is the i-th kernel of the (deterministic) forward."""
+    rows = []
+    for i, launch in enumerate(launches):
+        row = dict(launch)
+        metrics = {}
+        if i < len(ranges):
+            metrics.update({k: v for k, v in ranges[i]["metrics"].items() if v is not None})
+        if launch_names:
+            derived = ncu_metrics.launch_metrics(launch, capability)
+            metrics.update({k: derived[k] for k in launch_names if k in derived})
+        row["metrics"] = metrics
+        rows.append(row)
+    return rows
+
+
+def profile_with_ncu(problem_path, candidate_path, job, metrics="full"):
+    from . import ncu_cli
+    return ncu_cli.profile_with_ncu(problem_path, candidate_path, job, metrics)
+
+
+def profile_any(fn, metrics="full", device_index=0, problem_path=None, candidate_path=None,
+                job=None):
+    """CUPTI when it can run here, else the ncu CLI on the same job (needs the paths), else
+    ProfilerError("ENOTSUP", reasons of both)."""
+    try:
+        return profile(fn, metrics, device_index)
+    except ProfilerError as e:
+        if e.code not in ("ENOTSUP", "EPERM") or "CPU mode" in e.message:
+            raise
+        cupti_error = e
+    if not problem_path:
+        raise cupti_error
+    from . import ncu_cli
+    ok, why = ncu_cli.ncu_available()
+    if not ok:
+        raise ProfilerError("ENOTSUP", "%s; %s" % (cupti_error.message, why))
+    res = ncu_cli.profile_with_ncu(problem_path, candidate_path, job, metrics)
+    res["cupti_error"] = str(cupti_error)
+    return res

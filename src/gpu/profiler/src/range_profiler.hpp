@@ -1,0 +1,53 @@
+// CUPTI range profiler in auto-range, kernel-replay mode: one range per kernel launch, each
+// kernel replayed by CUPTI until every pass of the metric set is collected.
+#pragma once
+
+#include <cupti_profiler_host.h>
+#include <cupti_range_profiler.h>
+
+#include <string>
+#include <vector>
+
+#include "device.hpp"
+
+namespace kp {
+
+// Host-side metric database for one chip: validates names, builds config images, counts passes.
+class MetricHost {
+public:
+    ~MetricHost();
+    Status open(const Device& d);
+    bool is_valid(const std::string& metric);
+    Status build_config(const std::vector<std::string>& metrics, std::vector<uint8_t>& config,
+                        size_t& passes);
+    CUpti_Profiler_Host_Object* object() const { return host_; }
+
+private:
+    CUpti_Profiler_Host_Object* host_ = nullptr;
+};
+
+class RangeSession {
+public:
+    ~RangeSession();
+    Status begin(const Device& d, const std::vector<std::string>& metrics, int max_ranges,
+                 int replay_mode);
+    Status pass_begin();
+    Status pass_end(bool& all_done);
+    Status end(std::string& json);
+    bool active() const { return object_ != nullptr; }
+    void abort();
+
+private:
+    MetricHost host_;
+    std::vector<std::string> metrics_;
+    std::vector<uint8_t> config_;
+    std::vector<uint8_t> counter_data_;
+    CUpti_RangeProfiler_Object* object_ = nullptr;
+    size_t passes_ = 0;
+    bool in_pass_ = false;
+    bool all_done_ = false;
+};
+
+std::vector<std::string> split_csv(const char* csv);
+
+}  // namespace kp

@@ -1,0 +1,236 @@
+"""GPU check of the profiler: CUPTI metrics against `ncu --clock-control none`, profile cost,
+a multi-kernel forward, and roofline bounds against REFERENCE.md section 1.
+
+    PYTHONPATH=src/gpu/eval python3 tests/gpu/profile_gpu_check.py [--targets fixture,36,43,4,77,82]
+        [--out result.json] [--no-ncu] [--no-roofline]
+
+Exits 77 (skipped) where no CUDA device exists, 0 when every comparison holds, 1 otherwise.
+"""
+import argparse
+import gc
+import json
+import os
+import sys
+import time
+import traceback
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+sys.path.insert(0, os.path.join(ROOT, "src", "gpu", "eval"))
+
+SHOWCASE = {"4": "4_matmul_gemv", "36": "36_rmsnorm", "43": "43_maxpool3d",
+            "77": "77_conv_transpose3d", "82": "82_depthwise_conv2d"}
+# REFERENCE.md section 1: compulsory bytes (GB, bf16) and the bound at 3.0 TB/s (ms).
+REFERENCE_BOUNDS = {"4": (4.30, 1.43), "36": (7.52, 2.51), "43": (2.39, 0.80),
+                    "77": (0.30, 0.10), "82": (1.07, 0.36)}
+REFERENCE_BW = 3.0e12
+
+
+def close(metric, a, b):
+    """±3 points for percentages, ±5% relative otherwise."""
+    if a is None or b is None:
+        return False
+    if ".pct" in metric or "pct_of_peak" in metric:
+        return abs(a - b) <= 3.0
+    scale = max(abs(a), abs(b))
+    return scale < 1e-9 or abs(a - b) / scale <= 0.05
+
+
+def targets_for(names):
+    out = []
+    for name in names:
+        if name == "fixture":
+            out.append(("fixture", os.path.join(ROOT, "tests/gpu/profile_fixture_problem.py"),
+                        os.path.join(ROOT, "tests/gpu/profile_fixture_kernel.py")))
+        elif name in SHOWCASE:
+            stem = SHOWCASE[name]
+            kernel = os.path.join(ROOT, "examples/kernels/%s.py" % stem)
+            out.append((name, os.path.join(ROOT, "examples/problems/%s.py" % stem),
+                        kernel if os.path.exists(kernel) else None))
+    return out
+
+
+def compare(cupti, ncu):
+    """Per launch (matched by order) and per metric: values and whether they agree."""
+    rows = []
+    ok = True
+    n = min(len(cupti["kernels"]), len(ncu["kernels"]))
+    if len(cupti["kernels"]) != len(ncu["kernels"]):
+        ok = False
+    for i in range(n):
+        c, k = cupti["kernels"][i], ncu["kernels"][i]
+        for metric, nv in sorted(k["metrics"].items()):
+            cv = c["metrics"].get(metric)
+            agree = close(metric, cv, nv)
+            ok = ok and agree
+            rows.append({"kernel": i, "name": k["name"][:60], "metric": metric, "cupti": cv,
+                         "ncu": nv, "ok": agree})
+    return ok, rows
+
+
+def check_target(name, problem, candidate, args, profiling, ncu_target, report):
+    import torch
+    job = {"problem": problem, "candidate": candidate, "dtype": "bf16", "device": 0,
+           "seed": 0}
+    entry = {"target": name, "problem": problem, "candidate": candidate}
+    report["targets"].append(entry)
+    torch_, forward = ncu_target.build_forward(job)
+    forward()
+    forward()
+    torch.cuda.synchronize()
+    t = time.perf_counter()
+    first = profiling.profile(forward, "full", 0)
+    entry["cupti_first_s"] = time.perf_counter() - t
+    t = time.perf_counter()
+    warm = profiling.profile(forward, "full", 0)
+    entry["cupti_warm_s"] = time.perf_counter() - t
+    t = time.perf_counter()
+    sol = profiling.profile(forward, "sol", 0)
+    entry["cupti_sol_s"] = time.perf_counter() - t
+    t = time.perf_counter()
+    by_kernel_replay = profiling.profile(forward, "full", 0, replay="kernel")
+    entry["cupti_kernel_replay_s"] = time.perf_counter() - t
+    t = time.perf_counter()
+    for _ in range(3):
+        forward()
+    torch.cuda.synchronize()
+    entry["forward_ms"] = (time.perf_counter() - t) / 3 * 1e3
+    # forward runs while profiling: one traced run plus one per replay session
+    entry["replay"] = warm["replay"]
+    entry["replay_error"] = warm.get("replay_error")
+    entry["forward_runs"] = 1 + warm["replay_sessions"]
+    entry["overhead_s"] = entry["cupti_warm_s"] - entry["forward_runs"] * entry["forward_ms"] / 1e3
+    entry["passes"] = warm["passes"]
+    entry["sol_passes"] = sol["passes"]
+    entry["unsupported"] = warm["unsupported"]
+    entry["range_mismatch"] = warm["range_mismatch"]
+    entry["kernels"] = [{"name": r["name"][:80], "duration_ms": r["duration_ms"],
+                         "grid": r.get("grid"), "block": r.get("block"),
+                         "registers": r.get("registers"), "shared_mem": r.get("shared_mem"),
+                         "stream": r.get("stream")} for r in warm["kernels"]]
+    entry["aggregate"] = warm["aggregate"]
+    entry["ncu_max_sol_pct"] = warm["ncu_max_sol_pct"]
+    entry["cupti"] = {"kernels": warm["kernels"]}
+    del forward, first, sol
+    entry["cupti_kernel_replay"] = {"kernels": by_kernel_replay["kernels"]}
+    gc.collect()
+    torch.cuda.empty_cache()
+    if not args.no_ncu:
+        t = time.perf_counter()
+        ncu = profiling.profile_with_ncu(problem, candidate, job, "full")
+        entry["ncu_s"] = time.perf_counter() - t
+        ok, rows = compare(warm, ncu)
+        entry["match"] = ok
+        entry["mismatches"] = [r for r in rows if not r["ok"]]
+        entry["compared"] = len(rows)
+        entry["ncu_kernels"] = len(ncu["kernels"])
+        entry["ncu_version"] = ncu["metadata"].get("ncu_version")
+        entry["ncu"] = {"kernels": ncu["kernels"]}
+        kok, krows = compare(by_kernel_replay, ncu)
+        entry["kernel_replay_mismatches"] = [r for r in krows if not r["ok"]]
+        print("[%s] cupti %s replay warm %.2fs (first %.2fs, %d passes, %d forward runs, "
+              "overhead %.2fs) vs ncu %.2fs; %d values, %d off (kernel replay: %d off)"
+              % (name, warm["replay"], entry["cupti_warm_s"], entry["cupti_first_s"],
+                 warm["passes"], entry["forward_runs"], entry["overhead_s"], entry["ncu_s"],
+                 len(rows), len(entry["mismatches"]), len(entry["kernel_replay_mismatches"])))
+        for r in entry["mismatches"][:40]:
+            print("   off: k%d %-70s cupti=%s ncu=%s" % (r["kernel"], r["metric"], r["cupti"],
+                                                        r["ncu"]))
+    return entry
+
+
+def check_rooflines(report):
+    import torch
+    from kagent_eval import loader, roofline
+    peaks = roofline.measure_peaks(0)
+    report["peaks"] = peaks
+    out = {}
+    for key, stem in SHOWCASE.items():
+        path = os.path.join(ROOT, "examples/problems/%s.py" % stem)
+        if not os.path.exists(path):
+            continue
+        mod = loader.load_module("problem", path)
+        with torch.device("meta"):
+            init = mod.get_init_inputs()
+            model = mod.Model(*init).to(torch.bfloat16)
+            inputs = [x.to(torch.bfloat16) if x.is_floating_point() else x
+                      for x in mod.get_inputs()]
+            with torch.no_grad():
+                output = model(*inputs)
+            nflops = roofline.flops(model, inputs)
+        nbytes = roofline.compulsory_bytes(inputs, output, model)
+        ref_gb, ref_ms = REFERENCE_BOUNDS[key]
+        at_ref = roofline.roofline(nbytes, nflops, dict(peaks, dram_bytes_per_s=REFERENCE_BW))
+        here = roofline.roofline(nbytes, nflops, peaks)
+        ok = abs(nbytes / 1e9 - ref_gb) / ref_gb <= 0.02 and abs(
+            at_ref["lower_bound_ms"] - ref_ms) / ref_ms <= 0.02
+        out[key] = {"bytes": nbytes, "flops": nflops, "reference_gb": ref_gb,
+                    "reference_ms": ref_ms, "bound_ms_at_3TBps": at_ref["lower_bound_ms"],
+                    "bound_ms_measured_peaks": here["lower_bound_ms"],
+                    "binding": here["binding"], "ok": ok}
+        print("[roofline %s] %.3f GB (ref %.2f)  bound %.3f ms at 3.0 TB/s (ref %.2f), %.3f ms "
+              "at measured %.2f TB/s, %s-bound, %s" % (
+                  key, nbytes / 1e9, ref_gb, at_ref["lower_bound_ms"], ref_ms,
+                  here["lower_bound_ms"], peaks["dram_bytes_per_s"] / 1e12, here["binding"],
+                  "OK" if ok else "OFF"))
+    report["roofline"] = out
+    return all(v["ok"] for v in out.values())
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--targets", default="fixture,36,43,4,77,82")
+    parser.add_argument("--out", default=None)
+    parser.add_argument("--no-ncu", action="store_true")
+    parser.add_argument("--no-roofline", action="store_true")
+    args = parser.parse_args()
+    try:
+        import torch
+    except ImportError:
+        print("SKIP: torch not installed")
+        return 77
+    if not torch.cuda.is_available():
+        print("SKIP: no CUDA device")
+        return 77
+    from kagent_eval import ncu_metrics, ncu_target, profiling
+
+    report = {"device": torch.cuda.get_device_name(0), "torch": torch.__version__,
+              "targets": [], "errors": []}
+    out_path = args.out or os.path.join(os.environ.get("OUT", "/tmp"), "profile_check.json")
+
+    def save():
+        with open(out_path, "w") as f:
+            json.dump(report, f, indent=1, default=str)
+
+    ok = True
+    report["available"] = profiling.available(0)
+    print("available:", report["available"])
+    counters, _ = ncu_metrics.split_launch(ncu_metrics.FULL)
+    report["check_full"] = profiling.check_metrics(counters + [
+        "launch__registers_per_thread"], 0)
+    report["check_sol"] = profiling.check_metrics(ncu_metrics.SOL, 0)
+    print("full set:", json.dumps(report["check_full"]))
+    print("sol set passes:", report["check_sol"]["passes"])
+    save()
+    if not args.no_roofline:
+        try:
+            ok = check_rooflines(report) and ok
+        except Exception:
+            report["errors"].append(traceback.format_exc())
+            print(traceback.format_exc())
+            ok = False
+        save()
+    for name, problem, candidate in targets_for(args.targets.split(",")):
+        try:
+            entry = check_target(name, problem, candidate, args, profiling, ncu_target, report)
+            ok = ok and entry.get("match", True)
+        except Exception:
+            report["errors"].append("%s: %s" % (name, traceback.format_exc()))
+            print(name, traceback.format_exc())
+            ok = False
+        save()
+    print("RESULT:", "PASS" if ok else "FAIL", "->", out_path)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
