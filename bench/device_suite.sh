@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Runs the GPU checks and benchmarks on a GPU machine, one phase per call (each fits in a few
+# minutes), writing logs under $OUT (default /tmp/kagent-device). The binary and profiler
+# library come from a build tree: KAGENT_BUILD (default build/).
+#   bash bench/device_suite.sh portability|eval|profile|agent|latency|all
+set -uo pipefail
+cd "$(dirname "$0")/.."
+phase="${1:-all}"
+OUT="${OUT:-/tmp/kagent-device}"
+mkdir -p "$OUT"
+build="${KAGENT_BUILD:-build}"
+export KAGENT_BIN="$PWD/$build/kagent-rt"
+prof=$(find "$build" -name 'libkagent_prof.so' 2>/dev/null | head -1)
+[ -n "$prof" ] && export KAGENT_PROF_LIB="$PWD/$prof"
+export PYTHONPATH="$PWD/src/gpu/eval" PYTHONUNBUFFERED=1
+export KAGENT_DB="$OUT/kagent.db"
+summary="$OUT/summary.txt"
+
+step() {  # step NAME COMMAND... : runs, logs, and records the exit code
+  local name="$1"; shift
+  local t0=$(date +%s)
+  "$@" > "$OUT/$name.log" 2>&1
+  local rc=$?
+  printf '%-28s rc=%-3s %4ss\n' "$name" "$rc" "$(( $(date +%s) - t0 ))" | tee -a "$summary"
+  tail -n 25 "$OUT/$name.log"
+}
+
+portability() {
+  step env sh -c 'uname -a; cat /etc/os-release | head -2; nvidia-smi -L; python3 -c "import torch, triton; print(torch.__version__, triton.__version__)"; ldd "$KAGENT_BIN"; "$KAGENT_BIN" --version'
+  step hello "$KAGENT_BIN" examples/hello.lua
+  step core_specs "$KAGENT_BIN" --log-level warn tests/lua/run.lua tests/lua/task_spec.lua tests/lua/proc_spec.lua tests/lua/core_spec.lua
+}
+
+case "$phase" in
+  portability) portability ;;
+  eval) step eval_gpu_check python3 tests/gpu/eval_gpu_check.py ;;
+  examples) step examples_check python3 tests/gpu/examples_check.py ;;
+  profile) step profile_gpu_check python3 tests/gpu/profile_gpu_check.py --out "$OUT/profile_check.json" ;;
+  agent) step agent_gpu_check bash tests/gpu/agent_gpu_check.sh "$OUT/agent" ;;
+  latency) step eval_latency python3 bench/eval_latency.py; step profile_cost python3 bench/profile_cost.py ;;
+  all) portability
+       step eval_gpu_check python3 tests/gpu/eval_gpu_check.py
+       step profile_gpu_check python3 tests/gpu/profile_gpu_check.py --out "$OUT/profile_check.json"
+       step agent_gpu_check bash tests/gpu/agent_gpu_check.sh "$OUT/agent"
+       step eval_latency python3 bench/eval_latency.py ;;
+  *) echo "unknown phase '$phase'" >&2; exit 2 ;;
+esac
+echo "== summary"; cat "$summary"
