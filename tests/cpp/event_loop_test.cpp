@@ -51,3 +51,15 @@ TEST_CASE("posted callbacks run on the next iteration, not inside the caller", "
   loop.run_once(0);
   REQUIRE(posted_at == 1);
 }
+
+TEST_CASE("run_once does not block after a posted callback ran", "[loop]") {
+  // A posted completion makes a task ready; the caller must get control back to resume it.
+  EventLoop loop;
+  bool ran = false;
+  loop.post([&] { ran = true; });
+  loop.add_timer(2.0, [] {});  // bounds the test if run_once wrongly blocks
+  const double t0 = EventLoop::monotonic_now();
+  loop.run_once(-1);
+  REQUIRE(ran);
+  REQUIRE(EventLoop::monotonic_now() - t0 < 1.0);
+}

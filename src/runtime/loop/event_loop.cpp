@@ -102,7 +102,8 @@ void EventLoop::run_posted() {
 }
 
 void EventLoop::run_once(double max_wait) {
-  run_posted();
+  // Posted callbacks run after the wait, never before it: one that completes an operation makes
+  // a task ready, and the caller must get control back (to resume it) before blocking again.
   const double wait = next_timeout(max_wait);
   int timeout_ms = wait < 0 ? -1 : static_cast<int>(std::ceil(wait * 1000.0));
   epoll_event events[64];
