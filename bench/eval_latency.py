@@ -1,0 +1,92 @@
+#!/usr/bin/env python3
+"""Per-candidate evaluation latency: a warm evaluator worker vs a fresh interpreter per candidate.
+
+    python3 bench/eval_latency.py [--n 5] [--cpu]
+
+Each candidate is verified (5 trials) and benchmarked (min_time 0.1 s, no baselines). Warm: one
+long-lived worker (torch/triton imported once, a forked sandbox per job). Fresh: a new worker
+process per candidate (interpreter start, imports, CUDA context, reference outputs), which is
+what running each candidate as its own script costs. Overhead = wall time minus the timed loop.
+Prints a table; writes JSON to $OUT/eval_latency.json when OUT is set.
+"""
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+sys.path.insert(0, os.path.join(ROOT, "tests", "eval"))
+from worker_client import Worker  # noqa: E402
+
+
+def candidate_text(i, cpu):
+    path = "tests/fixtures/eval/%s" % ("relu_good.py" if cpu else "gpu_relu_triton.py")
+    with open(os.path.join(ROOT, path)) as f:
+        return f.read() + "\n# candidate variant %d\n" % i
+
+
+def job(i, cpu):
+    prob = "relu_problem.py" if cpu else "gpu_relu_problem.py"
+    return {"problem": os.path.join(ROOT, "tests/fixtures/eval", prob), "candidate": candidate_text(i, cpu),
+            "bench": {"min_time": 0.1, "baselines": []}}
+
+
+def one(w, i, cpu):
+    t0 = time.perf_counter()
+    r = w.request("benchmark", job(i, cpu), timeout=600)
+    wall = time.perf_counter() - t0
+    res = r["result"]
+    loop = ((res.get("time_ms") or {}).get("loop_ms") or 0.0) / 1e3
+    return {"ok": res.get("ok"), "wall_s": wall, "loop_s": loop, "overhead_s": wall - loop,
+            "error": res.get("error"), "stage_s": res.get("stage_s"), "reference_s": res.get("reference_s"),
+            "elapsed_s": res.get("elapsed")}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--n", type=int, default=5)
+    ap.add_argument("--cpu", action="store_true")
+    args = ap.parse_args()
+    device = "cpu" if args.cpu else 0
+    w = Worker(device)
+    first = one(w, 0, args.cpu)  # reference outputs and Triton's disk cache warm up here
+    print("first job: %.3f s %s" % (first["wall_s"], first.get("stage_s")), flush=True)
+    warm = []
+    for i in range(args.n):
+        warm.append(one(w, i + 1, args.cpu))
+        print("warm job %d: %.3f s" % (i, warm[-1]["wall_s"]), flush=True)
+    w.close()
+    fresh = []
+    for i in range(max(2, args.n // 2)):
+        t0 = time.perf_counter()
+        fw = Worker(device)
+        r = one(fw, 100 + i, args.cpu)
+        fw.close()
+        r["wall_s"] = time.perf_counter() - t0
+        r["overhead_s"] = r["wall_s"] - r["loop_s"]
+        fresh.append(r)
+    med = lambda rows, k: statistics.median(x[k] for x in rows)
+    out = {"device": str(device), "first_job": first, "warm": warm, "fresh": fresh,
+           "warm_wall_median_s": med(warm, "wall_s"), "warm_overhead_median_s": med(warm, "overhead_s"),
+           "fresh_wall_median_s": med(fresh, "wall_s"), "fresh_overhead_median_s": med(fresh, "overhead_s")}
+    out["ratio_fresh_over_warm_overhead"] = out["fresh_overhead_median_s"] / max(1e-9, out["warm_overhead_median_s"])
+    print("first job (cold reference): %.3f s  ok=%s" % (first["wall_s"], first["ok"]))
+    print("%-8s %8s %10s %10s" % ("mode", "n", "wall_s", "overhead_s"))
+    print("%-8s %8d %10.3f %10.3f" % ("warm", len(warm), out["warm_wall_median_s"], out["warm_overhead_median_s"]))
+    print("%-8s %8d %10.3f %10.3f" % ("fresh", len(fresh), out["fresh_wall_median_s"], out["fresh_overhead_median_s"]))
+    print("fresh/warm overhead ratio: %.1fx" % out["ratio_fresh_over_warm_overhead"])
+    print("warm job stages (s):", {k: round(v, 3) for k, v in (warm[-1]["stage_s"] or {}).items()})
+    print("fresh job stages (s):", {k: round(v, 3) for k, v in (fresh[-1]["stage_s"] or {}).items()},
+          "reference_s=%.3f" % (fresh[-1]["reference_s"] or 0))
+    if not all(r["ok"] for r in warm + fresh):
+        print("some jobs failed:", [r["error"] for r in warm + fresh if not r["ok"]])
+    if os.environ.get("OUT"):
+        with open(os.path.join(os.environ["OUT"], "eval_latency.json"), "w") as f:
+            json.dump(out, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

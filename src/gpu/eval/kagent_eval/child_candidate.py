@@ -1,0 +1,187 @@
+"""Untrusted child: loads the candidate, runs the verification trials, audits and times it.
+
+Everything it sends may be forged by candidate code running here; the worker compares outputs
+against the reference child's and sanity-checks timings with its own clock.
+"""
+import threading
+
+from . import child_common, digest, inputs, loader
+from .timing import Timer, _perf_counter
+
+
+def run(ch, spec):
+    device = spec["device"]
+    cuda = device.startswith("cuda")
+    ch.stage("load")
+    torch = child_common.setup_torch(device, spec.get("threads"))
+    timer = Timer(torch, device)  # binds sync/events before candidate code can patch them
+    sync = timer._sync
+    dtype = loader.torch_dtype(torch, spec["dtype"])
+    problem = loader.load_module("problem", spec["problem"])
+    init_inputs = list(problem.get_init_inputs())
+    ref_model = loader.build_model(torch, problem.Model, init_inputs, spec["seed"], dtype, device)
+    threads_before = threading.active_count()
+    module = loader.load_module("candidate", spec["candidate"])
+    cand = loader.build_candidate(torch, module, ref_model, init_inputs, spec["seed"], dtype, device)
+    ch.send({"type": "loaded", "kind": "ModelNew" if hasattr(module, "ModelNew") else "kernel_function"})
+
+    prev_spans = []
+    for trial in range(spec["trials"]):
+        ch.stage("compile" if trial == 0 else "run")
+        args, dist = inputs.make_inputs(torch, problem, spec["seed"] + trial, trial, dtype, device)
+        if cuda:
+            _poison(torch, device, spec.get("poison_bytes", 0), trial)
+        in_spans = [child_common.storage_span(torch, a) for a in args if isinstance(a, torch.Tensor)]
+        t0 = _perf_counter()
+        with torch.no_grad():
+            out = cand(*args)
+        sync()
+        call_ms = (_perf_counter() - t0) * 1e3
+        outs = digest.flatten_outputs(torch, out)
+        spans = [child_common.storage_span(torch, o) for o in outs if isinstance(o, torch.Tensor)]
+        alias_input = any(child_common.overlaps(s, i) for s in spans for i in in_spans)
+        alias_prev = any(child_common.overlaps(s, p) for s in spans for p in prev_spans)
+        out_metas, out_arrays = digest.digest_list(torch, outs, spec["sample_seed"])
+        in_metas, in_arrays = digest.digest_list(torch, args, spec["sample_seed"])
+        ch.send({"type": "trial", "trial": trial, "dist": dist, "outputs": out_metas,
+                 "inputs_after": in_metas, "alias_input": alias_input, "alias_prev": alias_prev,
+                 "call_ms": call_ms}, out_arrays + in_arrays)
+        prev_keep = outs  # keep the previous outputs alive so a reused buffer shows as overlap
+        prev_spans = spans
+        del args, out
+    ch.send({"type": "threads", "before": threads_before, "after": threading.active_count()})
+
+    fingerprint = _compiled_fingerprint(module)
+    if fingerprint:
+        ch.send({"type": "compiled", "fingerprint": fingerprint})
+    del prev_keep
+
+    if not (spec.get("audit") or spec.get("bench") is not None or spec.get("profile") is not None):
+        return
+    args, _ = inputs.make_inputs(torch, problem, spec["seed"], 0, dtype, device)
+    holder = [None]
+
+    def call():
+        with torch.no_grad():
+            holder[0] = cand(*args)
+
+    if spec.get("audit") and cuda:
+        ch.stage("audit")
+        ch.send({"type": "kernels", "kernels": _kernels(torch, call)})
+
+    if spec.get("bench") is not None:
+        ch.stage("benchmark")
+        bench = spec["bench"] or {}
+        opts = {k: bench[k] for k in ("warmup", "reps", "min_reps", "max_reps", "min_time")
+                if bench.get(k) is not None}
+        for _ in range(max(1, opts.get("warmup", 3))):
+            call()
+        sync()
+        ch.stage("benchmark_loop")
+        summary = timer.measure(call, **dict(opts, warmup=1))
+        ch.stage("benchmark_check")
+        last = digest.flatten_outputs(torch, holder[0])
+        metas, arrays = digest.digest_list(torch, last, spec["sample_seed"])
+        summary["fresh_ms"] = _fresh_input_probe(torch, timer, cand, args)
+        ch.send({"type": "benchmark", "time_ms": summary, "last_outputs": metas}, arrays)
+
+    if spec.get("bench") is not None and cuda:
+        ch.stage("roofline")
+        ch.send({"type": "roofline", "result": _roofline(torch, ref_model, args, holder[0],
+                                                          summary["median"], spec["dtype"])})
+
+    if spec.get("profile") is not None and cuda:
+        ch.stage("profile")
+        ch.send({"type": "profile", "result": _profile(torch, call, spec)})
+
+
+def _kernels(torch, call):
+    """Per-kernel GPU time of one forward (CUPTI activity on all streams where the profiler
+    library is built, else the PyTorch profiler)."""
+    try:
+        from . import profiling
+        call()
+        rows = profiling.trace_kernels(call, 0)
+        table = {}
+        for r in rows:
+            rec = table.setdefault(r["name"], {"name": r["name"], "time_ms": 0.0, "calls": 0})
+            rec["time_ms"] += float(r.get("duration_ms") or 0.0)
+            rec["calls"] += 1
+            for key in ("grid", "block", "registers", "shared_mem"):
+                if r.get(key) is not None and key not in rec:
+                    rec[key] = r[key]
+        return sorted(table.values(), key=lambda r: -r["time_ms"])
+    except Exception:
+        from . import audit
+        return audit.kernels_of(torch, call)
+
+
+def _roofline(torch, ref_model, args, out, measured_ms, dtype):
+    try:
+        from . import roofline
+        nbytes = roofline.compulsory_bytes(args, out, list(ref_model.parameters()))
+        with torch.no_grad():
+            nflops = roofline.flops(ref_model, args)
+        peaks = roofline.measure_peaks(0)
+        return roofline.roofline(nbytes, nflops, peaks, measured_ms, dtype=dtype)
+    except Exception as e:
+        return {"error": "EROOFLINE: %s: %s" % (type(e).__name__, str(e)[:300])}
+
+
+def _poison(torch, device, nbytes, trial):
+    """Leave NaN (or a large value) in the allocator's free blocks, so a kernel that reads
+    memory it never wrote shows garbage instead of a lucky right answer."""
+    if nbytes <= 0:
+        return
+    n = max(1, min(nbytes, 4 << 30) // 4)
+    buf = torch.empty(n, dtype=torch.float32, device=device)
+    buf.fill_(float("nan") if trial % 2 == 0 else 1e4)
+    del buf
+
+
+def _fresh_input_probe(torch, timer, cand, args):
+    """Median time of calls on copies of the inputs at new addresses: a result cache keyed by
+    address (or a fast path taken only on repeated inputs) shows as a gap to the loop's time."""
+    copies = [[a.clone() if isinstance(a, torch.Tensor) else a for a in args] for _ in range(2)]
+    times = []
+    with torch.no_grad():
+        for c in copies:
+            ev, _ = timer.time_once(lambda: cand(*c))
+            times.append(ev)
+    return sorted(times)[len(times) // 2]
+
+
+def _compiled_fingerprint(module):
+    """Hash of the PTX of the Triton kernels the candidate compiled, where Triton exposes it."""
+    import hashlib
+    h, found = hashlib.sha256(), 0
+    for value in list(vars(module).values()):
+        caches = getattr(value, "device_caches", None) or {}
+        if not caches and isinstance(getattr(value, "cache", None), dict):
+            caches = value.cache
+        try:
+            for dev_cache in caches.values():
+                table = dev_cache[0] if isinstance(dev_cache, tuple) else dev_cache
+                for kernel in list(getattr(table, "values", lambda: [])()):
+                    asm = getattr(kernel, "asm", {}) or {}
+                    code = asm.get("ptx") or asm.get("ttgir")
+                    if code:
+                        h.update(code.encode() if isinstance(code, str) else bytes(code))
+                        found += 1
+        except Exception:
+            continue
+    return h.hexdigest()[:16] if found else None
+
+
+def _profile(torch, call, spec):
+    try:
+        from . import profiling
+    except Exception as e:
+        return {"ok": False, "error": "ENOTSUP: profiler module unavailable (%s)" % e}
+    opts = spec.get("profile") or {}
+    try:
+        res = profiling.profile(call, metrics=opts.get("metric_set", "sol"), device_index=0)
+        res.pop("kernels", None)  # per-launch rows are large; per-name metrics stay
+        return dict(res, ok=True)
+    except Exception as e:
+        return {"ok": False, "error": "EPROFILE: %s: %s" % (type(e).__name__, str(e)[:500])}

@@ -1,0 +1,55 @@
+"""Set-up shared by the sandboxed children (reference and candidate)."""
+import os
+
+
+def setup_torch(device, threads):
+    import torch
+    if threads:
+        torch.set_num_threads(threads)
+    if device.startswith("cuda"):
+        torch.cuda.set_device(torch.device(device))
+        torch.cuda.init()
+    return torch
+
+
+def sync(torch, device):
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+
+
+def error_code(exc):
+    """Classify an exception from running a kernel."""
+    text = "%s: %s" % (type(exc).__name__, exc)
+    low = text.lower()
+    if "cuda error" in low or "illegal memory access" in low or "cudaerror" in low or (
+            "misaligned address" in low) or "device-side assert" in low:
+        return "ECUDA"
+    return "ERUN"
+
+
+def storage_span(torch, t):
+    """[start, end) bytes of the storage a tensor lives in, to detect aliasing."""
+    try:
+        st = t.untyped_storage() if hasattr(t, "untyped_storage") else t.storage()
+        start = st.data_ptr()
+        size = st.nbytes() if hasattr(st, "nbytes") else st.size() * t.element_size()
+        return (t.device.type, start, start + max(1, size))
+    except Exception:
+        start = t.data_ptr()
+        return (t.device.type, start, start + max(1, t.numel() * t.element_size()))
+
+
+def overlaps(a, b):
+    return a[0] == b[0] and a[1] < b[2] and b[1] < a[2]
+
+
+def thread_count():
+    import threading
+    return threading.active_count()
+
+
+def env_int(name, default):
+    try:
+        return int(os.environ.get(name, default))
+    except ValueError:
+        return default

@@ -1,0 +1,171 @@
+"""The verdict: candidate outputs against reference outputs (worker process, numpy only).
+
+Runs in the worker, which never executes candidate code, on arrays sent by the two children.
+"""
+import numpy as np
+
+from .digest import sample_positions
+
+TOLERANCES = {"fp32": (1e-4, 1e-4), "bf16": (1e-2, 1e-2), "fp16": (1e-2, 1e-2)}
+# relative L2 error allowed on top of the elementwise test: zeros or a constant give ~1 here
+# even where every element is within atol of a tiny true output
+NORM_FACTOR = 5.0
+
+
+def tolerances(dtype, rtol=None, atol=None):
+    d_rtol, d_atol = TOLERANCES.get(dtype, TOLERANCES["fp32"])
+    return (d_rtol if rtol is None else rtol), (d_atol if atol is None else atol)
+
+
+def _positions(meta, sample_seed):
+    if meta.get("full"):
+        return None
+    return sample_positions(meta["numel"], sample_seed)
+
+
+def _unravel(flat_index, shape):
+    if not shape:
+        return []
+    return [int(i) for i in np.unravel_index(int(flat_index), tuple(shape))]
+
+
+def compare_tensor(got, exp, rtol, atol, sample_seed):
+    """Dict with ok, reason, max_abs_err, max_rel_err, mismatch (index, got, expected)."""
+    res = {"ok": False, "max_abs_err": None, "max_rel_err": None}
+    if got.get("kind") != "tensor":
+        res["reason"] = "output is not a tensor (%s)" % got.get("type", got.get("value"))
+        return res
+    if not got.get("plain", False):
+        res["reason"] = "output is a tensor subclass, not a plain torch.Tensor"
+        res["check"] = "plain_tensor"
+        return res
+    if got["shape"] != exp["shape"]:
+        res["reason"] = "shape %s, expected %s" % (got["shape"], exp["shape"])
+        res["check"] = "shape"
+        return res
+    if got["dtype"] != exp["dtype"]:
+        res["reason"] = "dtype %s, expected %s" % (got["dtype"], exp["dtype"])
+        res["check"] = "dtype"
+        return res
+    if got.get("full") != exp.get("full"):
+        res["reason"] = "digest kinds differ"
+        return res
+    g, e = got["data"], exp["data"]
+    if g is None or e is None or g.shape != e.shape:
+        res["reason"] = "output data missing or truncated"
+        return res
+    res["check"] = "values"
+    g64, e64 = g.astype(np.float64), e.astype(np.float64)
+    nan_g, nan_e = np.isnan(g64), np.isnan(e64)
+    diff = np.abs(g64 - e64)
+    diff[nan_g & nan_e] = 0.0
+    with np.errstate(invalid="ignore"):
+        same_inf = np.isinf(g64) & np.isinf(e64) & (g64 == e64)
+    diff[same_inf] = 0.0
+    # an element is also right when its error is small against the tensor's RMS: signed inputs
+    # make long reductions cancel to near-zero outputs whose rounding error is set by the
+    # magnitude of the terms, not of the result (a 1M-long bf16 dot product, for one)
+    finite_e = np.isfinite(e64)
+    scale = float(np.sqrt(np.mean(np.square(e64[finite_e])))) if finite_e.any() else 0.0
+    allowed = np.maximum(atol + rtol * np.abs(e64), rtol * scale)
+    bad = (diff > allowed) | (nan_g != nan_e) | np.isnan(diff)
+    finite = np.isfinite(diff)
+    res["max_abs_err"] = float(diff[finite].max()) if finite.any() else 0.0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rel = diff / np.maximum(np.abs(e64), 1e-30)
+    rel_ok = np.isfinite(rel)
+    res["max_rel_err"] = float(rel[rel_ok].max()) if rel_ok.any() else 0.0
+    if bad.any():
+        first = int(np.argmax(bad))
+        pos = _positions(exp, sample_seed)
+        flat = first if pos is None else int(pos[first])
+        res["mismatch"] = {"index": _unravel(flat, exp["shape"]), "got": _num(g64[first]),
+                           "expected": _num(e64[first])}
+        res["reason"] = "%d of %d compared elements outside atol=%g rtol=%g" % (
+            int(bad.sum()), bad.size, atol, rtol)
+        res["mismatches"] = int(bad.sum())
+        return res
+    # magnitude-aware: the error must be small relative to the output's own size
+    ok_vals = ~(nan_e | np.isinf(e64))
+    ref_norm = float(np.linalg.norm(e64[ok_vals]))
+    err_norm = float(np.linalg.norm(diff[ok_vals]))
+    if ref_norm > 0 and err_norm > NORM_FACTOR * rtol * ref_norm:
+        res["check"] = "magnitude"
+        res["reason"] = "relative L2 error %.3g > %.3g (output too far from a small true output)" % (
+            err_norm / ref_norm, NORM_FACTOR * rtol)
+        return res
+    e_spread = float(np.ptp(e64[ok_vals])) if ok_vals.any() else 0.0
+    g_spread = float(np.ptp(g64[ok_vals])) if ok_vals.any() else 0.0
+    if e_spread > 0 and g_spread == 0:
+        res["check"] = "magnitude"
+        res["reason"] = "constant output where the reference varies"
+        return res
+    # whole-tensor statistics cover the elements a sample did not include
+    if not exp.get("full"):
+        es, gs = exp.get("stats") or {}, got.get("stats") or {}
+        if gs.get("nonfinite") != es.get("nonfinite"):
+            res["reason"] = "non-finite count %s, expected %s" % (gs.get("nonfinite"), es.get("nonfinite"))
+            return res
+        if es.get("abs_sum") is not None:
+            scale = es["abs_sum"]
+            for key in ("sum", "abs_sum"):
+                a, b = gs.get(key), es.get(key)
+                if a is None or abs(a - b) > NORM_FACTOR * rtol * scale + atol * exp["numel"] * 1e-3:
+                    res["check"] = "magnitude"
+                    res["reason"] = "whole-tensor %s %.6g, expected %.6g" % (key, a or 0.0, b)
+                    return res
+    res["ok"] = True
+    res["reason"] = None
+    res.pop("check", None)
+    return res
+
+
+def _num(x):
+    x = float(x)
+    if np.isnan(x):
+        return "nan"
+    if np.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    return x
+
+
+def compare_outputs(got_list, exp_list, rtol, atol, sample_seed):
+    """Compare every output of a call; returns (ok, summary dict)."""
+    summary = {"max_abs_err": 0.0, "max_rel_err": 0.0}
+    if len(got_list) != len(exp_list):
+        summary.update(reason="%d outputs, expected %d" % (len(got_list), len(exp_list)),
+                       check="shape")
+        return False, summary
+    for i, (g, e) in enumerate(zip(got_list, exp_list)):
+        if e.get("kind") != "tensor":
+            if g.get("value") != e.get("value"):
+                summary.update(reason="output %d is %r, expected %r" % (i, g.get("value"), e.get("value")),
+                               check="values", mismatch={"output_index": i})
+                return False, summary
+            continue
+        r = compare_tensor(g, e, rtol, atol, sample_seed)
+        for key in ("max_abs_err", "max_rel_err"):
+            if r.get(key) is not None:
+                summary[key] = max(summary[key], r[key])
+        if not r["ok"]:
+            mm = dict(r.get("mismatch") or {})
+            mm["output_index"] = i
+            summary.update(reason="output %d: %s" % (i, r["reason"]), check=r.get("check", "values"),
+                           mismatch=mm)
+            return False, summary
+    return True, summary
+
+
+def same_digest(a, b):
+    """Exact equality of two digests (inputs before/after a call)."""
+    if a.get("kind") != b.get("kind"):
+        return False
+    if a.get("kind") != "tensor":
+        return a.get("value") == b.get("value")
+    if a["shape"] != b["shape"] or a["dtype"] != b["dtype"]:
+        return False
+    if (a.get("stats") or {}).get("sum") != (b.get("stats") or {}).get("sum"):
+        return False
+    da, db = a.get("data"), b.get("data")
+    return da is not None and db is not None and da.shape == db.shape and bool(
+        np.array_equal(da, db, equal_nan=True))

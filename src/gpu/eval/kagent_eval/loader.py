@@ -1,0 +1,151 @@
+"""Loading KernelBench problems and candidates, and building the callables to compare.
+
+Runs inside sandboxed children only (it executes the files it loads).
+"""
+import contextlib
+import hashlib
+import importlib.util
+import inspect
+import os
+import sys
+import tempfile
+
+DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
+
+
+def source_of(path_or_text):
+    """(source text, path or None). A value naming an existing file is a path."""
+    if "\n" not in path_or_text and os.path.isfile(path_or_text):
+        with open(path_or_text) as f:
+            return f.read(), os.path.abspath(path_or_text)
+    return path_or_text, None
+
+
+def load_module(name, path_or_text):
+    """Import a problem or candidate; source text is written to a file so tracebacks
+    and Triton (which reads the source of @jit functions) work."""
+    text, path = source_of(path_or_text)
+    if path is None:
+        digest = hashlib.sha1(text.encode()).hexdigest()[:12]
+        folder = os.path.join(tempfile.gettempdir(), "kagent_eval_src")
+        os.makedirs(folder, exist_ok=True)
+        path = os.path.join(folder, "%s_%s.py" % (name, digest))
+        with open(path, "w") as f:
+            f.write(text)
+    mod_name = "%s_%s" % (name, hashlib.sha1(path.encode()).hexdigest()[:8])
+    spec = importlib.util.spec_from_file_location(mod_name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[mod_name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def torch_dtype(torch, name):
+    return getattr(torch, DTYPES.get(name, name))
+
+
+def cast_value(torch, value, dtype, device):
+    """Floating tensors go to the job's dtype and the device; other values are kept."""
+    if isinstance(value, torch.Tensor):
+        value = value.to(device)
+        return value.to(dtype) if value.is_floating_point() else value
+    if isinstance(value, (list, tuple)):
+        return type(value)(cast_value(torch, v, dtype, device) for v in value)
+    return value
+
+
+def device_scope(torch, device):
+    """Create tensors directly on the device where torch allows it (>= 2.0): generating a
+    multi-GB input on the CPU and copying it costs seconds per trial."""
+    if device.startswith("cuda") and hasattr(torch, "set_default_device"):
+        return torch.device(device)
+    return contextlib.nullcontext()
+
+
+def build_model(torch, cls, init_inputs, seed, dtype, device):
+    torch.manual_seed(seed)
+    if device.startswith("cuda"):
+        torch.cuda.manual_seed_all(seed)
+    with device_scope(torch, device):
+        model = cls(*init_inputs)
+    return model.to(device=device, dtype=dtype) if hasattr(model, "to") else model
+
+
+def copy_matching_state(torch, ref_model, new_model):
+    """Give ModelNew the reference weights wherever names and shapes agree, so both
+    compute with the same weights even if ModelNew creates its layers in another order."""
+    try:
+        ref_state = ref_model.state_dict()
+        new_state = new_model.state_dict()
+    except AttributeError:
+        return 0
+    copied = 0
+    with torch.no_grad():
+        for key, value in new_state.items():
+            src = ref_state.get(key)
+            if src is not None and src.shape == value.shape:
+                value.copy_(src)
+                copied += 1
+    return copied
+
+
+def module_lookup(torch, model):
+    """Name -> value for every parameter, buffer and plain attribute of the model and its
+    submodules (leaf names; the first one found wins, outermost module first)."""
+    table = {}
+    modules = list(model.named_modules()) if hasattr(model, "named_modules") else [("", model)]
+    for _, mod in modules:
+        for name, value in vars(mod).items():
+            if name.startswith("_") or name == "training":
+                continue
+            if isinstance(value, (int, float, bool, tuple, list, str)) or value is None:
+                table.setdefault(name, value)
+        for name, p in list(mod.named_parameters(recurse=False)) + list(
+                mod.named_buffers(recurse=False)):
+            table.setdefault(name, p)
+    return table
+
+
+class KernelFunctionModel:
+    """Calls kernel_function(...) with inputs and parameters bound by name from the
+    reference Model (KernelAgent's convention)."""
+
+    def __init__(self, torch, fn, ref_model):
+        self.fn = fn
+        self.lookup = module_lookup(torch, ref_model)
+        self.signature = inspect.signature(fn)
+
+    def bind(self, inputs):
+        args, kwargs, pending = [], {}, list(inputs)
+        for p in self.signature.parameters.values():
+            if p.kind == p.VAR_POSITIONAL:
+                args.extend(pending)
+                pending = []
+            elif p.kind == p.VAR_KEYWORD:
+                continue
+            elif p.name in self.lookup:
+                kwargs[p.name] = self.lookup[p.name]
+            elif pending:
+                if p.kind == p.KEYWORD_ONLY:
+                    kwargs[p.name] = pending.pop(0)
+                else:
+                    if kwargs:
+                        kwargs[p.name] = pending.pop(0)
+                    else:
+                        args.append(pending.pop(0))
+        return args, kwargs
+
+    def __call__(self, *inputs):
+        args, kwargs = self.bind(inputs)
+        return self.fn(*args, **kwargs)
+
+
+def build_candidate(torch, module, ref_model, init_inputs, seed, dtype, device):
+    """The candidate as a callable over the problem's inputs."""
+    if hasattr(module, "ModelNew"):
+        model = build_model(torch, module.ModelNew, init_inputs, seed, dtype, device)
+        copy_matching_state(torch, ref_model, model)
+        return model
+    if callable(getattr(module, "kernel_function", None)):
+        return KernelFunctionModel(torch, module.kernel_function, ref_model)
+    raise LookupError("candidate defines neither ModelNew nor kernel_function")

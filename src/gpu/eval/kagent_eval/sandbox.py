@@ -1,0 +1,185 @@
+"""Fork server: run one function in a child process with per-stage deadlines.
+
+The worker forks after its heavy imports but before any CUDA call, so each child creates its
+own CUDA context (~0.25 s) and a crash, hang or sticky CUDA error dies with the child. The child
+reports over a pipe with `wire` frames; the parent only reads data from it.
+"""
+import ctypes
+import os
+import signal
+import sys
+import time
+import traceback
+
+from . import wire
+
+_PR_SET_PDEATHSIG = 1
+DEFAULT_TIMEOUTS = {"start": 60.0, "load": 120.0, "compile": 180.0, "run": 120.0, "audit": 120.0,
+                    "benchmark": 300.0, "profile": 600.0, "baseline": 900.0}
+
+
+class Channel:
+    """The child's end: stage announcements and result frames."""
+
+    def __init__(self, fd):
+        self.fd = fd
+
+    def stage(self, name):
+        wire.send(self.fd, {"type": "stage", "stage": name})
+
+    def send(self, obj, arrays=()):
+        wire.send(self.fd, obj, arrays)
+
+
+def _die_with_parent():
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except Exception:
+        pass
+
+
+def _child_main(fd, close_fds, target, args):
+    code = 0
+    try:
+        os.setpgid(0, 0)
+        _die_with_parent()
+        for other in close_fds:
+            try:
+                os.close(other)
+            except OSError:
+                pass
+        devnull = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(devnull, 0)
+        os.dup2(2, 1)  # candidate prints must never reach the protocol stream
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        target(Channel(fd), *args)
+        wire.send(fd, {"type": "done"})
+    except BaseException as e:  # report any failure, including SystemExit from the candidate
+        try:
+            wire.send(fd, {"type": "error", "error_type": type(e).__name__,
+                           "message": str(e)[:2000], "traceback": traceback.format_exc()[-4000:]})
+        except Exception:
+            code = 3
+    finally:
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        except Exception:
+            pass
+        os._exit(code)
+
+
+def _signal_name(num):
+    try:
+        return signal.Signals(num).name
+    except ValueError:
+        return "signal %d" % num
+
+
+class Outcome:
+    """What a child did: messages (obj, arrays) in order, the last stage it announced, and a
+    failure (code, message) if it crashed, hung or stopped early."""
+
+    def __init__(self):
+        self.messages = []
+        self.stage = "start"
+        self.failure = None
+        self.stage_times = {}
+        self.elapsed = 0.0
+
+    def of_type(self, kind):
+        return [(o, a) for o, a in self.messages if o.get("type") == kind]
+
+    def first(self, kind):
+        found = self.of_type(kind)
+        return found[0] if found else (None, None)
+
+
+def run_child(target, args=(), timeouts=None, close_fds=(), stage_names=None):
+    """Fork, run target(channel, *args) in the child, collect its frames until it exits."""
+    limits = dict(DEFAULT_TIMEOUTS)
+    limits.update(timeouts or {})
+    rfd, wfd = os.pipe()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:
+        os.close(rfd)
+        _child_main(wfd, close_fds, target, args)
+    os.close(wfd)
+    out = Outcome()
+    t_start = time.monotonic()
+    deadline = t_start + limits["start"]
+    done = False
+    try:
+        while True:
+            try:
+                obj, arrays = wire.recv(rfd, deadline)
+            except wire.Timeout:
+                out.failure = ("ETIMEDOUT", "stage %s ran past %.0f s" % (
+                    out.stage, limits.get(out.stage, limits["run"])))
+                break
+            except wire.Closed:
+                break
+            except wire.WireError as e:
+                out.failure = ("EWORKER", "bad data from the sandbox: %s" % e)
+                break
+            now = time.monotonic()
+            kind = obj.get("type") if isinstance(obj, dict) else None
+            if kind == "stage":
+                out.stage_times[out.stage] = now
+                out.stage = str(obj.get("stage"))
+                deadline = now + limits.get(out.stage, limits["run"])
+                out.messages.append(({"type": "stage", "stage": out.stage, "t": now}, []))
+                continue
+            obj["t"] = now
+            out.messages.append((obj, arrays))
+            if kind == "done":
+                done = True
+                break
+            if kind == "error":
+                break
+    finally:
+        os.close(rfd)
+        status = _reap(pid, kill=not done and out.failure is not None)
+        out.elapsed = time.monotonic() - t_start
+    if out.failure is None and not done and not out.of_type("error"):
+        if os.WIFSIGNALED(status):
+            out.failure = ("ECRASH", "the candidate's process died of %s in stage %s" % (
+                _signal_name(os.WTERMSIG(status)), out.stage))
+        else:
+            out.failure = ("ECRASH", "the candidate's process exited (code %s) in stage %s" % (
+                os.WEXITSTATUS(status) if os.WIFEXITED(status) else "?", out.stage))
+    return out
+
+
+def _reap(pid, kill):
+    """Wait for the child; kill its whole process group first when it must not go on."""
+    if kill:
+        for target in (-pid, pid):
+            try:
+                os.kill(target, signal.SIGKILL)
+            except OSError:
+                pass
+    deadline = time.monotonic() + 10.0
+    while True:
+        try:
+            got, status = os.waitpid(pid, 0 if kill else os.WNOHANG)
+        except ChildProcessError:
+            return 0
+        if got == pid:
+            if not kill:
+                try:  # leftovers (threads' helpers, grandchildren) go with the group
+                    os.killpg(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+            return status
+        if time.monotonic() > deadline:
+            kill = True
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        time.sleep(0.005)

@@ -1,0 +1,138 @@
+"""Evaluator worker: JSON lines on stdin/stdout, one job at a time.
+
+    python3 -m kagent_eval.worker --device 0|cpu [--threads N]
+
+torch (and triton, if present) are imported once here; the worker never initialises CUDA, so
+forking a sandbox per job is safe and cheap. Only protocol lines reach stdout: fd 1 is pointed at
+stderr at start and the protocol is written to a private copy of the original stdout.
+"""
+import argparse
+import json
+import os
+import sys
+import time
+import traceback
+
+
+def _protocol_stream():
+    proto_fd = os.dup(1)
+    os.dup2(2, 1)
+    sys.stdout = os.fdopen(1, "w", buffering=1)
+    return proto_fd, os.fdopen(proto_fd, "w", buffering=1)
+
+
+def _import_stack(cuda):
+    import torch  # noqa: F401  (imported once so children start warm)
+    triton_ver = None
+    if cuda:
+        try:
+            import triton
+            import triton.language  # noqa: F401
+            import triton.testing  # noqa: F401
+            triton_ver = triton.__version__
+        except Exception:
+            triton_ver = None
+    import numpy  # noqa: F401
+    return torch, triton_ver
+
+
+def _gpu_name(index):
+    """Name from nvidia-smi, so the worker itself never touches CUDA."""
+    import subprocess
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader", "-i", str(index)],
+                             capture_output=True, text=True, timeout=20)
+        return out.stdout.strip() or None
+    except Exception:
+        return None
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="kagent_eval.worker")
+    ap.add_argument("--device", default=os.environ.get("KAGENT_EVAL_DEVICE", "cpu"))
+    ap.add_argument("--threads", type=int, default=None)
+    ap.add_argument("--log", default=None, help="append stderr (candidate output, tracebacks) here")
+    args = ap.parse_args(argv)
+    if args.log:
+        fd = os.open(args.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        os.dup2(fd, 2)
+        os.close(fd)
+    proto_fd, proto = _protocol_stream()
+
+    cpu = args.device == "cpu"
+    if not cpu:
+        # one visible GPU per worker: children use cuda:0 and cannot touch the others
+        os.environ["CUDA_VISIBLE_DEVICES"] = str(args.device)
+    torch, triton_ver = _import_stack(not cpu)
+    threads = args.threads or (torch.get_num_threads() if cpu else None)
+    if cpu:
+        # the worker itself computes nothing with torch: keep its thread pool unstarted so
+        # forked children can start their own safely
+        torch.set_num_threads(1)
+    from .jobs import BadRequest, Evaluator, OPS_WITH
+    from . import sandbox
+    device = "cpu" if cpu else "cuda:0"
+    ev = Evaluator(device, threads=threads, protocol_fd=proto_fd)
+    ready = {"ready": True, "device": "cpu" if cpu else int(args.device), "mode": "cpu" if cpu else "cuda",
+             "torch": torch.__version__, "triton": triton_ver, "pid": os.getpid(),
+             "gpu_name": None if cpu else _gpu_name(args.device)}
+
+    def reply(obj):
+        proto.write(json.dumps(obj, default=_jsonable) + "\n")
+        proto.flush()
+
+    reply(ready)
+    for line in sys.stdin:
+        line = line.strip()
+        if not line:
+            continue
+        try:
+            req = json.loads(line)
+        except ValueError as e:
+            reply({"id": None, "ok": False, "error": "EPARSE: %s" % e, "code": "EPARSE"})
+            continue
+        rid, op = req.get("id"), req.get("op")
+        try:
+            if op == "ping":
+                reply({"id": rid, "ok": True, "result": dict(ready, time=time.time())})
+            elif op == "shutdown":
+                reply({"id": rid, "ok": True, "result": {}})
+                break
+            elif op == "peaks":
+                reply({"id": rid, "ok": True, "result": _peaks(ev, sandbox, req.get("job") or {})})
+            elif op in OPS_WITH:
+                reply({"id": rid, "ok": True, "result": ev.run(op, req.get("job"))})
+            else:
+                reply({"id": rid, "ok": False, "error": "EBADREQ: unknown op %r" % (op,), "code": "EBADREQ"})
+        except BadRequest as e:
+            reply({"id": rid, "ok": False, "error": "EBADREQ: %s" % e, "code": "EBADREQ"})
+        except Exception as e:
+            sys.stderr.write(traceback.format_exc())
+            reply({"id": rid, "ok": False, "error": "EWORKER: %s: %s" % (type(e).__name__, e),
+                   "code": "EWORKER"})
+    return 0
+
+
+def _peaks(ev, sandbox, job):
+    from . import peaks
+    out = sandbox.run_child(peaks.run, ({"device": ev.device},), {"run": 120}, ev.close_fds)
+    res, _ = out.first("peaks")
+    if res is None:
+        return {"ok": False, "error": "EWORKER: %s" % (out.failure or out.first("error")[0],)}
+    return dict(res.get("result") or {}, ok=True)
+
+
+def _jsonable(obj):
+    try:
+        import numpy as np
+        if isinstance(obj, np.generic):
+            return obj.item()
+        if isinstance(obj, np.ndarray):
+            return obj.tolist()
+    except Exception:
+        pass
+    return str(obj)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,89 @@
+"""Verification details through a real CPU-mode worker: reports, sampling of big outputs,
+kernel_function binding, protocol errors."""
+import unittest
+
+from worker_client import Worker, fixture
+
+
+class CpuVerifyTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.w = Worker("cpu")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.w.close()
+
+    def test_ready_line(self):
+        self.assertEqual(self.w.ready["mode"], "cpu")
+        self.assertTrue(self.w.ready["torch"])
+
+    def test_good_candidate_reports_checks_and_errors(self):
+        r = self.w.job("verify", "relu_problem.py", fixture("eval", "relu_good.py"))
+        self.assertTrue(r["ok"], r)
+        self.assertEqual(r["trials"], 5)
+        for key in ("shape", "dtype", "values", "magnitude", "inputs_unchanged", "no_alias", "no_cache"):
+            self.assertTrue(r["checks"][key], key)
+        self.assertEqual(r["max_abs_err"], 0.0)
+        self.assertEqual(r["audit"]["applicable"], False)
+
+    def test_mismatch_location_is_reported(self):
+        src = ("import torch\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n"
+               "        y = torch.relu(x).clone()\n        y[3, 7] += 1.0\n        return y\n")
+        r = self.w.job("verify", "relu_problem.py", src)
+        self.assertFalse(r["ok"])
+        self.assertEqual(r["mismatch"]["index"], [3, 7])
+        self.assertEqual(r["mismatch"]["output_index"], 0)
+        self.assertEqual(r["mismatch"]["trial"], 0)
+        self.assertAlmostEqual(r["mismatch"]["got"] - r["mismatch"]["expected"], 1.0, places=4)
+        self.assertGreaterEqual(r["max_abs_err"], 0.99)
+
+    def test_big_outputs_are_sampled_and_still_checked(self):
+        good = self.w.job("verify", "big_scale_problem.py", fixture("eval", "big_scale_good.py"))
+        self.assertTrue(good["ok"], good)
+        bad = self.w.job("verify", "big_scale_problem.py", fixture("adversarial", "cpu_wrong_block_big.py"))
+        self.assertFalse(bad["ok"])
+        self.assertTrue(bad["error"].startswith("EMISMATCH"), bad["error"])
+
+    def test_kernel_function_binds_parameters_by_name(self):
+        r = self.w.job("verify", "linear_problem.py", fixture("eval", "linear_kernel_function.py"))
+        self.assertTrue(r["ok"], r)
+        self.assertEqual(r["candidate_kind"], "kernel_function")
+
+    def test_modelnew_gets_reference_weights_by_name(self):
+        r = self.w.job("verify", "linear_problem.py", fixture("eval", "linear_modelnew.py"))
+        self.assertTrue(r["ok"], r)
+
+    def test_all_outputs_of_a_tuple_are_compared(self):
+        r = self.w.job("verify", "tuple_problem.py", fixture("eval", "tuple_good.py"))
+        self.assertTrue(r["ok"], r)
+
+    def test_bf16_policy_uses_loose_tolerance(self):
+        r = self.w.job("verify", "matmul_problem.py", fixture("adversarial", "cpu_lower_precision.py"),
+                       dtype="bf16")
+        self.assertEqual(r["tolerance"], {"rtol": 1e-2, "atol": 1e-2})
+        self.assertEqual(r["dtype"], "bf16")
+
+    def test_fingerprint_ignores_comments_and_formatting(self):
+        a = "import torch\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n        return torch.relu(x)\n"
+        b = "# a comment\nimport torch\n\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):  # relu\n        return torch.relu( x )\n"
+        ra = self.w.job("verify", "relu_problem.py", a)
+        rb = self.w.job("verify", "relu_problem.py", b)
+        self.assertEqual(ra["fingerprint"], rb["fingerprint"])
+
+    def test_bad_requests_are_protocol_errors(self):
+        r = self.w.request("verify", {"problem": "/nonexistent.py", "candidate": "x"})
+        self.assertFalse(r["ok"])
+        self.assertEqual(r["code"], "EBADREQ")
+        r = self.w.request("frobnicate", {})
+        self.assertEqual(r["code"], "EBADREQ")
+
+    def test_beyond_sol_is_flagged(self):
+        r = self.w.job("benchmark", "relu_problem.py", fixture("eval", "relu_good.py"),
+                       sol_ms=1e6, bench={"min_time": 0.05, "baselines": []})
+        self.assertTrue(r["ok"], r)
+        self.assertIn("beyond_sol", r["flags"])
+
+
+if __name__ == "__main__":
+    unittest.main()

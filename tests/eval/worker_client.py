@@ -1,0 +1,67 @@
+"""Talks to a real evaluator worker process over its JSON-lines protocol (no fakes)."""
+import json
+import os
+import select
+import subprocess
+import sys
+import time
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+FIX = os.path.join(ROOT, "tests", "fixtures")
+PYTHON = os.environ.get("KAGENT_TEST_PYTHON", sys.executable)
+
+
+def fixture(*parts):
+    return os.path.join(FIX, *parts)
+
+
+class Worker:
+    def __init__(self, device="cpu", threads=2):
+        env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "src", "gpu", "eval"))
+        argv = [PYTHON, "-m", "kagent_eval.worker", "--device", str(device), "--threads", str(threads)]
+        if os.environ.get("KAGENT_WORKER_LOG"):
+            argv += ["--log", os.environ["KAGENT_WORKER_LOG"]]
+        self.proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, cwd=ROOT)
+        self.next_id = 0
+        self.ready = self._read(120)
+
+    def _read(self, timeout):
+        deadline = time.monotonic() + timeout
+        fd = self.proc.stdout.fileno()
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError("worker did not answer")
+            r, _, _ = select.select([fd], [], [], left)
+            if r:
+                line = self.proc.stdout.readline()
+                if not line:
+                    raise EOFError("worker closed stdout")
+                return json.loads(line)
+
+    def request(self, op, job=None, timeout=300):
+        self.next_id += 1
+        self.proc.stdin.write((json.dumps({"id": self.next_id, "op": op, "job": job}) + "\n").encode())
+        self.proc.stdin.flush()
+        reply = self._read(timeout)
+        assert reply.get("id") == self.next_id, reply
+        return reply
+
+    def job(self, op, problem, candidate, **extra):
+        job = dict(problem=fixture("eval", problem), candidate=candidate, **extra)
+        reply = self.request(op, job)
+        assert reply["ok"], reply
+        return reply["result"]
+
+    def close(self):
+        try:
+            self.request("shutdown", timeout=20)
+        except Exception:
+            pass
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
