@@ -1,7 +1,7 @@
 # Python tests of the evaluator (CPU mode) and GPU checks.
 if(EXISTS "${CMAKE_CURRENT_SOURCE_DIR}/eval")
   add_test(NAME eval.python
-           COMMAND ${KAGENT_TEST_PYTHON} -m unittest discover -s tests/eval -t . -v
+           COMMAND ${KAGENT_TEST_PYTHON} -m unittest discover -s tests/eval -v
            WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
   set_tests_properties(eval.python PROPERTIES
     ENVIRONMENT "PYTHONPATH=${CMAKE_SOURCE_DIR}/src/gpu/eval;KAGENT_BUILD_DIR=${CMAKE_BINARY_DIR}"
