@@ -21,7 +21,7 @@ if [ "$has_gpu" = 1 ]; then
 else
   echo "demo: no GPU found: running in CPU mode (torch on the CPU, pure-PyTorch candidates," >&2
   echo "demo: wall-clock CPU timings, no hardware counters) on a small RMSNorm problem." >&2
-  problem=examples/problems/rmsnorm_small.py kernel=examples/kernels/cpu/rmsnorm_small_slow.py dtype=fp32
+  problem=examples/problems/rmsnorm_small.py kernel=examples/kernels/cpu/rmsnorm_small_chunked.py dtype=fp32
   if [ -z "${KAGENT_PYTHON:-}" ] && [ -x /usr/bin/python3 ]; then export KAGENT_PYTHON=/usr/bin/python3; fi
 fi
 if [ "$has_llm" = 0 ]; then

@@ -5,9 +5,12 @@ M.__index = M
 
 function M.new(opts)
   opts = opts or {}
-  local tty = os.getenv("TERM") ~= nil and os.getenv("TERM") ~= "dumb" and os.getenv("KAGENT_PROGRESS") ~= "lines"
+  local out = opts.out or io.stderr
+  -- Rewrite in place only on a real terminal (stderr), so logs and pipes get plain lines.
+  local tty = out == io.stderr and kagent.fs.isatty(2) and os.getenv("TERM") ~= "dumb"
+    and os.getenv("KAGENT_PROGRESS") ~= "lines"
   return setmetatable({ rounds = opts.rounds or 0, round = 0, busy = 0, workers = 0, tty = tty,
-    out = opts.out or io.stderr, last = "", usage = opts.usage }, M)
+    out = out, last = "", usage = opts.usage }, M)
 end
 
 function M.format(s)

@@ -148,12 +148,17 @@ int l_abspath(lua_State* L) {
   return 1;
 }
 
+int l_isatty(lua_State* L) {
+  lua_pushboolean(L, isatty(static_cast<int>(luaL_checkinteger(L, 1))) ? 1 : 0);
+  return 1;
+}
+
 }  // namespace
 
 int open_native_fs(lua_State* L) {
   static const luaL_Reg fns[] = {{"read", l_read},     {"write", l_write},   {"append", l_append},
                                  {"mkdir_p", l_mkdir_p}, {"list", l_list},     {"exists", l_exists},
-                                 {"is_dir", l_is_dir}, {"remove", l_remove}, {"abspath", l_abspath},
+                                 {"is_dir", l_is_dir}, {"remove", l_remove}, {"abspath", l_abspath}, {"isatty", l_isatty},
                                  {nullptr, nullptr}};
   lua_newtable(L);
   set_functions(L, fns);

@@ -12,6 +12,8 @@ M.exists = native.fs.exists
 M.is_dir = native.fs.is_dir
 M.remove = native.fs.remove
 M.abspath = native.fs.abspath
+--- isatty(fd) -> true when file descriptor fd (0 stdin, 1 stdout, 2 stderr) is a terminal.
+M.isatty = native.fs.isatty
 
 --- Joins path parts with "/", dropping empty parts; an absolute part restarts the path.
 function M.join(...)
