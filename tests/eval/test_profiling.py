@@ -198,6 +198,85 @@ class CpuMode(unittest.TestCase):
                 os.environ["KAGENT_PROF_LIB"] = saved
 
 
+class FakeProfLib:
+    """A fake libkagent_prof: records kp_* calls, refuses the replay modes in `refuse`, and
+    answers kp_profile_end with one range per launch (plus `extra` leading ranges)."""
+
+    path = "fake"
+
+    def __init__(self, n_launches, refuse=(), extra=0):
+        self.n, self.refuse, self.extra = n_launches, set(refuse), extra
+        self.calls = []
+        self.mode = None
+
+    def call(self, name, *args):
+        self.calls.append((name, args))
+        if name == "kp_profile_begin":
+            self.mode = args[2]
+            if self.mode in self.refuse:
+                raise profiling.ProfilerError("ECUPTI", "fake refuses mode %d" % self.mode)
+        if name == "kp_profile_pass_end":
+            args[0]._obj.value = 1
+
+    def result(self):
+        ranges = [{"range": str(i), "metrics": {"gpu__time_duration.sum": 1000.0 + i}}
+                  for i in range(self.n + self.extra)]
+        return {"passes": 1, "dropped": 0, "ranges": ranges}
+
+
+class FakeTorch:
+    """Stands in for torch where the replay loop only synchronizes."""
+
+    class cuda:
+        @staticmethod
+        def synchronize():
+            pass
+
+
+class ReplayModes(unittest.TestCase):
+    def test_chain_falls_back_towards_kernel_replay(self):
+        self.assertEqual(profiling.replay_chain("user"), ["user", "user-pass", "kernel"])
+        self.assertEqual(profiling.replay_chain("user-pass"), ["user-pass", "kernel"])
+        self.assertEqual(profiling.replay_chain("kernel"), ["kernel"])
+        with self.assertRaises(profiling.ProfilerError):
+            profiling.replay_chain("bogus")
+
+    def test_modes_match_the_c_abi(self):
+        with open(os.path.join(ROOT, "src/gpu/profiler/include/kagent_prof.h")) as f:
+            header = f.read()
+        self.assertIn("KP_REPLAY_KERNEL = 0, KP_REPLAY_USER = 1, KP_REPLAY_USER_SWEEP = 2",
+                      header)
+        self.assertEqual(profiling.REPLAY_MODES, {"kernel": 0, "user-pass": 1, "user": 2})
+
+    def test_user_mode_leaves_the_sweep_to_the_library(self):
+        lib = FakeProfLib(3)
+        runs = []
+        ranges, passes, sessions = profiling._replay(
+            FakeTorch, lib, lambda: runs.append(1), ["gpu__time_duration.sum"], 3, "user", 0, 4)
+        begin = [a for n, a in lib.calls if n == "kp_profile_begin"][0]
+        self.assertEqual(begin[2], 2)
+        self.assertGreaterEqual(begin[1], 2 * 3)  # room for a sweep range before each launch
+        self.assertEqual((len(ranges), sessions, len(runs)), (3, 1, 1))
+
+    def test_user_pass_mode_sweeps_in_python_and_drops_its_ranges(self):
+        class FakeFlush:
+            kernels = 2
+            calls = 0
+
+            def __call__(self):
+                FakeFlush.calls += 1
+        saved = profiling._flusher
+        profiling._flusher = lambda torch_, dev: FakeFlush()
+        try:
+            lib = FakeProfLib(3, extra=2)
+            ranges, _, _ = profiling._replay(FakeTorch, lib, lambda: None,
+                                             ["gpu__time_duration.sum"], 3, "user-pass", 0, 4)
+        finally:
+            profiling._flusher = saved
+        self.assertEqual(lib.mode, 1)
+        self.assertEqual(FakeFlush.calls, 1)
+        self.assertEqual([r["range"] for r in ranges], ["2", "3", "4"])
+
 H100_PEAKS = {"dram_bytes_per_s": 3.0e12, "flops_per_s": {"bf16": 7.0e14, "fp32": 5.0e13}}
 
 

@@ -90,6 +90,9 @@ def check_target(name, problem, candidate, args, profiling, ncu_target, report):
     by_kernel_replay = profiling.profile(forward, "full", 0, replay="kernel")
     entry["cupti_kernel_replay_s"] = time.perf_counter() - t
     t = time.perf_counter()
+    by_pass = profiling.profile(forward, "full", 0, replay="user-pass")
+    entry["cupti_user_pass_s"] = time.perf_counter() - t
+    t = time.perf_counter()
     for _ in range(3):
         forward()
     torch.cuda.synchronize()
@@ -112,6 +115,7 @@ def check_target(name, problem, candidate, args, profiling, ncu_target, report):
     entry["cupti"] = {"kernels": warm["kernels"]}
     del forward, first, sol
     entry["cupti_kernel_replay"] = {"kernels": by_kernel_replay["kernels"]}
+    entry["cupti_user_pass"] = {"kernels": by_pass["kernels"], "replay": by_pass["replay"]}
     gc.collect()
     torch.cuda.empty_cache()
     if not args.no_ncu:
@@ -127,14 +131,22 @@ def check_target(name, problem, candidate, args, profiling, ncu_target, report):
         entry["ncu"] = {"kernels": ncu["kernels"]}
         kok, krows = compare(by_kernel_replay, ncu)
         entry["kernel_replay_mismatches"] = [r for r in krows if not r["ok"]]
+        pok, prows = compare(by_pass, ncu)
+        entry["user_pass_mismatches"] = [r for r in prows if not r["ok"]]
         print("[%s] cupti %s replay warm %.2fs (first %.2fs, %d passes, %d forward runs, "
-              "overhead %.2fs) vs ncu %.2fs; %d values, %d off (kernel replay: %d off)"
+              "overhead %.2fs) vs ncu %.2fs; %d values, %d off (user-pass replay %s: %d off, "
+              "kernel replay: %d off)"
               % (name, warm["replay"], entry["cupti_warm_s"], entry["cupti_first_s"],
                  warm["passes"], entry["forward_runs"], entry["overhead_s"], entry["ncu_s"],
-                 len(rows), len(entry["mismatches"]), len(entry["kernel_replay_mismatches"])))
-        for r in entry["mismatches"][:40]:
-            print("   off: k%d %-70s cupti=%s ncu=%s" % (r["kernel"], r["metric"], r["cupti"],
-                                                        r["ncu"]))
+                 len(rows), len(entry["mismatches"]), by_pass["replay"],
+                 len(entry["user_pass_mismatches"]), len(entry["kernel_replay_mismatches"])))
+        if warm.get("replay_error"):
+            print("   replay_error:", warm["replay_error"])
+        for label, bad in (("off", entry["mismatches"]),
+                           ("user-pass off", entry["user_pass_mismatches"])):
+            for r in bad[:40]:
+                print("   %s: k%d %-66s cupti=%s ncu=%s" % (label, r["kernel"], r["metric"],
+                                                          r["cupti"], r["ncu"]))
     return entry
 
 

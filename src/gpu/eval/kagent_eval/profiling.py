@@ -25,20 +25,23 @@ Interface (stable):
 
 ``profile(fn, metrics="full", device_index=0, replay="user") -> result``
     ``fn`` is a zero-argument callable that runs one forward pass, already warmed up (Triton
-    compiled). It runs once traced, then once per profiler pass (``replay="user"``: the L2 is
-    flushed at the start of each pass, after CUPTI's own setup, like Nsight Compute's cache
-    control, so the forward must be
-    repeatable: same launches each run, no state carried between runs), falling back to
-    CUPTI's kernel replay (forward runs once; DRAM writes run high by the dirty L2 lines the
-    memory restores leave) if user replay fails. Kernels after the first in a forward see the
-    caches their predecessors left, as in the real forward (Nsight Compute flushes before each
-    kernel instead). Result::
+    compiled). It runs once traced, then once per profiler pass, so the forward must be
+    repeatable (same launches each run, no state carried between runs). ``replay``:
+
+    - ``"user"``: the library sweeps the L2 (read-only, 4x its size) before *every* kernel of a
+      pass, as ``ncu --cache-control all`` does, so each kernel starts from clean caches;
+    - ``"user-pass"``: the L2 is swept once at the start of each pass, so later kernels of a
+      forward see the caches their predecessors left (the real forward's state, not ncu's);
+    - ``"kernel"``: CUPTI's kernel replay (forward runs once; DRAM writes run high by the dirty
+      L2 lines its memory restores leave).
+
+    Each mode falls back to the next one in that order when it fails. Result::
 
         {"metrics":   {kernel_name: {metric: value}},    # published *_ncu_metrics.json shape
          "kernels":   [{...launch fields..., "metrics": {metric: value}}],  # one per launch
          "aggregate": {metric: value},   # time-weighted over the forward (counters summed)
          "total_ms":  sum of kernel durations, "passes": n, "backend": "cupti",
-         "replay": "user"|"kernel", "replay_sessions": forward runs while profiling,
+         "replay": "user"|"user-pass"|"kernel", "replay_sessions": forward runs while profiling,
          "ncu_max_sol_pct": max(compute SOL, memory SOL) of the aggregate (KernelAgent's figure),
          "unsupported": [metrics this GPU/CUPTI cannot collect], "profile_s": wall seconds}
 
@@ -98,7 +101,7 @@ class _Lib:
         self.dll = ctypes.CDLL(path)
         for name in ("kp_last_error", "kp_result"):
             getattr(self.dll, name).restype = ctypes.c_char_p
-        self.dll.kp_profile_begin.argtypes = [ctypes.c_char_p, ctypes.c_int]
+        self.dll.kp_profile_begin.argtypes = [ctypes.c_char_p, ctypes.c_int, ctypes.c_int]
         self.dll.kp_metrics_check.argtypes = [ctypes.c_char_p]
         self.dll.kp_profile_pass_end.argtypes = [ctypes.POINTER(ctypes.c_int)]
         self.device = None
@@ -253,15 +256,25 @@ def _flusher(torch, device_index):
     return _flushers[device_index]
 
 
-REPLAY_MODES = {"kernel": 0, "user": 1}
+# libkagent_prof's KP_REPLAY_* codes; "user" is KP_REPLAY_USER_SWEEP (ABI 2).
+REPLAY_MODES = {"kernel": 0, "user-pass": 1, "user": 2}
+# Tried in this order from the one asked for: each next mode needs less of CUPTI.
+REPLAY_FALLBACK = ["user", "user-pass", "kernel"]
+
+
+def replay_chain(replay):
+    if replay not in REPLAY_MODES:
+        raise ProfilerError("EINVAL", "replay must be one of %s" % sorted(REPLAY_MODES))
+    return REPLAY_FALLBACK[REPLAY_FALLBACK.index(replay):]
 
 
 def _replay(torch, lib, fn, counters, n_launches, replay, device_index, max_sessions):
     """Runs the passes; returns (decoded ranges of fn's kernels only, passes, sessions)."""
-    flush = _flusher(torch, device_index) if replay == "user" else None
+    flush = _flusher(torch, device_index) if replay == "user-pass" else None
     skip = flush.kernels if flush else 0
-    lib.call("kp_profile_begin", ",".join(counters).encode(), n_launches + skip + 8,
-             REPLAY_MODES[replay])
+    # "user" puts a sweep range before each launch; the library drops those itself.
+    slots = n_launches * (2 if replay == "user" else 1) + skip + 8
+    lib.call("kp_profile_begin", ",".join(counters).encode(), slots, REPLAY_MODES[replay])
     done = ctypes.c_int(0)
     sessions = 0
     try:
@@ -296,8 +309,8 @@ def profile(fn, metrics="full", device_index=0, max_ranges=512, capability=None,
                                                                      "unsupported": []}
     supported = check["supported"]
     ranges, passes, sessions, replay_error = [], 0, 0, None
+    modes = replay_chain(replay)
     if supported and launches:
-        modes = [replay] + (["kernel"] if replay == "user" else [])
         for mode in modes:
             try:
                 ranges, passes, sessions = _replay(torch, lib, fn, supported, len(launches),
@@ -305,13 +318,14 @@ def profile(fn, metrics="full", device_index=0, max_ranges=512, capability=None,
             except ProfilerError as e:
                 if mode == modes[-1]:
                     raise
-                replay_error = str(e)
+                replay_error = "; ".join(filter(None, [replay_error, "%s: %s" % (mode, e)]))
                 continue
             replay = mode
             if len(ranges) == len(launches):
                 break
-            replay_error = "%s replay gave %d ranges for %d launches" % (
-                mode, len(ranges), len(launches))
+            replay_error = "; ".join(filter(None, [replay_error, "%s replay gave %d ranges for "
+                                                   "%d launches" % (mode, len(ranges),
+                                                                    len(launches))]))
     if capability is None:
         capability = torch.cuda.get_device_capability(device_index)
     rows = _join(launches, ranges, launch_names, capability)

@@ -64,14 +64,19 @@ KP_API int kp_metrics_check(const char* metrics_csv);
  *   KP_REPLAY_USER: the caller runs the whole forward once per pass (the forward must give the
  *     same launches each time and not depend on its earlier runs) and can bring the caches to a
  *     known state before each pass, as Nsight Compute's cache control does.
+ *   KP_REPLAY_USER_SWEEP: user replay, and the library itself sweeps the L2 (a read-only kernel
+ *     over 4x its size, launched from a CUPTI launch callback after the device is idle) before
+ *     every kernel of a pass, as `ncu --cache-control all` flushes before every kernel; the
+ *     sweeps' own ranges are dropped. Every pass must launch the same kernel sequence.
  * Usage: kp_profile_begin; do { kp_profile_pass_begin; run the forward; synchronize;
  * kp_profile_pass_end(&done) } while (!done); kp_profile_end.
  * Unsupported metric names fail with KP_EINVAL (check them first). */
-enum { KP_REPLAY_KERNEL = 0, KP_REPLAY_USER = 1 };
+enum { KP_REPLAY_KERNEL = 0, KP_REPLAY_USER = 1, KP_REPLAY_USER_SWEEP = 2 };
 KP_API int kp_profile_begin(const char* metrics_csv, int max_ranges, int replay_mode);
 KP_API int kp_profile_pass_begin(void);
 KP_API int kp_profile_pass_end(int* all_passes_done);
-/* kp_result(): {"passes":n,"dropped":n,"ranges":[{"range":"0","metrics":{name:value}}...]} */
+/* kp_result(): {"passes":n,"dropped":n,"sweeps":n,"ranges":[{"range":"0","metrics":{...}}...]}
+ * ("sweeps": sweep ranges removed from "ranges", per pass; 0 outside KP_REPLAY_USER_SWEEP). */
 KP_API int kp_profile_end(void);
 
 /* Ends any open trace or profiling session and releases CUPTI state. Safe to call twice. */

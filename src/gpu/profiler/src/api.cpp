@@ -36,7 +36,7 @@ int bind_context() {
 
 extern "C" {
 
-int kp_abi_version(void) { return 1; }
+int kp_abi_version(void) { return 2; }
 
 const char* kp_last_error(void) { return g_error.c_str(); }
 

@@ -84,6 +84,7 @@ Status MetricHost::build_config(const std::vector<std::string>& metrics,
 RangeSession::~RangeSession() { abort(); }
 
 void RangeSession::abort() {
+    flush_.reset();
     if (!object_) return;
     if (in_pass_) {
         CUpti_RangeProfiler_Stop_Params stop = {CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE};
@@ -102,7 +103,8 @@ Status RangeSession::begin(const Device& d, const std::vector<std::string>& metr
     if (metrics.empty()) return Status::Fail(KP_EINVAL, "kp_profile_begin: no metrics given");
     if (max_ranges <= 0 || max_ranges > 4096)
         return Status::Fail(KP_EINVAL, "kp_profile_begin: max_ranges must be 1..4096");
-    if (replay_mode != KP_REPLAY_KERNEL && replay_mode != KP_REPLAY_USER)
+    if (replay_mode != KP_REPLAY_KERNEL && replay_mode != KP_REPLAY_USER &&
+        replay_mode != KP_REPLAY_USER_SWEEP)
         return Status::Fail(KP_EINVAL, "kp_profile_begin: replay_mode must be KP_REPLAY_*");
     metrics_ = metrics;
     KP_TRY(host_.open(d));
@@ -143,13 +145,19 @@ Status RangeSession::begin(const Device& d, const std::vector<std::string>& metr
     sc.counterDataImageSize = counter_data_.size();
     sc.pCounterDataImage = counter_data_.data();
     sc.range = CUPTI_AutoRange;
-    sc.replayMode = replay_mode == KP_REPLAY_USER ? CUPTI_UserReplay : CUPTI_KernelReplay;
+    sc.replayMode = replay_mode == KP_REPLAY_KERNEL ? CUPTI_KernelReplay : CUPTI_UserReplay;
     sc.maxRangesPerPass = static_cast<size_t>(max_ranges);
     sc.numNestingLevels = 1;
     sc.minNestingLevel = 1;
     sc.passIndex = 0;
     sc.targetNestingLevel = 1;
     KP_CUPTI(cuptiRangeProfilerSetConfig(&sc));
+    if (replay_mode == KP_REPLAY_USER_SWEEP) {
+        flush_ = std::make_unique<LaunchFlush>();
+        KP_TRY(flush_->open(d));
+    }
+    sequence_.clear();
+    pass_count_ = 0;
     all_done_ = false;
     return Status::Ok();
 }
@@ -161,6 +169,8 @@ Status RangeSession::pass_begin() {
     p.pRangeProfilerObject = object_;
     KP_CUPTI(cuptiRangeProfilerStart(&p));
     in_pass_ = true;
+    // Armed after Start: CUPTI's per-pass setup leaves dirty lines the first sweep must catch.
+    if (flush_) flush_->arm();
     return Status::Ok();
 }
 
@@ -170,9 +180,20 @@ Status RangeSession::pass_end(bool& all_done) {
     CUpti_RangeProfiler_Stop_Params p = {CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE};
     p.pRangeProfilerObject = object_;
     in_pass_ = false;
+    if (flush_) flush_->disarm();
     KP_CUPTI(cuptiRangeProfilerStop(&p));
     all_done_ = p.isAllPassSubmitted != 0;
     all_done = all_done_;
+    if (flush_) {
+        KP_TRY(flush_->error());
+        // Ranges are matched to launches by position, so every pass must launch alike.
+        if (pass_count_ && flush_->sequence() != sequence_)
+            return Status::Fail(KP_ESTATE, "kp_profile_pass_end: pass " +
+                                               std::to_string(pass_count_) +
+                                               " launched a different kernel sequence");
+        sequence_ = flush_->sequence();
+    }
+    ++pass_count_;
     return Status::Ok();
 }
 
@@ -193,12 +214,23 @@ Status RangeSession::end(std::string& json) {
     for (auto& m : metrics_) names.push_back(m.c_str());
     std::vector<double> values(names.size());
 
+    if (flush_ && sequence_.size() != info.numTotalRanges)
+        return Status::Fail(KP_ECUPTI, "kp_profile_end: " + std::to_string(info.numTotalRanges) +
+                                           " ranges for " + std::to_string(sequence_.size()) +
+                                           " launches (sweeps included); cannot drop the sweeps");
+    size_t sweeps = 0;
+    for (bool s : sequence_) sweeps += s ? 1 : 0;
+
     json = "{\"passes\":";
     json_int(json, (long long)passes_);
     json += ",\"dropped\":";
     json_int(json, (long long)dec.numOfRangeDropped);
+    json += ",\"sweeps\":";
+    json_int(json, (long long)sweeps);
     json += ",\"ranges\":[";
+    bool first = true;
     for (size_t r = 0; r < info.numTotalRanges; ++r) {
+        if (flush_ && sequence_[r]) continue;
         CUpti_RangeProfiler_CounterData_GetRangeInfo_Params ri = {
             CUpti_RangeProfiler_CounterData_GetRangeInfo_Params_STRUCT_SIZE};
         ri.pCounterDataImage = counter_data_.data();
@@ -218,7 +250,8 @@ Status RangeSession::end(std::string& json) {
         ev.pMetricValues = values.data();
         KP_CUPTI(cuptiProfilerHostEvaluateToGpuValues(&ev));
 
-        if (r) json += ',';
+        if (!first) json += ',';
+        first = false;
         json += "{\"range\":";
         json_string(json, ri.rangeName ? ri.rangeName : std::to_string(r));
         json += ",\"metrics\":{";

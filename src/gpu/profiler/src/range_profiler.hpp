@@ -1,14 +1,16 @@
-// CUPTI range profiler in auto-range, kernel-replay mode: one range per kernel launch, each
-// kernel replayed by CUPTI until every pass of the metric set is collected.
+// CUPTI range profiler in auto-range mode: one range per kernel launch, replayed by CUPTI per
+// kernel or by the caller per pass (optionally with an L2 sweep before every kernel).
 #pragma once
 
 #include <cupti_profiler_host.h>
 #include <cupti_range_profiler.h>
 
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "device.hpp"
+#include "launch_flush.hpp"
 
 namespace kp {
 
@@ -43,7 +45,10 @@ private:
     std::vector<uint8_t> config_;
     std::vector<uint8_t> counter_data_;
     CUpti_RangeProfiler_Object* object_ = nullptr;
+    std::unique_ptr<LaunchFlush> flush_;  // KP_REPLAY_USER_SWEEP only
+    std::vector<bool> sequence_;          // launches of the last pass: true for a sweep
     size_t passes_ = 0;
+    size_t pass_count_ = 0;
     bool in_pass_ = false;
     bool all_done_ = false;
 };
