@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """Per-candidate evaluation latency: a warm evaluator worker vs a fresh interpreter per candidate.
 
-    python3 bench/eval_latency.py [--n 5] [--cpu]
+    python3 bench/eval_latency.py [--n 5] [--cpu] [--nospare] [--gap S]
 
 Each candidate is verified (5 trials) and benchmarked (min_time 0.1 s, no baselines). Warm: one
-long-lived worker (torch/triton imported once, a forked sandbox per job). Fresh: a new worker
+long-lived worker (torch/triton imported once, a sandbox per job, prepared ahead of it by the
+worker's spare; --nospare also times one forked on demand). Fresh: a new worker
 process per candidate (interpreter start, imports, CUDA context, reference outputs), which is
 what running each candidate as its own script costs. Overhead = wall time minus the timed loop.
 Prints a table; writes JSON to $OUT/eval_latency.json when OUT is set.
@@ -39,15 +40,26 @@ def one(w, i, cpu):
     wall = time.perf_counter() - t0
     res = r["result"]
     loop = ((res.get("time_ms") or {}).get("loop_ms") or 0.0) / 1e3
-    return {"ok": res.get("ok"), "wall_s": wall, "loop_s": loop, "overhead_s": wall - loop,
+    return {"ok": res.get("ok"), "prepared": res.get("prepared"), "prepare_s": res.get("prepare_s"),
+            "warmed": res.get("warmed"), "wall_s": wall, "loop_s": loop, "overhead_s": wall - loop,
             "error": res.get("error"), "stage_s": res.get("stage_s"), "reference_s": res.get("reference_s"),
             "elapsed_s": res.get("elapsed")}
+
+
+def stage_medians(rows):
+    keys = sorted({k for r in rows for k in (r["stage_s"] or {})})
+    return {k: round(statistics.median((r["stage_s"] or {}).get(k, 0.0) for r in rows), 3)
+            for k in keys}
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=5)
     ap.add_argument("--cpu", action="store_true")
+    ap.add_argument("--gap", type=float, default=0.0,
+                    help="also time jobs sent this many seconds apart (a paced, warm worker)")
+    ap.add_argument("--nospare", action="store_true",
+                    help="also time a warm worker without its prepared spare sandbox")
     args = ap.parse_args()
     device = "cpu" if args.cpu else 0
     w = Worker(device)
@@ -57,7 +69,21 @@ def main():
     for i in range(args.n):
         warm.append(one(w, i + 1, args.cpu))
         print("warm job %d: %.3f s" % (i, warm[-1]["wall_s"]), flush=True)
+    paced = []
+    for i in range(args.n if args.gap > 0 else 0):
+        time.sleep(args.gap)  # as when jobs come one LLM reply apart: the spare is ready
+        paced.append(one(w, 300 + i, args.cpu))
+        print("paced job %d: %.3f s" % (i, paced[-1]["wall_s"]), flush=True)
     w.close()
+    nospare = []
+    if args.nospare:
+        os.environ["KAGENT_EVAL_SPARE"] = "0"
+        w = Worker(device)
+        one(w, 200, args.cpu)
+        for i in range(args.n):
+            nospare.append(one(w, 201 + i, args.cpu))
+        w.close()
+        del os.environ["KAGENT_EVAL_SPARE"]
     fresh = []
     for i in range(max(2, args.n // 2)):
         t0 = time.perf_counter()
@@ -68,7 +94,8 @@ def main():
         r["overhead_s"] = r["wall_s"] - r["loop_s"]
         fresh.append(r)
     med = lambda rows, k: statistics.median(x[k] for x in rows)
-    out = {"device": str(device), "first_job": first, "warm": warm, "fresh": fresh,
+    out = {"device": str(device), "first_job": first, "warm": warm, "fresh": fresh, "nospare": nospare,
+           "paced": paced, "gap_s": args.gap,
            "warm_wall_median_s": med(warm, "wall_s"), "warm_overhead_median_s": med(warm, "overhead_s"),
            "fresh_wall_median_s": med(fresh, "wall_s"), "fresh_overhead_median_s": med(fresh, "overhead_s")}
     out["ratio_fresh_over_warm_overhead"] = out["fresh_overhead_median_s"] / max(1e-9, out["warm_overhead_median_s"])
@@ -76,12 +103,32 @@ def main():
     print("%-8s %8s %10s %10s" % ("mode", "n", "wall_s", "overhead_s"))
     print("%-8s %8d %10.3f %10.3f" % ("warm", len(warm), out["warm_wall_median_s"], out["warm_overhead_median_s"]))
     print("%-8s %8d %10.3f %10.3f" % ("fresh", len(fresh), out["fresh_wall_median_s"], out["fresh_overhead_median_s"]))
+    if paced:
+        out["paced_wall_median_s"] = med(paced, "wall_s")
+        out["paced_overhead_median_s"] = med(paced, "overhead_s")
+        out["paced_stage_median_s"] = stage_medians(paced)
+        print("%-8s %8d %10.3f %10.3f" % ("paced", len(paced), out["paced_wall_median_s"],
+                                          out["paced_overhead_median_s"]))
+    if nospare:
+        out["nospare_wall_median_s"] = med(nospare, "wall_s")
+        out["nospare_overhead_median_s"] = med(nospare, "overhead_s")
+        print("%-8s %8d %10.3f %10.3f" % ("nospare", len(nospare), out["nospare_wall_median_s"],
+                                          out["nospare_overhead_median_s"]))
     print("fresh/warm overhead ratio: %.1fx" % out["ratio_fresh_over_warm_overhead"])
-    print("warm job stages (s):", {k: round(v, 3) for k, v in (warm[-1]["stage_s"] or {}).items()})
+    out["warm_stage_median_s"] = stage_medians(warm)
+    print("warm job stages, median (s):", out["warm_stage_median_s"],
+          "prepared=%s prepare_s=%s warmed=%s" % (warm[-1]["prepared"], warm[-1]["prepare_s"],
+                                                  warm[-1]["warmed"]))
+    if paced:
+        print("paced job stages, median (s):", out["paced_stage_median_s"])
+    if nospare:
+        out["nospare_stage_median_s"] = stage_medians(nospare)
+        print("no-spare job stages, median (s):", out["nospare_stage_median_s"])
     print("fresh job stages (s):", {k: round(v, 3) for k, v in (fresh[-1]["stage_s"] or {}).items()},
           "reference_s=%.3f" % (fresh[-1]["reference_s"] or 0))
-    if not all(r["ok"] for r in warm + fresh):
-        print("some jobs failed:", [r["error"] for r in warm + fresh if not r["ok"]])
+    every = warm + fresh + nospare + paced
+    if not all(r["ok"] for r in every):
+        print("some jobs failed:", [r["error"] for r in every if not r["ok"]])
     if os.environ.get("OUT"):
         with open(os.path.join(os.environ["OUT"], "eval_latency.json"), "w") as f:
             json.dump(out, f, indent=1)

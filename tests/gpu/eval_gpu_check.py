@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """GPU check of the evaluator (kagent_eval) through a real worker process.
 
-    python3 tests/gpu/eval_gpu_check.py [--part adversarial|showcase|repeat|all] [--only 36_rmsnorm,...]
+    python3 tests/gpu/eval_gpu_check.py [--part adversarial|showcase|repeat|all|a,b] [--only 36_rmsnorm,...]
 
 adversarial: the GPU cheats of tests/fixtures/adversarial/gpu_*.py are caught, and a kernel
 that hangs, one that segfaults and one that writes out of bounds each give a clean result while
@@ -166,17 +166,20 @@ def main():
     print("worker:", w.ready, flush=True)
     rows, ok = [], True
     out_dir = os.environ.get("OUT")
+    parts = set(args.part.split(","))
+    if "all" in parts:
+        parts = {"adversarial", "showcase", "repeat"}
     try:
-        if args.part in ("adversarial", "all"):
+        if "adversarial" in parts:
             ok &= part_adversarial(w, rows, [a for a in args.adv.split(",") if a])
-        if args.part in ("showcase", "all"):
+        if "showcase" in parts:
             ok &= part_showcase(w, rows, [s for s in args.only.split(",") if s], args.dtype)
-        if args.part in ("repeat", "all"):
+        if "repeat" in parts:
             ok &= part_repeat(w, rows, args.repeat, args.dtype)
     finally:
         w.close()
         if out_dir:
-            with open(os.path.join(out_dir, "eval_gpu_check_%s.json" % args.part), "w") as f:
+            with open(os.path.join(out_dir, "eval_gpu_check_%s.json" % args.part.replace(",", "_")), "w") as f:
                 json.dump({"worker": w.ready, "rows": rows}, f, indent=1, default=str)
     print("RESULT:", "PASS" if ok else "FAIL")
     return 0 if ok else 1

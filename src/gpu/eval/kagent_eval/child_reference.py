@@ -64,5 +64,5 @@ def baselines(torch, problem, model, spec, dtype, device):
 
 
 def _measure_opts(bench):
-    keys = ("warmup", "reps", "min_reps", "max_reps", "min_time")
+    keys = ("warmup", "reps", "min_reps", "max_reps", "min_time", "warmup_time")
     return {k: bench[k] for k in keys if bench.get(k) is not None}

@@ -6,6 +6,7 @@ import random
 import time
 
 from . import child_candidate, child_reference, compare, fingerprint, loader, sandbox
+from . import spare as spare_mod
 from . import static_checks, verdict
 
 OPS_WITH = {  # op -> (audit, bench, profile)
@@ -31,6 +32,47 @@ class Evaluator:
         self.sample_seed = random.SystemRandom().randrange(1, 2 ** 31)
         self.ref_cache = collections.OrderedDict()
         self.base_cache = {}
+        # a candidate sandbox prepared ahead of the next job (KAGENT_EVAL_SPARE=0 turns it off)
+        self.use_spare = os.environ.get("KAGENT_EVAL_SPARE", "1") != "0"
+        self.spare = None
+        self._refill_spare()
+
+    def _refill_spare(self):
+        if self.use_spare and self.spare is None:
+            self.spare = spare_mod.Spare(child_candidate.prepare, child_candidate.run,
+                                         (self.device, self.threads), self.close_fds)
+
+    def settle(self):
+        """Let the spare finish preparing, so its start-up work does not overlap a timing."""
+        if self.spare is not None:
+            self.spare.wait_ready()
+
+    def close(self):
+        if self.spare is not None:
+            self.spare.discard()
+            self.spare = None
+
+    def _run_candidate(self, cspec):
+        current, self.spare = self.spare, None
+        self._refill_spare()  # the next job's sandbox prepares during this job's untimed stages
+        following = self.spare
+
+        def on_stage(name):
+            if name == "gate":
+                if following is not None:
+                    following.pause()
+                current.open_gate()
+
+        try:
+            out = current.run(cspec, cspec["timeouts"], on_stage) if current is not None else None
+        finally:
+            if following is not None:
+                following.resume()
+        if out is None:
+            self.settle()
+            out = sandbox.run_child(child_candidate.run, (cspec,), cspec["timeouts"],
+                                    self.close_fds)
+        return out
 
     # -- job normalisation -------------------------------------------------------------
     def normalize(self, op, job):
@@ -50,7 +92,8 @@ class Evaluator:
         timeouts = {}
         if job.get("timeout"):
             t = float(job["timeout"])
-            timeouts = {k: t for k in sandbox.DEFAULT_TIMEOUTS if k not in ("start", "baseline")}
+            timeouts = {k: t for k in sandbox.DEFAULT_TIMEOUTS
+                        if k not in ("start", "baseline", "gate")}
         timeouts.update(job.get("timeouts") or {})
         audit, bench, profile = OPS_WITH[op]
         bench_opts = dict(job.get("bench") or {}) if bench else None
@@ -62,8 +105,8 @@ class Evaluator:
             "rtol": job.get("rtol"), "atol": job.get("atol"),
             "fallback_policy": job.get("fallback_policy", "reject"),
             "fallback_threshold": float(job.get("fallback_threshold", 0.5)),
-            # the kernel audit costs ~3.7 s per candidate on an H200 (profiler start-up in the
-            # fresh sandbox); callers that only rank known-clean kernels may turn it off
+            # the kernel audit's profiler start-up is paid by the spare sandbox ahead of the job;
+            # callers that only rank known-clean kernels may still turn it off
             "audit": audit and bool(job.get("audit", True)), "bench": bench_opts,
             "profile": (job.get("profile") or {"metric_set": "sol"}) if profile else None,
             "sol_ms": job.get("sol_ms"), "device": self.device, "threads": self.threads,
@@ -90,6 +133,8 @@ class Evaluator:
         if want_outputs or want_base:
             rspec = dict(spec, want_outputs=want_outputs,
                          baselines=list(bench["baselines"]) if want_base else None)
+            if want_base:
+                self.settle()
             out = sandbox.run_child(child_reference.run, (rspec,), spec["timeouts"], self.close_fds)
             self.last_reference_s = out.elapsed
             err = out.failure or None
@@ -149,8 +194,12 @@ class Evaluator:
             if m.get("kind") == "tensor":
                 poison += m["numel"] * 4
         cspec = dict(spec, poison_bytes=poison)
-        out = sandbox.run_child(child_candidate.run, (cspec,), spec["timeouts"], self.close_fds)
+        out = self._run_candidate(cspec)
         result["stage_s"] = _stage_durations(out)
+        prepared = getattr(out, "prepared", None) or {}
+        result["prepared"] = bool(prepared)
+        if prepared:
+            result["prepare_s"], result["warmed"] = prepared.get("prepare_s"), prepared.get("warmed")
         loaded, _ = out.first("loaded")
         if loaded:
             result["candidate_kind"] = loaded.get("kind")

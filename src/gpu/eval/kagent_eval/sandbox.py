@@ -14,8 +14,8 @@ import traceback
 from . import wire
 
 _PR_SET_PDEATHSIG = 1
-DEFAULT_TIMEOUTS = {"start": 60.0, "load": 120.0, "compile": 180.0, "run": 120.0, "audit": 120.0,
-                    "benchmark": 300.0, "profile": 600.0, "baseline": 900.0}
+DEFAULT_TIMEOUTS = {"start": 60.0, "gate": 60.0, "load": 120.0, "compile": 180.0, "run": 120.0,
+                    "audit": 120.0, "benchmark": 300.0, "profile": 600.0, "baseline": 900.0}
 
 
 class Channel:
@@ -39,12 +39,17 @@ def _die_with_parent():
         pass
 
 
+# the worker's ends of pipes to other children (a spare sandbox waiting for its job): a child
+# must not keep them, or a candidate could write a job into the next candidate's sandbox
+PARENT_ONLY_FDS = set()
+
+
 def _child_main(fd, close_fds, target, args):
     code = 0
     try:
         os.setpgid(0, 0)
         _die_with_parent()
-        for other in close_fds:
+        for other in list(close_fds) + sorted(PARENT_ONLY_FDS):
             try:
                 os.close(other)
             except OSError:
@@ -99,8 +104,6 @@ class Outcome:
 
 def run_child(target, args=(), timeouts=None, close_fds=(), stage_names=None):
     """Fork, run target(channel, *args) in the child, collect its frames until it exits."""
-    limits = dict(DEFAULT_TIMEOUTS)
-    limits.update(timeouts or {})
     rfd, wfd = os.pipe()
     sys.stdout.flush()
     sys.stderr.flush()
@@ -109,6 +112,20 @@ def run_child(target, args=(), timeouts=None, close_fds=(), stage_names=None):
         os.close(rfd)
         _child_main(wfd, close_fds, target, args)
     os.close(wfd)
+    return collect(pid, rfd, timeouts)
+
+
+def limits_with(timeouts):
+    limits = dict(DEFAULT_TIMEOUTS)
+    limits.update(timeouts or {})
+    return limits
+
+
+def collect(pid, rfd, timeouts, on_stage=None):
+    """Read a child's frames until it exits, applying per-stage deadlines; reaps it and closes
+    rfd. on_stage(name), if given, runs when the child announces a stage (before its deadline
+    starts)."""
+    limits = limits_with(timeouts)
     out = Outcome()
     t_start = time.monotonic()
     deadline = t_start + limits["start"]
@@ -131,8 +148,10 @@ def run_child(target, args=(), timeouts=None, close_fds=(), stage_names=None):
             if kind == "stage":
                 out.stage_times[out.stage] = now
                 out.stage = str(obj.get("stage"))
-                deadline = now + limits.get(out.stage, limits["run"])
                 out.messages.append(({"type": "stage", "stage": out.stage, "t": now}, []))
+                if on_stage is not None:
+                    on_stage(out.stage)
+                deadline = time.monotonic() + limits.get(out.stage, limits["run"])
                 continue
             obj["t"] = now
             out.messages.append((obj, arrays))

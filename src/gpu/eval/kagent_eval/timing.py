@@ -1,9 +1,11 @@
 """One timing method for the reference (eager, torch.compile) and the candidate.
 
-Warm-up, then per timed call: flush L2 (write a 256 MB buffer), CUDA events around the call,
-a device-wide sync after it, and a sync-bounded host clock as well; the host clock catches work that escapes
-the events (side streams, threads). Timing primitives are bound at import, before any candidate
-code runs in the process, so a candidate that patches them later does not reach this module.
+Warm-up (a number of calls and a minimum duration, so clocks settle), then per timed call: flush
+L2 (write a 256 MB buffer), a short GPU spin that covers the call's host launch time, CUDA events
+around the call, a device-wide sync after it, and a sync-bounded host clock as well; the host
+clock catches work that escapes the events (side streams, threads). Timing primitives are bound
+at import, before any candidate code runs in the process, so a candidate that patches them later
+does not reach this module.
 """
 import math
 import statistics
@@ -11,6 +13,7 @@ import time
 
 _perf_counter = time.perf_counter
 L2_FLUSH_BYTES = 256 << 20
+MAX_PAD_MS = 1.0  # longest spin put before a timed call to hide its launch
 
 
 class Timer:
@@ -21,10 +24,15 @@ class Timer:
             self._sync = torch.cuda.synchronize
             self._event = torch.cuda.Event
             self._flush_buf = torch.empty(L2_FLUSH_BYTES // 4, dtype=torch.int32, device=device)
+            self._spin = getattr(torch.cuda, "_sleep", None)
             self.flush_ms = self._flush_time()
+            self.cycles_per_ms = self._spin_rate()
         else:
             self.flush_ms = 0.0
             self._sync = lambda: None
+            self._spin = None
+            self.cycles_per_ms = None
+        self.pad_cycles, self.pad_ms = 0, 0.0
 
     def flush(self):
         if self.cuda:
@@ -41,6 +49,40 @@ class Timer:
             times.append(start.elapsed_time(end))
         return sorted(times)[2]
 
+    def _spin_rate(self):
+        """GPU spin cycles per ms (for the launch pad), or None where torch cannot spin."""
+        if self._spin is None:
+            return None
+        try:
+            rates = []
+            for _ in range(3):
+                start, end = self._event(enable_timing=True), self._event(enable_timing=True)
+                self._spin(100000)  # keeps the GPU busy while the measured spin is launched
+                start.record()
+                self._spin(1000000)
+                end.record()
+                self._sync()
+                rates.append(1000000 / max(start.elapsed_time(end), 1e-6))
+            return sorted(rates)[1]
+        except Exception:
+            self._spin = None
+            return None
+
+    def fit_pad(self, fn):
+        """Spin long enough after the flush that the GPU is still busy when the CPU has finished
+        launching fn: otherwise an idle gap (Python, guards, launch) lands inside the events,
+        which a do_bench-style loop (that never waits between calls) does not see."""
+        if not self.cuda or not self.cycles_per_ms:
+            return
+        self._sync()
+        t0 = _perf_counter()
+        fn()
+        launch_ms = (_perf_counter() - t0) * 1e3
+        self._sync()
+        want = min(MAX_PAD_MS, max(0.0, 2.0 * launch_ms + 0.02 - self.flush_ms))
+        self.pad_cycles = int(want * self.cycles_per_ms)
+        self.pad_ms = want if self.pad_cycles > 0 else 0.0
+
     def time_once(self, fn):
         """(event_ms, wall_ms) of one call with a cold L2.
 
@@ -52,22 +94,37 @@ class Timer:
             start, end = self._event(enable_timing=True), self._event(enable_timing=True)
             self.flush()
             t0 = _perf_counter()
+            if self.pad_cycles:
+                self._spin(self.pad_cycles)
             start.record()
             fn()
             end.record()
             self._sync()
             t1 = _perf_counter()
-            return start.elapsed_time(end), max(0.0, (t1 - t0) * 1e3 - self.flush_ms)
+            return start.elapsed_time(end), max(0.0, (t1 - t0) * 1e3 - self.flush_ms - self.pad_ms)
         t0 = _perf_counter()
         fn()
         t1 = _perf_counter()
         return (t1 - t0) * 1e3, (t1 - t0) * 1e3
 
-    def measure(self, fn, warmup=3, reps=None, min_reps=10, max_reps=1000, min_time=1.0):
-        """Timing summary in ms; reps chosen so the timed calls take about min_time."""
-        for _ in range(max(1, warmup)):
+    def warm(self, fn, calls=3, seconds=0.1):
+        """At least `calls` calls and, on a GPU, at least `seconds` of them, so clocks and
+        caches reach the state the timed loop runs in. Returns the number of calls."""
+        t_end = _perf_counter() + (seconds if self.cuda else 0.0)
+        done = 0
+        while done < max(1, calls) or _perf_counter() < t_end:
             fn()
+            done += 1
+            if done % 8 == 0:
+                self._sync()  # bounded queue: the duration is GPU time, not launches ahead
         self._sync()
+        return done
+
+    def measure(self, fn, warmup=3, reps=None, min_reps=10, max_reps=1000, min_time=1.0,
+                warmup_time=0.1):
+        """Timing summary in ms; reps chosen so the timed calls take about min_time."""
+        done = self.warm(fn, warmup, warmup_time)
+        self.fit_pad(fn)
         first_event, _ = self.time_once(fn)
         if reps is None:
             est = max(first_event, 1e-3)
@@ -79,7 +136,9 @@ class Timer:
             events.append(e)
             walls.append(w)
         elapsed_ms = (_perf_counter() - t_begin) * 1e3
-        return summarize(events, walls, elapsed_ms)
+        out = summarize(events, walls, elapsed_ms)
+        out["warmup_calls"], out["pad_ms"] = done, round(self.pad_ms, 4)
+        return out
 
 
 def percentile(sorted_vals, q):

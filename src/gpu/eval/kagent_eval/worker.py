@@ -82,6 +82,14 @@ def main(argv=None):
         proto.flush()
 
     reply(ready)
+    try:
+        _serve(ev, sandbox, reply, ready, BadRequest, OPS_WITH)
+    finally:
+        ev.close()
+    return 0
+
+
+def _serve(ev, sandbox, reply, ready, BadRequest, OPS_WITH):
     for line in sys.stdin:
         line = line.strip()
         if not line:
@@ -110,11 +118,11 @@ def main(argv=None):
             sys.stderr.write(traceback.format_exc())
             reply({"id": rid, "ok": False, "error": "EWORKER: %s: %s" % (type(e).__name__, e),
                    "code": "EWORKER"})
-    return 0
 
 
 def _peaks(ev, sandbox, job):
     from . import peaks
+    ev.settle()
     out = sandbox.run_child(peaks.run, ({"device": ev.device},), {"run": 120}, ev.close_fds)
     res, _ = out.first("peaks")
     if res is None:

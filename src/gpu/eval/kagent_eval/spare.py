@@ -1,0 +1,140 @@
+"""A candidate sandbox forked before its job arrives.
+
+Creating the CUDA context, loading Triton's driver and starting CUPTI take seconds per process;
+a spare child does them while the worker is idle or busy with the previous verdict, then blocks
+until the worker sends the job. No candidate code reaches the process before that, so what it
+prepared (the timer's bound primitives, the profiler's state) is as trustworthy as in a child
+forked on demand. Stage deadlines start when the job is sent; preparation has its own.
+
+The next spare is forked when a job starts, so it prepares during that job's untimed stages
+(load, compile, trials). The job stops at a gate before its timed stages; the worker then pauses
+the next spare if it is still preparing (SIGSTOP) and resumes it when the job's process has
+exited, so no preparation overlaps a timing and none makes a job wait, unless jobs arrive
+faster than spares can prepare.
+"""
+import os
+import signal
+import sys
+import time
+
+from . import sandbox, wire
+
+
+class Spare:
+    def __init__(self, prepare, target, prep_args=(), close_fds=(), prep_timeout=120.0):
+        self.prep_deadline = time.monotonic() + prep_timeout
+        self.info = None
+        spec_r, spec_w = os.pipe()
+        rfd, wfd = os.pipe()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:
+            os.close(rfd)
+            os.close(spec_w)
+            sandbox._child_main(wfd, close_fds, _spare_main, (spec_r, prepare, target, prep_args))
+        os.close(wfd)
+        os.close(spec_r)
+        self.pid, self.rfd, self.spec_w = pid, rfd, spec_w
+        sandbox.PARENT_ONLY_FDS.update((rfd, spec_w))
+        self.ready = False
+        self.paused_at = None
+
+    def pause(self):
+        """Stops a spare that is still preparing (SIGSTOP to its process group), so its start-up
+        work cannot overlap another job's timed stages; resume() or wait_ready() continues it."""
+        if self.ready or self.pid is None or self.paused_at is not None:
+            return
+        for target in (-self.pid, self.pid):
+            try:
+                os.kill(target, signal.SIGSTOP)
+                self.paused_at = time.monotonic()
+                return
+            except OSError:
+                continue
+
+    def resume(self):
+        if self.paused_at is None or self.pid is None:
+            return
+        self.prep_deadline += time.monotonic() - self.paused_at
+        self.paused_at = None
+        for target in (-self.pid, self.pid):
+            try:
+                os.kill(target, signal.SIGCONT)
+            except OSError:
+                pass
+
+    def wait_ready(self):
+        """True once the child has prepared; False (and the child gone) if it failed or hung."""
+        if self.ready:
+            return True
+        if self.pid is None:
+            return False
+        self.resume()
+        try:
+            obj, _ = wire.recv(self.rfd, self.prep_deadline)
+            if isinstance(obj, dict) and obj.get("type") == "ready":
+                self.ready, self.info = True, obj
+                return True
+        except wire.WireError:
+            pass
+        self.discard()
+        return False
+
+    def run(self, spec, timeouts, on_stage=None):
+        """Outcome of the job in the prepared child, or None when the child is not usable (the
+        caller then forks a fresh one). The child stops at stage "gate" before its timed work
+        until open_gate() is called (typically from on_stage)."""
+        if not self.wait_ready():
+            return None
+        try:
+            wire.send(self.spec_w, {"spec": spec})
+        except OSError:
+            self.discard()
+            return None
+        pid, rfd, gate_w = self.pid, self.rfd, self.spec_w
+        self.pid = self.rfd = None
+        try:
+            out = sandbox.collect(pid, rfd, timeouts, on_stage)
+        finally:
+            sandbox.PARENT_ONLY_FDS.difference_update((rfd, gate_w))
+            os.close(gate_w)
+            self.spec_w = None
+        out.prepared = self.info
+        return out
+
+    def open_gate(self):
+        """Lets the running job go on to its timed stages."""
+        try:
+            wire.send(self.spec_w, {"go": True})
+        except (OSError, TypeError):
+            pass  # the child is gone; collect reports how
+
+    def discard(self):
+        if self.pid is None:
+            return
+        sandbox.PARENT_ONLY_FDS.difference_update((self.rfd, self.spec_w))
+        for fd in (self.rfd, self.spec_w):
+            try:
+                os.close(fd)
+            except (OSError, TypeError):
+                pass
+        sandbox._reap(self.pid, kill=True)
+        self.pid = self.rfd = self.spec_w = None
+
+
+def _spare_main(ch, spec_fd, prepare, target, prep_args):
+    t0 = time.monotonic()
+    state = prepare(*prep_args)
+    warmed = state.get("warmed") if isinstance(state, dict) else None
+    ch.send({"type": "ready", "prepare_s": time.monotonic() - t0, "warmed": warmed})
+    obj, _ = wire.recv(spec_fd)
+    if isinstance(state, dict):
+        state["gate"] = lambda: _wait_gate(ch, spec_fd)
+    target(ch, obj["spec"], state)
+
+
+def _wait_gate(ch, fd):
+    ch.stage("gate")
+    wire.recv(fd)
+    os.close(fd)

@@ -1,0 +1,221 @@
+"""The spare sandbox (a candidate process prepared before its job) and the noise-robust cache
+probe, in-process (real forks, CPU torch) and through a real CPU-mode worker."""
+import os
+import sys
+import time
+import unittest
+
+from worker_client import ROOT, Worker, fixture
+
+sys.path.insert(0, os.path.join(ROOT, "src", "gpu", "eval"))
+from kagent_eval import child_candidate, sandbox, spare, verdict  # noqa: E402
+from kagent_eval.timing import Timer  # noqa: E402
+
+
+def _prep_ok(tag):
+    return {"tag": tag, "pid": os.getpid(), "warmed": ["test"]}
+
+
+def _prep_raises(tag):
+    raise RuntimeError("no device")
+
+
+def _prep_hangs_briefly(tag):
+    time.sleep(0.3)
+    return _prep_ok(tag)
+
+
+def _prep_hangs(tag):
+    time.sleep(60)
+
+
+def _prep_ticks(path):
+    with open(path, "w") as f:
+        for _ in range(60):
+            f.write("%.6f\n" % time.time())
+            f.flush()
+            time.sleep(0.01)
+    return {"tag": "ticks", "pid": os.getpid()}
+
+
+def _echo(ch, spec, state):
+    ch.stage("run")
+    ch.send({"type": "echo", "spec": spec, "tag": state["tag"], "prep_pid": state["pid"],
+             "pid": os.getpid()})
+
+
+def _gated(ch, spec, state):
+    ch.stage("compile")
+    state["gate"]()
+    ch.stage("benchmark")
+    ch.send({"type": "timed"})
+
+
+def _list_fds(ch):
+    links = []
+    for name in os.listdir("/proc/self/fd"):
+        try:
+            links.append(os.readlink("/proc/self/fd/" + name))
+        except OSError:
+            pass
+    ch.send({"type": "fds", "links": links})
+
+
+class SpareTest(unittest.TestCase):
+    def test_job_runs_in_the_prepared_process(self):
+        sp = spare.Spare(_prep_ok, _echo, ("t1",))
+        out = sp.run({"x": 1}, {})
+        self.assertIsNotNone(out)
+        self.assertIsNone(out.failure)
+        echo, _ = out.first("echo")
+        self.assertEqual(echo["spec"], {"x": 1})
+        self.assertEqual(echo["tag"], "t1")
+        self.assertEqual(echo["prep_pid"], echo["pid"])
+        self.assertEqual(out.prepared["warmed"], ["test"])
+        self.assertNotIn("ready", [o.get("type") for o, _ in out.messages])
+
+    def test_timed_stages_wait_at_the_gate(self):
+        sp = spare.Spare(_prep_ok, _gated, ("t5",))
+        seen = []
+
+        def on_stage(name):
+            seen.append(name)
+            if name == "gate":
+                time.sleep(0.3)  # the next spare still preparing
+                sp.open_gate()
+
+        out = sp.run({}, {}, on_stage)
+        self.assertIsNone(out.failure)
+        self.assertEqual(seen, ["compile", "gate", "benchmark"])
+        stages = {o["stage"]: o["t"] for o, _ in out.messages if o.get("type") == "stage"}
+        self.assertGreaterEqual(stages["benchmark"] - stages["gate"], 0.29)
+        self.assertIsNotNone(out.first("timed")[0])
+
+    def test_paused_preparation_makes_no_progress(self):
+        import tempfile
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "ticks")
+            sp = spare.Spare(_prep_ticks, _echo, (path,))
+            time.sleep(0.2)
+            sp.pause()
+            time.sleep(0.6)
+            sp.resume()
+            self.assertTrue(sp.wait_ready())
+            with open(path) as f:
+                ticks = [float(x) for x in f.read().split()]
+            sp.discard()
+        self.assertEqual(len(ticks), 60)
+        self.assertGreater(max(b - a for a, b in zip(ticks, ticks[1:])), 0.5)
+
+    def test_waiting_resumes_a_paused_spare(self):
+        sp = spare.Spare(_prep_hangs_briefly, _echo, ("t6",), prep_timeout=5)
+        sp.pause()
+        t0 = time.monotonic()
+        self.assertTrue(sp.wait_ready())
+        self.assertLess(time.monotonic() - t0, 4)
+        sp.discard()
+
+    def test_failed_preparation_means_no_spare(self):
+        sp = spare.Spare(_prep_raises, _echo, ("t2",))
+        self.assertIsNone(sp.run({"x": 2}, {}))
+        self.assertIsNone(sp.pid)
+
+    def test_hung_preparation_is_killed(self):
+        sp = spare.Spare(_prep_hangs, _echo, ("t3",), prep_timeout=0.5)
+        pid = sp.pid
+        t0 = time.monotonic()
+        self.assertIsNone(sp.run({"x": 3}, {}))
+        self.assertLess(time.monotonic() - t0, 15)
+        with self.assertRaises(ChildProcessError):
+            os.waitpid(pid, os.WNOHANG)
+
+    def test_other_children_cannot_reach_the_spare(self):
+        # a candidate holding the spare's job pipe could hand it a forged job
+        sp = spare.Spare(_prep_ok, _echo, ("t4",))
+        try:
+            out = sandbox.run_child(_list_fds)
+            fds, _ = out.first("fds")
+            for fd in (sp.spec_w, sp.rfd):
+                self.assertNotIn(os.readlink("/proc/self/fd/%d" % fd), fds["links"])
+        finally:
+            sp.discard()
+
+
+class _Memo:
+    """Stands in for a candidate that caches its result by input address."""
+
+    def __init__(self, torch):
+        self.torch, self.memo = torch, {}
+
+    def __call__(self, a, b):
+        key = (a.data_ptr(), b.data_ptr())
+        if key not in self.memo:
+            self.memo[key] = self.torch.mm(a, b)
+        return self.memo[key].clone()
+
+
+class _Hiccup:
+    """An honest matmul whose 2nd and 3rd calls are held up as by a preempted core."""
+
+    def __init__(self, torch):
+        self.torch, self.calls = torch, 0
+
+    def __call__(self, a, b):
+        self.calls += 1
+        if self.calls in (2, 3):
+            time.sleep(0.02)
+        return self.torch.mm(a, b)
+
+
+class ProbeTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        import torch
+        cls.torch = torch
+        cls.timer = Timer(torch, "cpu")
+        cls.args = [torch.rand(256, 256), torch.rand(256, 256)]
+
+    def test_address_cache_shows_as_a_gap(self):
+        cand = _Memo(self.torch)
+        cand(*self.args)
+        p = child_candidate._fresh_input_probe(self.torch, self.timer, cand, self.args)
+        self.assertGreaterEqual(p["n"], 5)
+        self.assertLess(p["repeat_ms"], verdict.CACHE_RATIO * p["fresh_ms"])
+
+    def test_one_slow_call_does_not_look_like_a_cache(self):
+        cand = _Hiccup(self.torch)
+        p = child_candidate._fresh_input_probe(self.torch, self.timer, cand, self.args)
+        self.assertLess(p["fresh_ms"], 15.0)  # the 20 ms stalls are not the minimum
+        self.assertFalse(p["repeat_ms"] < verdict.CACHE_RATIO * p["fresh_ms"]
+                         and p["fresh_ms"] - p["repeat_ms"] > verdict.CACHE_MIN_GAP_MS["cpu"])
+
+
+class WorkerSpareTest(unittest.TestCase):
+    def test_consecutive_jobs_use_prepared_sandboxes(self):
+        w = Worker("cpu")
+        try:
+            for _ in range(3):
+                r = w.job("benchmark", "relu_problem.py", fixture("eval", "relu_good.py"),
+                          bench={"min_time": 0.05, "min_reps": 5, "baselines": []})
+                self.assertTrue(r["ok"], r)
+                self.assertTrue(r["prepared"])
+                self.assertIsNotNone(r["time_ms"]["repeat_ms"])
+        finally:
+            w.close()
+
+    def test_spare_can_be_turned_off(self):
+        os.environ["KAGENT_EVAL_SPARE"] = "0"
+        try:
+            w = Worker("cpu")
+        finally:
+            del os.environ["KAGENT_EVAL_SPARE"]
+        try:
+            r = w.job("verify", "relu_problem.py", fixture("eval", "relu_good.py"))
+            self.assertTrue(r["ok"], r)
+            self.assertFalse(r["prepared"])
+        finally:
+            w.close()
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,119 @@
+"""Timer's GPU-side logic (launch pad, time-based warm-up) against a fake torch.cuda whose
+events read a simulated GPU clock, so it runs on a machine without a GPU."""
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "src", "gpu", "eval"))
+from kagent_eval import timing  # noqa: E402
+
+
+class FakeGpu:
+    """A single in-order stream: work queued in ms of GPU time; the host clock is simulated."""
+
+    def __init__(self, cycles_per_ms=2.0e6):
+        self.now = 0.0  # host ms
+        self.gpu_free_at = 0.0
+        self.cycles_per_ms = cycles_per_ms
+        self.spins = []
+
+    def enqueue(self, ms):
+        self.gpu_free_at = max(self.gpu_free_at, self.now) + ms
+        return self.gpu_free_at
+
+    def host(self, ms):
+        self.now += ms
+
+
+class FakeEvent:
+    def __init__(self, gpu):
+        self.gpu, self.t = gpu, None
+
+    def record(self):
+        self.t = self.gpu.enqueue(0.0)
+
+    def elapsed_time(self, other):
+        return other.t - self.t
+
+
+class FakeTorch:
+    int32 = "int32"
+
+    def __init__(self, gpu):
+        self.gpu = gpu
+        torch = self
+
+        class Buf:
+            def zero_(self):
+                torch.gpu.host(0.005)
+                torch.gpu.enqueue(0.08)  # the L2 flush
+
+        class Cuda:
+            @staticmethod
+            def synchronize():
+                torch.gpu.now = max(torch.gpu.now, torch.gpu.gpu_free_at)
+
+            @staticmethod
+            def Event(enable_timing=True):
+                return FakeEvent(torch.gpu)
+
+            @staticmethod
+            def _sleep(cycles):
+                torch.gpu.spins.append(cycles)
+                torch.gpu.host(0.005)
+                torch.gpu.enqueue(cycles / torch.gpu.cycles_per_ms)
+
+        self.cuda = Cuda
+        self._buf = Buf
+
+    def empty(self, *a, **k):
+        return self._buf()
+
+
+class TimerFakeCudaTest(unittest.TestCase):
+    def setUp(self):
+        self.gpu = FakeGpu()
+        self.clock = lambda: self.gpu.now / 1e3
+        self._saved = timing._perf_counter
+        timing._perf_counter = self.clock
+        self.timer = timing.Timer(FakeTorch(self.gpu), "cuda:0")
+
+    def tearDown(self):
+        timing._perf_counter = self._saved
+
+    def kernel(self, launch_ms, gpu_ms):
+        def fn():
+            self.gpu.host(launch_ms)  # Python, guards, launch
+            self.gpu.enqueue(gpu_ms)
+        return fn
+
+    def test_spin_rate_is_calibrated(self):
+        self.assertAlmostEqual(self.timer.cycles_per_ms, 2.0e6, delta=1e3)
+
+    def test_slow_launch_is_hidden_behind_the_pad(self):
+        fn = self.kernel(launch_ms=0.3, gpu_ms=1.0)
+        without_pad, _ = self.timer.time_once(fn)
+        self.assertGreater(without_pad, 1.15)  # the launch gap lands inside the events
+        res = self.timer.measure(fn, warmup=1, reps=5, warmup_time=0.0)
+        self.assertGreater(res["pad_ms"], 0.3)
+        self.assertAlmostEqual(res["median"], 1.0, delta=0.02)
+        self.assertAlmostEqual(res["wall_median"], 1.0, delta=0.1)  # pad and flush taken off
+        self.assertNotIn("untimed_work", res)
+
+    def test_fast_launch_needs_no_pad(self):
+        res = self.timer.measure(self.kernel(0.01, 1.0), warmup=1, reps=5, warmup_time=0.0)
+        self.assertEqual(res["pad_ms"], 0.0)
+        self.assertAlmostEqual(res["median"], 1.0, delta=0.01)
+
+    def test_pad_is_bounded(self):
+        self.timer.measure(self.kernel(5.0, 1.0), warmup=1, reps=2, warmup_time=0.0)
+        self.assertLessEqual(self.timer.pad_ms, timing.MAX_PAD_MS)
+
+    def test_warm_up_lasts_its_minimum_duration(self):
+        calls = self.timer.warm(self.kernel(0.01, 2.0), calls=3, seconds=0.1)
+        self.assertGreaterEqual(calls, 50)  # 100 ms of 2 ms calls
+        self.assertEqual(self.timer.warm(self.kernel(0.01, 2.0), calls=3, seconds=0.0), 3)
+
+
+if __name__ == "__main__":
+    unittest.main()

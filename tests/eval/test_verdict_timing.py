@@ -1,0 +1,50 @@
+"""The worker's timing rules (verdict.apply_benchmark): when a gap between repeated and fresh
+calls is a cache, and when the reported times disagree with the worker's own clock."""
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "src", "gpu", "eval"))
+from kagent_eval import verdict  # noqa: E402
+
+OUT = [{"kind": "value", "value": 1}]
+
+
+def judge(time_ms, loop_ms=None, mode="cpu"):
+    result = {"flags": []}
+    failed = verdict.apply_benchmark(result, {"time_ms": time_ms, "last_outputs": list(OUT)}, [],
+                                     loop_ms, {"outputs": list(OUT)}, 1e-4, 1e-4, 7, mode)
+    return (result.get("error") or "ok").split(":")[0] if failed else "ok"
+
+
+class CacheRuleTest(unittest.TestCase):
+    def test_a_cached_result_is_rejected(self):
+        self.assertEqual(judge({"median": 0.2, "repeat_ms": 0.19, "fresh_ms": 4.5}), "ECACHE")
+        self.assertEqual(judge({"median": 0.01, "repeat_ms": 0.01, "fresh_ms": 0.5},
+                               mode="cuda"), "ECACHE")
+
+    def test_cold_copies_within_the_margin_pass(self):
+        # fresh copies are cold in TLBs and caches: up to 2x slower is not a cache
+        self.assertEqual(judge({"median": 2.0, "repeat_ms": 2.0, "fresh_ms": 3.9}), "ok")
+        # tiny kernels: a large ratio but a gap under the absolute margin
+        self.assertEqual(judge({"median": 0.01, "repeat_ms": 0.01, "fresh_ms": 0.05},
+                               mode="cuda"), "ok")
+
+    def test_repeat_time_is_compared_not_the_loop_median(self):
+        # a loop median inflated by noise must not hide a cache the probe saw
+        self.assertEqual(judge({"median": 5.0, "repeat_ms": 0.1, "fresh_ms": 4.0}), "ECACHE")
+
+
+class ClockRuleTest(unittest.TestCase):
+    def test_times_far_below_the_workers_clock_are_tampering(self):
+        self.assertEqual(judge({"median": 0.01, "mean": 0.01, "n": 100}, loop_ms=103 * 2.5),
+                         "ETAMPER")
+
+    def test_flush_and_launch_pad_are_tolerated(self):
+        # a tiny kernel behind a slow launch: each timed call costs flush + a full pad
+        self.assertEqual(judge({"median": 0.01, "mean": 0.01, "n": 100}, loop_ms=103 * 1.5),
+                         "ok")
+
+
+if __name__ == "__main__":
+    unittest.main()
