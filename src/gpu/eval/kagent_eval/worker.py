@@ -32,6 +32,10 @@ def _import_stack(cuda):
             triton_ver = triton.__version__
         except Exception:
             triton_ver = None
+    try:
+        import torch.utils.flop_counter  # noqa: F401  (the roofline's FLOP counter; torch >= 2.1)
+    except ImportError:
+        pass
     import numpy  # noqa: F401
     return torch, triton_ver
 
