@@ -13,7 +13,7 @@ local spec = {
   latency = { type = "number", default = 20, help = "seconds per scripted LLM reply" },
   workers = { type = "number", default = 4, help = "workers in the round (directions of one parent)" },
   problem = { type = "string", default = "examples/problems/rmsnorm_small.py" },
-  kernel = { type = "string", default = "tests/fixtures/agent/cpu/base.py", help = "the round's parent" },
+  kernel = { type = "string", default = "examples/kernels/cpu/rmsnorm_small_chunked.py", help = "the round's parent" },
   reply = { type = "string", default = "tests/fixtures/agent/cpu/fast.py,tests/fixtures/agent/cpu/slow2.py,tests/fixtures/agent/cpu/slow.py,tests/fixtures/agent/cpu/fast_dup.py",
     help = "comma-separated kernels the fake LLM returns, one per direction" },
   dtype = { type = "string", default = "fp32" },

@@ -91,7 +91,7 @@ describe("agents/beam.lua on CPU with the fake LLM server", function()
     env.KAGENT_LLM_URL = "http://127.0.0.1:" .. port .. "/v1"
     env.KAGENT_MODEL = "openai:fake"
     env.OPENAI_API_KEY = "fake-key"
-    local r = run_agent({ "--problem", problem, "--kernel", fx .. "base.py", "--dtype", "fp32", "--rounds", "2",
+    local r = run_agent({ "--problem", problem, "--kernel", root .. "/examples/kernels/cpu/rmsnorm_small_chunked.py", "--dtype", "fp32", "--rounds", "2",
       "--devices", "cpu", "--out", dir .. "/runs", "--plateau", "5" }, env)
     local stats = json.decode(assert(proc.run({ "python3", "-c",
       "import urllib.request,sys;print(urllib.request.urlopen('http://127.0.0.1:" .. port .. "/_stats?texts=1').read().decode())" })).stdout)
