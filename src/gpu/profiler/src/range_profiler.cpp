@@ -81,9 +81,9 @@ Status MetricHost::build_config(const std::vector<std::string>& metrics,
     return Status::Ok();
 }
 
-RangeSession::~RangeSession() { abort(); }
+RangeSession::~RangeSession() { release(); }
 
-void RangeSession::abort() {
+void RangeSession::release() {
     flush_.reset();
     if (!object_) return;
     if (in_pass_) {
@@ -264,7 +264,7 @@ Status RangeSession::end(std::string& json) {
         json += "}}";
     }
     json += "]}";
-    abort();  // disables the range profiler; the host object goes with this session
+    release();  // disables the range profiler and frees its host object
     return Status::Ok();
 }
 

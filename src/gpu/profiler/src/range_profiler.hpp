@@ -37,7 +37,7 @@ public:
     Status pass_end(bool& all_done);
     Status end(std::string& json);
     bool active() const { return object_ != nullptr; }
-    void abort();
+    void release();
 
 private:
     MetricHost host_;
