@@ -32,6 +32,7 @@ class Evaluator:
         self.sample_seed = random.SystemRandom().randrange(1, 2 ** 31)
         self.ref_cache = collections.OrderedDict()
         self.base_cache = {}
+        self.flops_cache = {}  # problem key -> FLOPs of one reference forward
         # a candidate sandbox prepared ahead of the next job (KAGENT_EVAL_SPARE=0 turns it off)
         self.use_spare = os.environ.get("KAGENT_EVAL_SPARE", "1") != "0"
         self.spare = None
@@ -143,6 +144,9 @@ class Evaluator:
                 msg = err[1] if err else "%s: %s" % (e.get("error_type"), e.get("message"))
                 return None, None, "EREFERENCE: the reference failed in stage %s: %s" % (out.stage, msg)
             if want_outputs:
+                f, _ = out.first("flops")
+                if f is not None and f.get("value") is not None:
+                    self.flops_cache[pkey] = f["value"]
                 trials = verdict.reference_trials(out)
                 self.ref_cache[rkey] = trials
                 while len(self.ref_cache) > 2:
@@ -193,9 +197,11 @@ class Evaluator:
         for m in ref_trials[0]["outputs"]:
             if m.get("kind") == "tensor":
                 poison += m["numel"] * 4
-        cspec = dict(spec, poison_bytes=poison)
+        cspec = dict(spec, poison_bytes=poison, ref_flops=self.flops_cache.get(self._problem_key(spec)))
         out = self._run_candidate(cspec)
         result["stage_s"] = _stage_durations(out)
+        if getattr(out, "exit_s", None) is not None:
+            result["stage_s"]["exit"] = out.exit_s  # process teardown after its last message
         prepared = getattr(out, "prepared", None) or {}
         result["prepared"] = bool(prepared)
         if prepared:

@@ -93,6 +93,7 @@ class Outcome:
         self.failure = None
         self.stage_times = {}
         self.elapsed = 0.0
+        self.exit_s = None  # from the child's last message until it was reaped
 
     def of_type(self, kind):
         return [(o, a) for o, a in self.messages if o.get("type") == kind]
@@ -162,7 +163,9 @@ def collect(pid, rfd, timeouts, on_stage=None):
                 break
     finally:
         os.close(rfd)
+        t_last = time.monotonic()
         status = _reap(pid, kill=not done and out.failure is not None)
+        out.exit_s = time.monotonic() - t_last
         out.elapsed = time.monotonic() - t_start
     if out.failure is None and not done and not out.of_type("error"):
         if os.WIFSIGNALED(status):

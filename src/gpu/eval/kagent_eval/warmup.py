@@ -1,7 +1,6 @@
 """One-off GPU start-up costs of a candidate's process, paid ahead of the job by a spare sandbox:
 Triton's driver, launcher and disk-cache machinery (the first launch of any Triton kernel in a
-process), CUPTI's activity tracing (the kernel audit's first trace), and the FLOP counter the
-roofline uses (its first use sets up PyTorch's dispatch machinery, seconds of work). Each part is optional:
+process), and CUPTI's activity tracing (the kernel audit's first trace). Each part is optional:
 a failure here only means the job pays that cost itself."""
 import time
 
@@ -37,14 +36,6 @@ def gpu(torch):
         rows = profiling.trace_kernels(lambda: x.add_(1), 0)
         source = (rows[0].get("source") or "cupti") if rows else "empty"
         warmed["trace:" + source] = time.monotonic() - t0
-    except Exception:
-        pass
-    t0 = time.monotonic()
-    try:
-        from . import roofline
-        lin = torch.nn.Linear(8, 8).cuda()
-        roofline.flops(lin, [torch.randn(2, 8, device="cuda")])
-        warmed["flop_counter"] = time.monotonic() - t0
     except Exception:
         pass
     torch.cuda.synchronize()
