@@ -169,6 +169,116 @@ class NcuCsv(unittest.TestCase):
         self.assertEqual(argv[-2:], ["python3", "t.py"])
 
 
+    def test_extra_options_go_before_the_target(self):
+        argv = ncu_cli.ncu_command(["a.sum"], ["python3", "t.py"], ncu="ncu",
+                                   extra=["--replay-mode", "application"])
+        self.assertEqual(argv[-4:], ["--replay-mode", "application", "python3", "t.py"])
+
+    def test_passes_from_log(self):
+        self.assertEqual(ncu_cli.passes_from_log(RAW_CSV), 13)
+        self.assertIsNone(ncu_cli.passes_from_log("==PROF== Disconnected from process 1"))
+
+
+FAKE_NCU = """#!/bin/sh
+# Fake ncu for tests: records its arguments and prints a canned report of three launches.
+echo "$@" >> "$FAKE_NCU_ARGS"
+echo '==PROF== Profiling "fill": 0%....50%....100% - 12 passes' >&2
+cat <<'CSV'
+"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size","Device","CC","dram__bytes_write.sum","gpu__time_duration.sum"
+"","","","","","","","","","","","byte","nsecond"
+"0","1","python3","h","fill","1","7","(128, 1, 1)","(1, 1, 1)","0","9.0","2,500,000","1,500"
+"1","1","python3","h","k0","1","7","(128, 1, 1)","(10, 1, 1)","0","9.0","4096","2,000"
+"2","1","python3","h","k1","1","7","(64, 1, 1)","(5, 1, 1)","0","9.0","0","1,000"
+CSV
+"""
+
+
+class NcuRun(unittest.TestCase):
+    """profile_with_ncu around a fake ncu: options passed, pre-roll launches dropped."""
+
+    def setUp(self):
+        import tempfile
+        self.dir = tempfile.mkdtemp()
+        self.ncu = os.path.join(self.dir, "ncu")
+        with open(self.ncu, "w") as f:
+            f.write(FAKE_NCU)
+        os.chmod(self.ncu, 0o755)
+        self.args = os.path.join(self.dir, "args")
+        self.env = {k: os.environ.get(k) for k in ("KAGENT_NCU", "FAKE_NCU_ARGS")}
+        os.environ.update(KAGENT_NCU=self.ncu, FAKE_NCU_ARGS=self.args)
+
+    def tearDown(self):
+        import shutil
+        for k, v in self.env.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        shutil.rmtree(self.dir)
+
+    def test_preroll_launches_are_dropped(self):
+        res = ncu_cli.profile_with_ncu("p.py", "c.py", {"preroll": 1},
+                                       "dram__bytes_write.sum,gpu__time_duration.sum",
+                                       ncu_args=["--replay-mode", "application"])
+        self.assertEqual([k["name"] for k in res["kernels"]], ["k0", "k1"])
+        self.assertEqual(res["kernels"][0]["metrics"]["dram__bytes_write.sum"], 4096.0)
+        self.assertEqual(res["passes"], 12)
+        with open(self.args) as f:
+            self.assertIn("--replay-mode application", f.read())
+
+    def test_without_preroll_every_launch_is_kept(self):
+        res = ncu_cli.profile_with_ncu("p.py", None, {}, "gpu__time_duration.sum")
+        self.assertEqual([k["name"] for k in res["kernels"]], ["fill", "k0", "k1"])
+
+
+class ProfileCheckRule(unittest.TestCase):
+    """The GPU check's agreement rule (tests/gpu/profile_gpu_check.py), on made-up runs."""
+
+    @classmethod
+    def setUpClass(cls):
+        sys.path.insert(0, os.path.join(ROOT, "tests", "gpu"))
+        import profile_gpu_check
+        cls.check = profile_gpu_check
+
+    @staticmethod
+    def runs(*values):
+        return [{"kernels": [{"name": "k", "metrics": {"x.sum": a, "y.pct": b}}]}
+                for a, b in values]
+
+    def test_medians_within_tolerance_pass_strictly(self):
+        ok, consistent, rows = self.check.compare_runs(self.runs((100, 50), (104, 51), (90, 49)),
+                                                       self.runs((102, 52), (101, 50), (99, 51)))
+        self.assertTrue(ok)
+        self.assertTrue(consistent)
+
+    def test_off_median_counts_only_within_the_references_own_spread(self):
+        # ncu's runs of x.sum span 100..130: a median 20 away is within that spread
+        ok, consistent, rows = self.check.compare_runs(self.runs((100, 50), (100, 50)),
+                                                       self.runs((100, 50), (130, 50), (120, 50)))
+        self.assertFalse(ok)
+        self.assertTrue(consistent)
+        # ncu repeats tightly (spread 2): the same 20 is a real disagreement
+        ok, consistent, rows = self.check.compare_runs(self.runs((100, 50), (100, 50)),
+                                                       self.runs((120, 50), (121, 50), (119, 50)))
+        self.assertFalse(ok)
+        self.assertFalse(consistent)
+        bad = [r for r in rows if not r["within_ncu_spread"]]
+        self.assertEqual([r["metric"] for r in bad], ["x.sum"])
+
+    def test_percentages_use_points(self):
+        ok, consistent, _ = self.check.compare_runs(self.runs((1, 50)), self.runs((1, 53.5)))
+        self.assertFalse(ok)
+        self.assertFalse(consistent)
+        ok, _, _ = self.check.compare_runs(self.runs((1, 50)), self.runs((1, 52.9)))
+        self.assertTrue(ok)
+
+    def test_a_missing_launch_fails(self):
+        two = [{"kernels": self.runs((1, 1))[0]["kernels"] * 2}]
+        ok, consistent, _ = self.check.compare_runs(self.runs((1, 1)), two)
+        self.assertFalse(ok)
+        self.assertFalse(consistent)
+
+
 class CpuMode(unittest.TestCase):
     @unittest.skipIf(torch is None, "torch not installed")
     def test_unavailable_with_a_reason(self):

@@ -2,7 +2,20 @@
 a multi-kernel forward, and roofline bounds against REFERENCE.md section 1.
 
     PYTHONPATH=src/gpu/eval python3 tests/gpu/profile_gpu_check.py [--targets fixture,36,43,4,77,82]
-        [--out result.json] [--no-ncu] [--no-roofline]
+        [--out result.json] [--no-ncu] [--no-roofline] [--repeat 3] [--ncu-repeat N]
+        [--ncu-replay kernel|application] [--preroll 1]
+
+Each tool profiles each job --repeat times; per kernel and metric the medians are compared
+(±3 points for percentages, ±5% relative otherwise: the strict count). A median outside that is
+still within ncu's own spread when it is no further from ncu's median than ncu's runs are from
+each other (max - min): the reference cannot be matched more closely than it repeats. The exit
+status needs every value within tolerance or within that spread; both counts are printed.
+--ncu-replay application compares with ncu rerunning the whole process per pass, as user replay
+reruns the forward, instead of ncu's kernel replay (which saves and restores memory around the
+kernel and leaves its traces in the counters: bench/ncu_variants.py).
+ncu's forward runs after --preroll tiny fill kernels inside its profiled range (dropped from its
+results): in application replay ncu charges ~2.5 MB of DRAM writes of its own to the first
+kernel of each pass, and the pre-roll takes them.
 
 Exits 77 (skipped) where no CUDA device exists, 0 when every comparison holds, 1 otherwise.
 """
@@ -33,6 +46,58 @@ def close(metric, a, b):
         return abs(a - b) <= 3.0
     scale = max(abs(a), abs(b))
     return scale < 1e-9 or abs(a - b) / scale <= 0.05
+
+
+def _median(values):
+    values = sorted(v for v in values if v is not None)
+    if not values:
+        return None
+    n = len(values)
+    return values[n // 2] if n % 2 else (values[n // 2 - 1] + values[n // 2]) / 2
+
+
+def median_result(runs):
+    """Runs of one tool -> one result whose kernels carry each metric's median over the runs."""
+    n = min(len(r["kernels"]) for r in runs)
+    kernels = []
+    for i in range(n):
+        names = set()
+        for r in runs:
+            names.update(r["kernels"][i]["metrics"])
+        kernels.append({"name": runs[0]["kernels"][i]["name"],
+                        "metrics": {m: _median([r["kernels"][i]["metrics"].get(m) for r in runs])
+                                    for m in names}})
+    return {"kernels": kernels, "launch_counts": [len(r["kernels"]) for r in runs]}
+
+
+def spread(values):
+    values = [v for v in values if v is not None]
+    return max(values) - min(values) if values else 0.0
+
+
+def within_spread(metric, ours, ref, ref_runs):
+    """Within tolerance, or no further from the reference's median than the reference's own
+    runs are from each other (max - min): it cannot be matched more closely than it repeats."""
+    if close(metric, ours, ref):
+        return True
+    if ours is None or ref is None:
+        return False
+    return abs(ours - ref) <= spread(ref_runs)
+
+
+def compare_runs(cupti_runs, ncu_runs):
+    """Medians compared (strict); each row also says whether the medians differ by no more than
+    ncu's own run-to-run spread (`within_ncu_spread`)."""
+    ok, rows = compare(median_result(cupti_runs), median_result(ncu_runs))
+    for row in rows:
+        i, m = row["kernel"], row["metric"]
+        row["ncu_runs"] = [r["kernels"][i]["metrics"].get(m) for r in ncu_runs]
+        row["cupti_runs"] = [r["kernels"][i]["metrics"].get(m) for r in cupti_runs]
+        row["ncu_spread"] = spread(row["ncu_runs"])
+        row["within_ncu_spread"] = within_spread(m, row["cupti"], row["ncu"], row["ncu_runs"])
+    counts_ok = len(set(len(r["kernels"]) for r in cupti_runs + ncu_runs)) == 1
+    consistent = counts_ok and all(r["within_ncu_spread"] for r in rows)
+    return ok and counts_ok, consistent, rows
 
 
 def targets_for(names):
@@ -83,6 +148,7 @@ def check_target(name, problem, candidate, args, profiling, ncu_target, report):
     t = time.perf_counter()
     warm = profiling.profile(forward, "full", 0)
     entry["cupti_warm_s"] = time.perf_counter() - t
+    cupti_runs = [warm] + [profiling.profile(forward, "full", 0) for _ in range(args.repeat - 1)]
     t = time.perf_counter()
     sol = profiling.profile(forward, "sol", 0)
     entry["cupti_sol_s"] = time.perf_counter() - t
@@ -119,35 +185,54 @@ def check_target(name, problem, candidate, args, profiling, ncu_target, report):
     gc.collect()
     torch.cuda.empty_cache()
     if not args.no_ncu:
-        t = time.perf_counter()
-        ncu = profiling.profile_with_ncu(problem, candidate, job, "full")
-        entry["ncu_s"] = time.perf_counter() - t
-        ok, rows = compare(warm, ncu)
+        ncu_runs = []
+        extra = ["--replay-mode", args.ncu_replay]
+        for _ in range(args.ncu_repeat or args.repeat):
+            t = time.perf_counter()
+            ncu_runs.append(profiling.profile_with_ncu(problem, candidate,
+                                                       dict(job, preroll=args.preroll), "full",
+                                                       ncu_args=extra))
+            entry.setdefault("ncu_s_runs", []).append(time.perf_counter() - t)
+        entry["ncu_s"] = entry["ncu_s_runs"][0]
+        entry["ncu_replay"] = args.ncu_replay
+        entry["ncu_passes"] = ncu_runs[0].get("passes")
+        ok, consistent, rows = compare_runs(cupti_runs, ncu_runs)
         entry["match"] = ok
+        entry["consistent"] = consistent
         entry["mismatches"] = [r for r in rows if not r["ok"]]
         entry["compared"] = len(rows)
-        entry["ncu_kernels"] = len(ncu["kernels"])
-        entry["ncu_version"] = ncu["metadata"].get("ncu_version")
-        entry["ncu"] = {"kernels": ncu["kernels"]}
-        kok, krows = compare(by_kernel_replay, ncu)
+        entry["ncu_kernels"] = len(ncu_runs[0]["kernels"])
+        entry["ncu_version"] = ncu_runs[0]["metadata"].get("ncu_version")
+        entry["ncu_runs"] = [{"kernels": r["kernels"]} for r in ncu_runs]
+        entry["cupti_runs"] = [{"kernels": r["kernels"]} for r in cupti_runs]
+        ncu_median = median_result(ncu_runs)
+        kok, krows = compare(by_kernel_replay, ncu_median)
         entry["kernel_replay_mismatches"] = [r for r in krows if not r["ok"]]
-        pok, prows = compare(by_pass, ncu)
+        pok, prows = compare(by_pass, ncu_median)
         entry["user_pass_mismatches"] = [r for r in prows if not r["ok"]]
+        beyond = [r for r in rows if not r["within_ncu_spread"]]
         print("[%s] cupti %s replay warm %.2fs (first %.2fs, %d passes, %d forward runs, "
-              "overhead %.2fs) vs ncu %.2fs; %d values, %d off (user-pass replay %s: %d off, "
-              "kernel replay: %d off)"
+              "overhead %.2fs) vs ncu (%s replay, %s passes) %.2fs; %d/%d runs: %d values, medians: %d off, "
+              "%d beyond ncu's own spread (user-pass replay %s: %d off, kernel replay: %d off)"
               % (name, warm["replay"], entry["cupti_warm_s"], entry["cupti_first_s"],
-                 warm["passes"], entry["forward_runs"], entry["overhead_s"], entry["ncu_s"],
-                 len(rows), len(entry["mismatches"]), by_pass["replay"],
-                 len(entry["user_pass_mismatches"]), len(entry["kernel_replay_mismatches"])))
+                 warm["passes"], entry["forward_runs"], entry["overhead_s"], args.ncu_replay,
+                 entry["ncu_passes"], entry["ncu_s"], len(cupti_runs), len(ncu_runs), len(rows), len(entry["mismatches"]), len(beyond),
+                 by_pass["replay"], len(entry["user_pass_mismatches"]),
+                 len(entry["kernel_replay_mismatches"])))
         if warm.get("replay_error"):
             print("   replay_error:", warm["replay_error"])
-        for label, bad in (("off", entry["mismatches"]),
-                           ("user-pass off", entry["user_pass_mismatches"])):
-            for r in bad[:40]:
-                print("   %s: k%d %-66s cupti=%s ncu=%s" % (label, r["kernel"], r["metric"],
-                                                          r["cupti"], r["ncu"]))
+        for r in entry["mismatches"][:40]:
+            print("   off: k%d %-62s cupti=%s ncu=%s\n        cupti runs %s, ncu runs %s%s"
+                  % (r["kernel"], r["metric"], _fmt(r["cupti"]), _fmt(r["ncu"]),
+                     _fmt(r["cupti_runs"]), _fmt(r["ncu_runs"]),
+                     "  (within ncu's own spread %s)" % _fmt(r["ncu_spread"]) if r["within_ncu_spread"] else ""))
     return entry
+
+
+def _fmt(v):
+    if isinstance(v, list):
+        return "[" + ", ".join(_fmt(x) for x in v) + "]"
+    return "-" if v is None else "%.4g" % v
 
 
 def check_rooflines(report):
@@ -194,6 +279,12 @@ def main():
     parser.add_argument("--out", default=None)
     parser.add_argument("--no-ncu", action="store_true")
     parser.add_argument("--no-roofline", action="store_true")
+    parser.add_argument("--repeat", type=int, default=3, help="profiles per tool and job")
+    parser.add_argument("--ncu-repeat", type=int, default=0, help="ncu runs (default: --repeat)")
+    parser.add_argument("--ncu-replay", default="kernel", choices=["kernel", "application"],
+                        help="ncu's replay mode; application reruns the whole process per pass")
+    parser.add_argument("--preroll", type=int, default=1,
+                        help="fill kernels before ncu's forward, dropped from its results")
     args = parser.parse_args()
     try:
         import torch
@@ -213,7 +304,7 @@ def main():
         with open(out_path, "w") as f:
             json.dump(report, f, indent=1, default=str)
 
-    ok = True
+    ok = strict = True
     report["available"] = profiling.available(0)
     print("available:", report["available"])
     counters, _ = ncu_metrics.split_launch(ncu_metrics.FULL)
@@ -234,13 +325,18 @@ def main():
     for name, problem, candidate in targets_for(args.targets.split(",")):
         try:
             entry = check_target(name, problem, candidate, args, profiling, ncu_target, report)
-            ok = ok and entry.get("match", True)
+            ok = ok and entry.get("consistent", True)
+            strict = strict and entry.get("match", True)
         except Exception:
             report["errors"].append("%s: %s" % (name, traceback.format_exc()))
             print(name, traceback.format_exc())
             ok = False
         save()
-    print("RESULT:", "PASS" if ok else "FAIL", "->", out_path)
+    if args.no_ncu:
+        verdict = "PASS (no ncu comparison)" if ok else "FAIL"
+    else:
+        verdict = ("PASS" if strict else "PASS within ncu's own spread") if ok else "FAIL"
+    print("RESULT:", verdict, "->", out_path)
     return 0 if ok else 1
 
 

@@ -30,12 +30,13 @@ def ncu_available():
     return (True, path) if path else (False, "ncu not found on PATH (set KAGENT_NCU)")
 
 
-def ncu_command(metrics, target_argv, ncu=None):
+def ncu_command(metrics, target_argv, ncu=None, extra=()):
     """Argument vector: only the forward between cudaProfilerStart/Stop is profiled, with the
-    GPU clocks left as they run (no locking to base clock), values in base units."""
+    GPU clocks left as they run (no locking to base clock), values in base units. `extra` adds
+    ncu options (e.g. ["--replay-mode", "application"]) before the target."""
     return [ncu or ncu_path() or "ncu", "--clock-control", "none", "--profile-from-start", "off",
             "--target-processes", "all", "--csv", "--page", "raw", "--print-units", "base",
-            "--metrics", ",".join(metrics)] + list(target_argv)
+            "--metrics", ",".join(metrics)] + list(extra) + list(target_argv)
 
 
 def _number(text):
@@ -145,10 +146,11 @@ def ncu_version(ncu=None):
 
 
 def profile_with_ncu(problem_path, candidate_path, job=None, metrics="full", timeout=600,
-                     python=None):
+                     python=None, ncu_args=()):
     """Profile `candidate_path` (None: the reference) on the problem's inputs under ncu.
 
-    `job` may carry dtype, seed, device, warmup. Raises profiling.ProfilerError."""
+    `job` may carry dtype, seed, device, warmup; `ncu_args` are extra ncu options.
+    Raises profiling.ProfilerError."""
     from .profiling import ProfilerError
     ok, why = ncu_available()
     if not ok:
@@ -163,7 +165,7 @@ def profile_with_ncu(problem_path, candidate_path, job=None, metrics="full", tim
     env = dict(os.environ)
     env["PYTHONPATH"] = _EVAL_ROOT + os.pathsep + env.get("PYTHONPATH", "")
     argv = ncu_command(names, [python or sys.executable, "-m", "kagent_eval.ncu_target",
-                               job_path])
+                               job_path], extra=ncu_args)
     started = time.perf_counter()
     try:
         proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=env)
@@ -172,9 +174,20 @@ def profile_with_ncu(problem_path, candidate_path, job=None, metrics="full", tim
     finally:
         os.unlink(job_path)
     elapsed = time.perf_counter() - started
-    rows = parse_csv(proc.stdout, set(names))
+    rows = parse_csv(proc.stdout, set(names))[int(spec.get("preroll", 0)):]
     if proc.returncode != 0 or not rows:
         tail = (proc.stderr or proc.stdout or "")[-2000:]
         raise ProfilerError("ENCU", "ncu exit %d, %d kernels profiled: %s"
                             % (proc.returncode, len(rows), tail.strip()))
-    return result_from_rows(rows, names, elapsed, ncu_version())
+    result = result_from_rows(rows, names, elapsed, ncu_version())
+    result["passes"] = passes_from_log(proc.stderr + proc.stdout)
+    result["metadata"]["ncu_log_tail"] = "\n".join(
+        ln for ln in (proc.stderr + proc.stdout).splitlines() if ln.startswith("==PROF=="))[-1500:]
+    return result
+
+
+def passes_from_log(text):
+    """Most replay passes any kernel needed, from ncu's "==PROF== Profiling ... - N passes"
+    lines (None when it printed none)."""
+    counts = [int(n) for n in re.findall(r"==PROF==.*?-\s*(\d+)\s+pass", text or "")]
+    return max(counts) if counts else None

@@ -4,7 +4,9 @@ so warm-up and Triton compilation are not profiled).
 
     python3 -m kagent_eval.ncu_target job.json
 job: {"problem": path, "candidate": path or null (profile the reference), "dtype": "bf16",
-      "seed": 0, "device": 0, "warmup": 2}
+      "seed": 0, "device": 0, "warmup": 2, "preroll": 0}
+"preroll": tiny fill kernels launched inside the profiled range before the forward, so that
+whatever the profiler does at the start of a pass is charged to them (the caller drops them).
 Prints nothing on stdout (ncu's CSV goes there); exit 0 on success.
 """
 import json
@@ -15,6 +17,7 @@ def build_forward(job):
     """(torch, zero-argument forward) for the job, on its device, inputs cast to its dtype."""
     import torch
     from . import loader
+    from .inputs import make_inputs
 
     device = "cuda:%d" % int(job.get("device", 0))
     torch.cuda.set_device(device)
@@ -23,8 +26,9 @@ def build_forward(job):
     problem = loader.load_module("problem", job["problem"])
     init_inputs = [loader.cast_value(torch, v, dtype, device) for v in problem.get_init_inputs()]
     ref = loader.build_model(torch, problem.Model, init_inputs, seed, dtype, device)
-    torch.manual_seed(seed)
-    inputs = [loader.cast_value(torch, v, dtype, device) for v in problem.get_inputs()]
+    # The evaluator's first trial: generated on the device, so ncu's process does not spend
+    # seconds making a multi-GB input on the CPU.
+    inputs, _ = make_inputs(torch, problem, seed, 0, dtype, device)
     if job.get("candidate"):
         module = loader.load_module("candidate", job["candidate"])
         model = loader.build_candidate(torch, module, ref, init_inputs, seed, dtype, device)
@@ -48,7 +52,10 @@ def main(argv):
         for _ in range(int(job.get("warmup", 2))):
             forward()
         torch.cuda.synchronize()
+        scratch = torch.empty(1, device=torch.cuda.current_device())
         torch.cuda.profiler.start()
+        for _ in range(int(job.get("preroll", 0))):
+            scratch.fill_(0.0)
         forward()
         torch.cuda.synchronize()
         torch.cuda.profiler.stop()

@@ -366,9 +366,10 @@ def _join(launches, ranges, launch_names, capability):
     return rows
 
 
-def profile_with_ncu(problem_path, candidate_path, job, metrics="full"):
+def profile_with_ncu(problem_path, candidate_path, job, metrics="full", ncu_args=()):
     from . import ncu_cli
-    return ncu_cli.profile_with_ncu(problem_path, candidate_path, job, metrics)
+    return ncu_cli.profile_with_ncu(problem_path, candidate_path, job, metrics,
+                                    ncu_args=ncu_args)
 
 
 def profile_any(fn, metrics="full", device_index=0, problem_path=None, candidate_path=None,

@@ -3,6 +3,9 @@
 #include <cupti.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <thread>
 
 namespace kp {
 namespace {
@@ -74,6 +77,17 @@ const CUpti_CallbackId kDriverLaunches[] = {
     CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz,
 };
 
+// Diagnostic knobs, read when a profile session opens, for studying how the cache state before
+// a kernel moves its metrics: sweep size in MiB, and host-side idle time after each sweep (the
+// device sits idle, as it does between Nsight Compute's passes). Unset: the defaults.
+long env_long(const char* name, long fallback) {
+    const char* v = std::getenv(name);
+    if (!v || !*v) return fallback;
+    char* end = nullptr;
+    long n = std::strtol(v, &end, 10);
+    return (end && *end == '\0' && n >= 0) ? n : fallback;
+}
+
 thread_local int t_runtime_depth = 0;
 thread_local bool t_in_sweep = false;
 
@@ -93,6 +107,9 @@ Status LaunchFlush::open(const Device& d) {
     KP_CUDA(cuDeviceGetAttribute(&l2, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, d.dev));
     KP_CUDA(cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, d.dev));
     size_t bytes = std::max<size_t>(4 * static_cast<size_t>(l2), 256u << 20);
+    long mib = env_long("KAGENT_PROF_SWEEP_MB", 0);
+    if (mib > 0) bytes = static_cast<size_t>(mib) << 20;
+    idle_us_ = env_long("KAGENT_PROF_SWEEP_IDLE_US", 0);
     KP_CUDA(cuModuleLoadData(&module_, kSweepPtx));
     KP_CUDA(cuModuleGetFunction(&kernel_, module_, "kp_l2_sweep"));
     KP_CUDA(cuMemAlloc(&buffer_, bytes));
@@ -139,6 +156,7 @@ void LaunchFlush::sweep() {
         s = from_cuda(cuLaunchKernel(kernel_, grid_, 1, 1, 512, 1, 1, 0, nullptr, args, nullptr),
                       "sweep: cuLaunchKernel");
     if (s.ok()) s = from_cuda(cuCtxSynchronize(), "sweep: cuCtxSynchronize");
+    if (s.ok() && idle_us_ > 0) std::this_thread::sleep_for(std::chrono::microseconds(idle_us_));
     t_in_sweep = false;
     if (!s.ok() && error_.ok()) error_ = s;
     if (s.ok()) sequence_.push_back(true);

@@ -42,6 +42,7 @@ private:
     CUdeviceptr buffer_ = 0;
     unsigned long long vectors_ = 0;  // 16-byte loads the sweep makes
     unsigned grid_ = 0;
+    long idle_us_ = 0;  // KAGENT_PROF_SWEEP_IDLE_US
     CUpti_SubscriberHandle subscriber_ = nullptr;
     bool armed_ = false;
     std::vector<bool> sequence_;
