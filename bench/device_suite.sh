@@ -12,6 +12,7 @@ OUT="${OUT:-/tmp/kagent-device}"
 mkdir -p "$OUT"
 build="${KAGENT_BUILD:-build}"
 export KAGENT_BIN="$PWD/$build/kagent-rt"
+export KAGENT_BUILD_DIR="$PWD/$build"  # specs that start the binary look for it here
 prof=$(find "$build" -name 'libkagent_prof.so' 2>/dev/null | head -1)
 [ -n "$prof" ] && export KAGENT_PROF_LIB="$PWD/$prof"
 export PYTHONPATH="$PWD/src/gpu/eval" PYTHONUNBUFFERED=1
