@@ -176,7 +176,9 @@ class NcuCsv(unittest.TestCase):
 
     def test_passes_from_log(self):
         self.assertEqual(ncu_cli.passes_from_log(RAW_CSV), 13)
-        self.assertIsNone(ncu_cli.passes_from_log("==PROF== Disconnected from process 1"))
+        one = "==PROF== Connected to process 5 (/usr/bin/python3)\n==PROF== Disconnected from process 5\n"
+        self.assertIsNone(ncu_cli.passes_from_log(one))
+        self.assertEqual(ncu_cli.passes_from_log(one * 4), 4)  # application replay
 
 
 FAKE_NCU = """#!/bin/sh

@@ -187,7 +187,11 @@ def profile_with_ncu(problem_path, candidate_path, job=None, metrics="full", tim
 
 
 def passes_from_log(text):
-    """Most replay passes any kernel needed, from ncu's "==PROF== Profiling ... - N passes"
-    lines (None when it printed none)."""
+    """Replay passes from ncu's log: the most any kernel needed where it prints
+    "==PROF== Profiling ... - N passes" (a terminal), else, in application replay, one process
+    connection per pass; None when the log does not say."""
     counts = [int(n) for n in re.findall(r"==PROF==.*?-\s*(\d+)\s+pass", text or "")]
-    return max(counts) if counts else None
+    if counts:
+        return max(counts)
+    connects = len(re.findall(r"==PROF== Connected to process", text or ""))
+    return connects if connects > 1 else None
