@@ -22,17 +22,20 @@ local function die(msg, code)
   return nil, msg, code or 2
 end
 
-function M.parse(prog, argv)
-  local opts, err = args.parse(argv, options)
-  if not opts then return die(prog .. ": " .. err .. "\n" .. args.usage(prog, options)) end
-  if opts.help then print(args.usage(prog, options)); return nil, "help", 0 end
+-- parse(prog, argv[, spec]) -> opts, or nil, message, exit code. spec defaults to the options
+-- beam.lua and tune.lua share (agents/lib/options.lua).
+function M.parse(prog, argv, spec)
+  spec = spec or options
+  local opts, err = args.parse(argv, spec)
+  if not opts then return die(prog .. ": " .. err .. "\n" .. args.usage(prog, spec)) end
+  if opts.help then print(args.usage(prog, spec)); return nil, "help", 0 end
   return opts
 end
 
 local BASELINES = { "eager", "compile" }
 
--- setup(prog, opts, mode) -> S (ctx with everything), or nil, message, exit code
-function M.setup(prog, opts, mode)
+-- setup(prog, opts, mode[, spec]) -> S (ctx with everything), or nil, message, exit code
+function M.setup(prog, opts, mode, spec)
   -- required here so the pure helpers of this file load where the GPU/memory modules do not
   local gpu = require("kagent.gpu")
   local mem = require("kagent.mem")
@@ -49,7 +52,7 @@ function M.setup(prog, opts, mode)
     end
     opts.resume_dir = dir
   end
-  if not opts.problem then return die(prog .. ": --problem is required\n" .. args.usage(prog, options)) end
+  if not opts.problem then return die(prog .. ": --problem is required\n" .. args.usage(prog, spec or options)) end
   local problem_code = fs.read(opts.problem)
   if not problem_code then return die(prog .. ": cannot read problem " .. opts.problem) end
 
@@ -122,7 +125,13 @@ function M.input(S)
     if row then code, label = row.source, "archived kernel #" .. tostring(row.id) end
   end
   if not code then
-    return nil, "no --kernel given and no archived kernel for this problem (agents/generate.lua is not available yet): pass --kernel"
+    if not S.llm_enabled then
+      return nil, "no --kernel given and no archived kernel for this problem; generating one needs an LLM "
+        .. "(set KAGENT_MODEL and its key), or pass --kernel"
+    end
+    local g, gerr = require("agents.lib.generate").run(S, opts.gen_workers)
+    if not g then return nil, gerr end
+    code, label = g.code, string.format("generated (worker %d, %d attempt(s))", g.worker, g.attempts)
   end
   S.rd:write("problem.py", S.problem_code)
   S.rd:write("input_kernel.py", code)

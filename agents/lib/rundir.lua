@@ -36,10 +36,11 @@ function M:round_dir(round)
   return d
 end
 
--- write(rel_or_abs, data): strings as is, tables as pretty JSON.
+-- write(rel_or_abs, data): strings as is, tables as pretty JSON; missing folders are made.
 function M:write(path, data)
   if path:sub(1, 1) ~= "/" and path:sub(1, #self.dir) ~= self.dir then path = fs.join(self.dir, path) end
   if type(data) == "table" then data = json.encode(data, { pretty = true, sort_keys = true }) .. "\n" end
+  fs.mkdir_p(fs.dirname(path))  -- traces of new roles need no folder set up first
   local ok, err = fs.write(path, data or "")
   if not ok then require("kagent.log").warn("run dir: cannot write %s: %s", path, tostring(err)) end
   return ok, err

@@ -6,12 +6,16 @@ local fake = require("fake_session")
 local out = kagent.args[1] or "/tmp/kagent-agent-gpu-check"
 local root = kagent.root
 local failures = 0
+-- KAGENT_AGENT_CHECK_STEPS picks steps (default "beam,tune,generate")
+local steps = os.getenv("KAGENT_AGENT_CHECK_STEPS") or "beam,tune,generate"
+local function want(step) return ("," .. steps .. ","):find("," .. step .. ",", 1, true) ~= nil end
 local function check(cond, what)
   print((cond and "PASS " or "FAIL ") .. what)
   if not cond then failures = failures + 1 end
 end
 
 -- 1. beam search with the fake LLM replaying the one-pass kernel
+if want("beam") then
 local onepass = root .. "/tests/fixtures/agent/triton/rmsnorm_onepass.py"
 local twopass = root .. "/tests/fixtures/agent/triton/rmsnorm_twopass.py"
 local server, port = fake.start(fake.script({ n = 2, kernels = { onepass, twopass } }), out)
@@ -43,7 +47,10 @@ if type(s) == "table" then
   check(next(m.metrics) ~= nil, "hardware counters recorded for the child")
 end
 
+end
+
 -- 2. the LLM-free tuner on the example kernel
+if want("tune") then
 local tune_out = out .. "/tune"
 local cmd = { os.getenv("KAGENT_BIN") or "build/kagent-rt", "--env-file", "/dev/null", root .. "/agents/tune.lua",
   "--problem", "examples/problems/36_rmsnorm.py", "--kernel", "examples/kernels/36_rmsnorm.py", "--dtype", "bf16",
@@ -58,6 +65,33 @@ if type(ts) == "table" then
   print(string.format("FIGURE tune #36 bf16: input %.4f ms -> best %.4f ms (%.3fx) after %d round(s): %s; eager %.4f ms, compile %.4f ms",
     ts.input_ms, ts.best_ms, ts.speedup_vs_input, ts.rounds, ts.stop_reason, ts.baselines.eager_ms or 0, ts.baselines.compile_ms or 0))
   check(ts.speedup_vs_input >= 1.0, "tuner never returns a slower kernel")
+end
+end
+
+-- 3. generation with no kernel: the fake LLM answers every generator with the one-pass kernel;
+-- the winner must verify on the GPU and be timed against both baselines
+if want("generate") then
+  local code = assert(fs.read(root .. "/tests/fixtures/agent/triton/rmsnorm_onepass.py"))
+  local gs, gport = fake.start({ latency = 0, replies = {
+    { match = "# GENERATE KERNEL", text = "One program per block of positions.\n```python\n" .. code .. "```\n" } } }, out)
+  local gen_out = out .. "/generate"
+  local g = assert(proc.run({ os.getenv("KAGENT_BIN") or "build/kagent-rt", "--env-file", "/dev/null",
+    root .. "/agents/generate.lua", "--problem", "examples/problems/36_rmsnorm.py", "--dtype", "bf16",
+    "--gen-workers", "2", "--out", gen_out }, { cwd = root, timeout = 1500,
+    env = fake.env(gport, { KAGENT_DB = out .. "/gen.db" }) }))
+  gs:kill()
+  io.write(g.stderr:sub(-3000))
+  check(g.code == 0, "generate.lua exit code " .. tostring(g.code))
+  local gd = fake.newest_run(gen_out)
+  local gsum = gd and json.decode(fs.read(gd .. "/summary.json") or "null")
+  check(type(gsum) == "table" and gsum.verified == true, "the generated kernel verified on the GPU")
+  if type(gsum) == "table" then
+    check(type(gsum.baselines.eager_ms) == "number" and type(gsum.baselines.compile_ms) == "number",
+      "generated kernel timed against eager and torch.compile")
+    check(type(gsum.sol_pct) == "number", "and placed against its roofline")
+    print(string.format("FIGURE generate #36 bf16: worker %d after %d attempt(s): %.4f ms, %.2fx eager, %.2fx compile, SOL %.0f%%, %.1f s wall",
+      gsum.worker, gsum.attempts, gsum.best_ms, gsum.speedup_vs_eager, gsum.speedup_vs_compile, gsum.sol_pct, gsum.wall_s))
+  end
 end
 print(failures == 0 and "agent GPU check: all passed" or ("agent GPU check: " .. failures .. " failure(s)"))
 return failures == 0 and 0 or 1

@@ -4,6 +4,9 @@
 #     LLM server replaying a known-faster one-pass kernel: that kernel must end as best, verified,
 #     timed against eager and torch.compile, with a complete run directory and summary.json.
 #  2. agents/tune.lua (no LLM) on examples/kernels/36_rmsnorm.py: prints the figure.
+#  3. agents/generate.lua on #36 (bf16) with the fake server answering with the one-pass kernel:
+#     the winner verifies on the GPU and is timed against both baselines.
+# KAGENT_AGENT_CHECK_STEPS=beam,tune,generate picks steps.
 # Usage: tests/gpu/agent_gpu_check.sh [out_dir]   (KAGENT_BIN overrides build/kagent-rt)
 set -u
 cd "$(dirname "$0")/../.."

@@ -27,7 +27,7 @@ describe("kagent.prompt", function()
   it("renders variables, nested names, optional ones and fails on a missing one", function()
     expect.eq(prompt.render_string("a {{x}} {{g.name}} {{opt?}}!", { x = 3, g = { name = "H100" } }), "a 3 H100 !")
     expect.errors(function() prompt.render_string("{{nope}}", {}) end, "missing variable 'nope'")
-    local text = prompt.render("refine", { attempt = 1, max_attempts = 3, bottleneck_summary = "b", stage = "run",
+    local text = prompt.render("refine", { attempt = 1, max_attempts = 3, target = "the bottleneck \"b\"", keep = "it", stage = "run",
       error = "ERUN: boom", details = "", dtype = "fp32", problem_code = "P", kernel_code = "K", entry_point = "ModelNew" })
     expect.match(text, "ERUN: boom")
     local _, err, code = prompt.render("no_such_template", {})

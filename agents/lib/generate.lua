@@ -1,0 +1,100 @@
+-- Generation: a first correct kernel from the PyTorch problem alone, for runs that start with no
+-- --kernel and nothing archived. `workers` LLM workers each write a kernel (each told a different
+-- approach), verify it and refine it up to --refine times with the exact error; the first verified
+-- kernel wins. Losers in an LLM call are canceled at once (the HTTP transfer aborts and the
+-- provider slot is returned); a loser inside an evaluation finishes that job and stops, because an
+-- evaluator job is not interrupted half way.
+--
+-- Trace: generate/w<k>/{gen_prompt.txt, gen_reply.txt, kernel_attempt_<i>.py, verify_<i>.json,
+-- refine_<i>_{prompt,reply}.txt} and generate/summary.json.
+local task = require("kagent.task")
+local ktime = require("kagent.time")
+local log = require("kagent.log")
+local json = require("kagent.json")
+local generator = require("agents.roles.generator")
+local verifier = require("agents.roles.verifier")
+
+local M = {}
+
+local function worker(S, k, n, shared, lessons)
+  local dir = "generate/w" .. k
+  local out = shared.outcomes[k]
+  local function stop() return shared.winner ~= nil end
+  local function phase(name) shared.phase[k] = name end
+  phase("llm")
+  local g = generator.propose(S, { k = k, n = n, lessons = lessons })
+  S.rd:write(dir .. "/gen_prompt.txt", g.prompt)
+  S.rd:write(dir .. "/gen_reply.txt", g.reply or "")
+  if g.error then
+    out.outcome, out.error = "llm_error", tostring(g.error)
+    return
+  end
+  local v = verifier.run(S, g.code, { dir = dir, k = k, stop = stop, phase = phase })
+  out.attempts = #v.attempts
+  if v.ok then
+    out.outcome, out.time_ms = "verified", v.result.time_ms and v.result.time_ms.median
+    if not shared.winner then
+      shared.winner = { code = v.code, result = v.result, worker = k, attempts = #v.attempts, dir = dir }
+      out.outcome = "won"
+    end
+  elseif v.stopped then
+    out.outcome = "stopped"
+  else
+    local r = v.result or {}
+    out.outcome, out.stage, out.error = "failed", r.stage, r.error
+  end
+end
+
+-- run(S, n) -> winner {code, result, worker, attempts, dir} or nil, error text
+function M.run(S, n)
+  n = math.max(1, math.floor(tonumber(n) or 4))
+  if not S.llm_enabled then
+    return nil, "generating a kernel needs an LLM (set KAGENT_MODEL and its key), or pass --kernel"
+  end
+  local t0 = ktime.now()
+  local lessons = S.mem.lessons_text and S.mem:lessons_text("generate first kernel", 5) or "(none)"
+  local shared = { phase = {}, outcomes = {}, finished = 0 }
+  local finished = task.semaphore(0)
+  local tasks = {}
+  log.info("generating a first kernel: %d workers, up to %d refinements each", n, S.opts.refine or 3)
+  if S.progress then S.progress:update({ round = 0, workers = n, busy = n }) end
+  for k = 1, n do
+    shared.outcomes[k] = { worker = k, outcome = "running" }
+    tasks[k] = task.spawn({ name = "gen" .. k, fn = function()
+      local ok, err = pcall(worker, S, k, n, shared, lessons)
+      if not ok then
+        shared.outcomes[k].outcome, shared.outcomes[k].error = "error", tostring(err)
+        log.error("generator %d failed: %s", k, tostring(err))
+      end
+      shared.phase[k] = "done"
+      shared.finished = shared.finished + 1
+      if S.progress then S.progress:update({ busy = n - shared.finished }) end
+      finished:release()
+    end })
+  end
+  while not shared.winner and shared.finished < n do finished:acquire() end
+  for k, t in ipairs(tasks) do
+    if shared.phase[k] == "llm" and task.kill(t) then
+      shared.outcomes[k].outcome = "canceled"
+    elseif shared.phase[k] == "eval" then
+      shared.outcomes[k].outcome = "stopped"  -- ends after the evaluation it is in
+    end
+  end
+  local w = shared.winner
+  S.rd:write("generate/summary.json", { workers = n, winner = w and w.worker or json.null,
+    wall_s = ktime.now() - t0, outcomes = shared.outcomes, tokens = S.tokens(), cost_usd = S.cost() })
+  if S.progress then S.progress:update({ busy = 0 }) end
+  if not w then
+    local why = {}
+    for k, o in ipairs(shared.outcomes) do
+      why[#why + 1] = string.format("w%d %s%s", k, o.outcome,
+        o.error and (": " .. tostring(o.error):sub(1, 160)) or "")
+    end
+    return nil, "no generated kernel verified (" .. table.concat(why, "; ") .. "); see "
+      .. S.rd:path("generate")
+  end
+  log.info("generator %d verified a kernel after %d attempt(s) in %.1f s", w.worker, w.attempts, ktime.now() - t0)
+  return w
+end
+
+return M

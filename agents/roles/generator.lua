@@ -1,0 +1,40 @@
+-- Generator role: one LLM call that writes a first kernel from the PyTorch problem alone. Parallel
+-- generator workers get different approaches to try, so a hard problem is attacked several ways
+-- at once instead of four times the same way.
+local M = {}
+
+-- Approaches handed out round robin: worker 1 the most direct, later ones riskier layouts.
+M.APPROACHES = {
+  "Take the most direct mapping: one program (thread block) per independent output tile, the "
+    .. "obvious loop order, no tricks. A correct, simple kernel is the goal.",
+  "Fuse everything the forward does into as few kernels as possible, so each input element is "
+    .. "read from memory once; keep intermediate values in registers.",
+  "Favour wide, coalesced memory access: vectorised loads along the contiguous dimension, block "
+    .. "sizes that are powers of two, masks for the tails.",
+  "Split long reductions across several programs and combine the partial results in a second, "
+    .. "small kernel (deterministic order, no atomics).",
+}
+
+local KERNEL_RULE = {
+  gpu = "The main computation runs in your own Triton kernels (`@triton.jit`), launched from "
+    .. "`forward`. Do not call PyTorch, cuBLAS or cuDNN for it; PyTorch may allocate outputs and "
+    .. "reshape views.",
+  cpu = "CPU mode: write it in pure PyTorch operations (no Triton, no GPU), as a faster "
+    .. "formulation of the same computation than the reference.",
+}
+
+-- propose(ctx, w) -> {code, prompt, reply, error}; w = {k, n, lessons}
+function M.propose(ctx, w)
+  local prompt = ctx.render("generate", {
+    language = ctx.can_profile and "Triton" or "PyTorch (CPU mode)",
+    dtype = ctx.dtype, problem_code = ctx.problem_code, gpu = ctx.gpu_text or "unknown",
+    kernel_rule = ctx.can_profile and KERNEL_RULE.gpu or KERNEL_RULE.cpu,
+    worker = w.k, workers = w.n, approach = M.APPROACHES[(w.k - 1) % #M.APPROACHES + 1],
+    lessons = w.lessons or "(none)",
+  })
+  local res, err = ctx.chat(prompt, "generate")
+  if not res then return { prompt = prompt, reply = "LLM call failed: " .. tostring(err), error = err } end
+  return { code = ctx.extract_code(res.text), prompt = prompt, reply = res.text }
+end
+
+return M
