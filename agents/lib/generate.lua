@@ -57,7 +57,7 @@ function M.run(S, n)
   local finished = task.semaphore(0)
   local tasks = {}
   log.info("generating a first kernel: %d workers, up to %d refinements each", n, S.opts.refine or 3)
-  if S.progress then S.progress:update({ round = 0, workers = n, busy = n }) end
+  if S.progress then S.progress:update({ phase = "generate", workers = n, busy = n }) end
   for k = 1, n do
     shared.outcomes[k] = { worker = k, outcome = "running" }
     tasks[k] = task.spawn({ name = "gen" .. k, fn = function()
@@ -83,7 +83,7 @@ function M.run(S, n)
   local w = shared.winner
   S.rd:write("generate/summary.json", { workers = n, winner = w and w.worker or json.null,
     wall_s = ktime.now() - t0, outcomes = shared.outcomes, tokens = S.tokens(), cost_usd = S.cost() })
-  if S.progress then S.progress:update({ busy = 0 }) end
+  if S.progress then S.progress.phase = nil; S.progress:update({ busy = 0 }) end
   if not w then
     local why = {}
     for k, o in ipairs(shared.outcomes) do

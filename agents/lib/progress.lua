@@ -23,8 +23,10 @@ function M.format(s)
   end
   local tok = s.tokens or 0
   local toks = tok >= 1000 and string.format("%.1fk", tok / 1000) or tostring(tok)
-  return string.format("[round %d/%d] workers %d/%d busy | %s | tokens %s | $%.4f",
-    s.round or 0, s.rounds or 0, s.busy or 0, s.workers or 0, best, toks, s.cost_usd or 0)
+  -- a phase name (e.g. "generate") replaces the round counter while no round runs
+  local where = s.phase and ("[" .. s.phase .. "]") or string.format("[round %d/%d]", s.round or 0, s.rounds or 0)
+  return string.format("%s workers %d/%d busy | %s | tokens %s | $%.4f",
+    where, s.busy or 0, s.workers or 0, best, toks, s.cost_usd or 0)
 end
 
 -- update(fields): merge fields and print if the line changed.
@@ -39,7 +41,7 @@ function M:update(fields)
   self.last = line
   -- in a log, token ticks alone are noise: print when round, workers or best change
   if not self.tty then
-    local key = M.format({ round = self.round, rounds = self.rounds, busy = self.busy, workers = self.workers,
+    local key = M.format({ phase = self.phase, round = self.round, rounds = self.rounds, busy = self.busy, workers = self.workers,
       best_ms = self.best_ms, speedup_eager = self.speedup_eager, speedup_compile = self.speedup_compile, sol_pct = self.sol_pct })
     if key == self.last_key then return end
     self.last_key = key
