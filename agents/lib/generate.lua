@@ -45,6 +45,15 @@ local function worker(S, k, n, shared, lessons)
   end
 end
 
+-- The newest lessons recorded on this problem (any GPU): what earlier runs learned about it.
+-- Lessons from other problems are left out; they would be noise for a first kernel.
+function M.lessons_text(m)
+  local rows = m.db:lessons({ problem_hash = m.info.problem_hash, limit = 5 }) or {}
+  local out = {}
+  for _, l in ipairs(rows) do out[#out + 1] = "- " .. tostring(l.text) end
+  return #out > 0 and table.concat(out, "\n") or "(none recorded for this problem)"
+end
+
 -- run(S, n) -> winner {code, result, worker, attempts, dir} or nil, error text
 function M.run(S, n)
   n = math.max(1, math.floor(tonumber(n) or 4))
@@ -52,7 +61,7 @@ function M.run(S, n)
     return nil, "generating a kernel needs an LLM (set KAGENT_MODEL and its key), or pass --kernel"
   end
   local t0 = ktime.now()
-  local lessons = S.mem.lessons_text and S.mem:lessons_text("generate first kernel", 5) or "(none)"
+  local lessons = M.lessons_text(S.mem)
   local shared = { phase = {}, outcomes = {}, finished = 0 }
   local finished = task.semaphore(0)
   local tasks = {}

@@ -53,7 +53,10 @@ function M.run(ctx, code, w)
     local a = { code = code, result = r }
     attempts[#attempts + 1] = a
     if r.ok then return { ok = true, result = r, code = code, attempts = attempts } end
-    if i == max_refine or not ctx.llm_enabled or (w.stop and w.stop()) then break end
+    if w.stop and w.stop() and i < max_refine then
+      return { ok = false, stopped = true, result = r, code = code, attempts = attempts }
+    end
+    if i == max_refine or not ctx.llm_enabled then break end
     local prompt = ctx.render("refine", {
       attempt = i + 1, max_attempts = max_refine,
       target = w.bottleneck and string.format('the bottleneck "%s"', w.bottleneck.summary or "")
