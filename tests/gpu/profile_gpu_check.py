@@ -212,13 +212,14 @@ def check_target(name, problem, candidate, args, profiling, ncu_target, report):
         entry["user_pass_mismatches"] = [r for r in prows if not r["ok"]]
         beyond = [r for r in rows if not r["within_ncu_spread"]]
         print("[%s] cupti %s replay warm %.2fs (first %.2fs, %d passes, %d forward runs, "
-              "overhead %.2fs) vs ncu (%s replay, %s passes) %.2fs; %d/%d runs: %d values, medians: %d off, "
-              "%d beyond ncu's own spread (user-pass replay %s: %d off, kernel replay: %d off)"
+              "overhead %.2fs) vs ncu (%s replay, %s passes) %.2fs; %d/%d runs: %d values, "
+              "medians: %d off, %d beyond ncu's own spread (user-pass replay %s: %d off, "
+              "kernel replay: %d off)"
               % (name, warm["replay"], entry["cupti_warm_s"], entry["cupti_first_s"],
                  warm["passes"], entry["forward_runs"], entry["overhead_s"], args.ncu_replay,
-                 entry["ncu_passes"], entry["ncu_s"], len(cupti_runs), len(ncu_runs), len(rows), len(entry["mismatches"]), len(beyond),
-                 by_pass["replay"], len(entry["user_pass_mismatches"]),
-                 len(entry["kernel_replay_mismatches"])))
+                 entry["ncu_passes"], entry["ncu_s"], len(cupti_runs), len(ncu_runs), len(rows),
+                 len(entry["mismatches"]), len(beyond), by_pass["replay"],
+                 len(entry["user_pass_mismatches"]), len(entry["kernel_replay_mismatches"])))
         if warm.get("replay_error"):
             print("   replay_error:", warm["replay_error"])
         for r in entry["mismatches"][:40]:
