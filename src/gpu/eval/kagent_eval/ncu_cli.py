@@ -108,7 +108,7 @@ def _row(cell, values):
             "stream": int(stream) if stream is not None else None, "metrics": values}
 
 
-def result_from_rows(rows, metrics, elapsed_s, ncu_version=None):
+def result_from_rows(rows, metrics, elapsed_s, ncu_version=None, passes=None):
     """The profiling.profile result shape for ncu rows."""
     for row in rows:
         t = row["metrics"].get(ncu_metrics.TIME_METRIC)
@@ -125,7 +125,7 @@ def result_from_rows(rows, metrics, elapsed_s, ncu_version=None):
         "kernels": rows,
         "aggregate": aggregate,
         "total_ms": sum(r["duration_ms"] for r in rows),
-        "passes": None,
+        "passes": passes,
         "backend": "ncu",
         "ncu_max_sol_pct": ncu_metrics.max_sol_pct(aggregate),
         "unsupported": [m for m in metrics if rows and m not in seen],
@@ -179,10 +179,10 @@ def profile_with_ncu(problem_path, candidate_path, job=None, metrics="full", tim
         tail = (proc.stderr or proc.stdout or "")[-2000:]
         raise ProfilerError("ENCU", "ncu exit %d, %d kernels profiled: %s"
                             % (proc.returncode, len(rows), tail.strip()))
-    result = result_from_rows(rows, names, elapsed, ncu_version())
-    result["passes"] = passes_from_log(proc.stderr + proc.stdout)
+    log = proc.stderr + proc.stdout
+    result = result_from_rows(rows, names, elapsed, ncu_version(), passes_from_log(log))
     result["metadata"]["ncu_log_tail"] = "\n".join(
-        ln for ln in (proc.stderr + proc.stdout).splitlines() if ln.startswith("==PROF=="))[-1500:]
+        ln for ln in log.splitlines() if ln.startswith("==PROF=="))[-1500:]
     return result
 
 

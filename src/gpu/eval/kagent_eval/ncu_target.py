@@ -52,9 +52,10 @@ def main(argv):
         for _ in range(int(job.get("warmup", 2))):
             forward()
         torch.cuda.synchronize()
-        scratch = torch.empty(1, device=torch.cuda.current_device())
+        preroll = int(job.get("preroll", 0))
+        scratch = torch.empty(1, device=torch.cuda.current_device()) if preroll else None
         torch.cuda.profiler.start()
-        for _ in range(int(job.get("preroll", 0))):
+        for _ in range(preroll):
             scratch.fill_(0.0)
         forward()
         torch.cuda.synchronize()
