@@ -75,10 +75,8 @@ if want("generate") then
   local gs, gport = fake.start({ latency = 0, replies = {
     { match = "# GENERATE KERNEL", text = "One program per block of positions.\n```python\n" .. code .. "```\n" } } }, out)
   local gen_out = out .. "/generate"
-  local g = assert(proc.run({ os.getenv("KAGENT_BIN") or "build/kagent-rt", "--env-file", "/dev/null",
-    root .. "/agents/generate.lua", "--problem", "examples/problems/36_rmsnorm.py", "--dtype", "bf16",
-    "--gen-workers", "2", "--out", gen_out }, { cwd = root, timeout = 1500,
-    env = fake.env(gport, { KAGENT_DB = out .. "/gen.db" }) }))
+  local g = fake.run_agent("generate.lua", { "--problem", "examples/problems/36_rmsnorm.py", "--dtype", "bf16",
+    "--gen-workers", "2", "--out", gen_out }, fake.env(gport, { KAGENT_DB = out .. "/gen.db" }), 1500)
   gs:kill()
   io.write(g.stderr:sub(-3000))
   check(g.code == 0, "generate.lua exit code " .. tostring(g.code))

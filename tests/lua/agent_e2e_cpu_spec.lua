@@ -2,9 +2,10 @@
 -- (tests/fixtures/fake_llm/server.py) with scripted replies: a broken kernel (refined into a fast
 -- one), a slower one, duplicates; and agents/beam.lua with no LLM configured (falls back to the
 -- tuner). Candidates are pure PyTorch (CPU mode); needs a python with torch (KAGENT_PYTHON).
+package.path = kagent.root .. "/tests/fixtures/agent/?.lua;" .. package.path
 local fs, json, proc, mem = kagent.fs, kagent.json, kagent.proc, kagent.mem
+local fake = require("fake_session")
 local root = kagent.root
-local bin = os.getenv("KAGENT_BIN") or (spec.build_dir .. "/kagent-rt")
 local fx = root .. "/tests/fixtures/agent/cpu/"
 local problem = root .. "/examples/problems/rmsnorm_small.py"
 if not fs.exists(problem) then problem = root .. "/tests/fixtures/agent/problem_rmsnorm_small.py" end
@@ -47,17 +48,11 @@ local function script()
 end
 
 local function start_fake(dir)
-  local path = dir .. "/script.json"
-  fs.write(path, json.encode(script()))
-  local p = assert(proc.spawn({ "python3", root .. "/tests/fixtures/fake_llm/server.py", "--port", "0", "--script", path }, { timeout = 900 }))
-  local line = assert(p:read_line(30))
-  return p, json.decode(line).port
+  return fake.start(script(), dir)
 end
 
 local function run_agent(argv, env, timeout)
-  local cmd = { bin, "--env-file", "/dev/null", root .. "/agents/beam.lua" }
-  for _, a in ipairs(argv) do cmd[#cmd + 1] = a end
-  return assert(proc.run(cmd, { cwd = root, env = env, timeout = timeout or 600 }))
+  return fake.run_agent("beam.lua", argv, env, timeout or 600)
 end
 
 local function base_env(dir)

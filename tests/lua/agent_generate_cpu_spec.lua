@@ -2,9 +2,10 @@
 -- --kernel) against the FAKE LLM server (tests/fixtures/fake_llm/server.py) with scripted replies.
 -- Worker 1 writes a wrong kernel and fixes it on refinement; worker 2 only ever writes a failing
 -- one, or answers slowly. Candidates are pure PyTorch (CPU mode); needs torch (KAGENT_PYTHON).
-local fs, json, proc, mem = kagent.fs, kagent.json, kagent.proc, kagent.mem
+package.path = kagent.root .. "/tests/fixtures/agent/?.lua;" .. package.path
+local fs, json, proc = kagent.fs, kagent.json, kagent.proc
+local fake = require("fake_session")
 local root = kagent.root
-local bin = os.getenv("KAGENT_BIN") or (spec.build_dir .. "/kagent-rt")
 local fx = root .. "/tests/fixtures/agent/cpu/"
 local problem = root .. "/examples/problems/rmsnorm_small.py"
 
@@ -27,34 +28,23 @@ local function script(w2_delay)
   } }
 end
 
-local function start_fake(dir, sc)
-  local path = dir .. "/script.json"
-  fs.write(path, json.encode(sc or script(0)))
-  local p = assert(proc.spawn({ "python3", root .. "/tests/fixtures/fake_llm/server.py", "--port", "0", "--script", path }, { timeout = 900 }))
-  local line = assert(p:read_line(30))
-  return p, json.decode(line).port
-end
-
 local function tmpdir(tag)
   return spec.tmpdir(string.format("%s-%06d", tag, math.floor((kagent.time.now() % 1) * 1e6)))
 end
 
+-- The run's environment: CPU-mode python, its own memory, and no LLM unless the fake server's port
+-- is given (then pointed at it).
 local function env_for(dir, port)
-  local env = { KAGENT_PYTHON = spec.python, KAGENT_DB = dir .. "/mem.db", KAGENT_PROGRESS = "lines",
-    ANTHROPIC_API_KEY = false, OPENAI_API_KEY = false, KAGENT_LLM_URL = false, KAGENT_MODEL = false,
-    OPENAI_BASE_URL = false, ANTHROPIC_BASE_URL = false, KAGENT_LLM_CACHE = false }
-  if port then
-    env.KAGENT_LLM_URL = "http://127.0.0.1:" .. port .. "/v1"
-    env.KAGENT_MODEL = "openai:fake"
-    env.OPENAI_API_KEY = "fake-key"
-  end
-  return env
+  local base = { KAGENT_PYTHON = spec.python, KAGENT_DB = dir .. "/mem.db", KAGENT_PROGRESS = "lines",
+    OPENAI_BASE_URL = false, ANTHROPIC_BASE_URL = false }
+  if port then return fake.env(port, base) end
+  base.ANTHROPIC_API_KEY, base.OPENAI_API_KEY, base.KAGENT_LLM_URL = false, false, false
+  base.KAGENT_MODEL, base.KAGENT_LLM_CACHE = false, false
+  return base
 end
 
 local function run_script(name, argv, env)
-  local cmd = { bin, "--env-file", "/dev/null", root .. "/agents/" .. name }
-  for _, a in ipairs(argv) do cmd[#cmd + 1] = a end
-  return assert(proc.run(cmd, { cwd = root, env = env, timeout = 600 }))
+  return fake.run_agent(name, argv, env, 600)
 end
 
 local function the_run(out)
@@ -70,7 +60,7 @@ describe("agents/generate.lua on CPU with the fake LLM server", function()
   it("verifies a first kernel, refining a wrong one, archives it, and beam.lua starts from it", function()
     if not have_torch() then skip("no torch for " .. spec.python .. " (set KAGENT_PYTHON)") end
     local dir = tmpdir("gen-e2e")
-    local server, port = start_fake(dir)
+    local server, port = fake.start(script(0), dir)
     local r = run_script("generate.lua", { "--problem", problem, "--gen-workers", "2", "--refine", "2",
       "--devices", "cpu", "--out", dir .. "/runs" }, env_for(dir, port))
     server:kill()
@@ -109,7 +99,7 @@ describe("agents/generate.lua on CPU with the fake LLM server", function()
   it("is what beam.lua runs first when it has no --kernel and nothing archived", function()
     if not have_torch() then skip("no torch for " .. spec.python .. " (set KAGENT_PYTHON)") end
     local dir = tmpdir("gen-beam")
-    local server, port = start_fake(dir)
+    local server, port = fake.start(script(0), dir)
     local r = run_script("beam.lua", { "--problem", problem, "--rounds", "0", "--gen-workers", "2",
       "--devices", "cpu", "--out", dir .. "/runs" }, env_for(dir, port))
     server:kill()
@@ -125,7 +115,7 @@ describe("agents/generate.lua on CPU with the fake LLM server", function()
   it("cancels a worker still waiting on the LLM once another has won", function()
     if not have_torch() then skip("no torch for " .. spec.python .. " (set KAGENT_PYTHON)") end
     local dir = tmpdir("gen-cancel")
-    local server, port = start_fake(dir, script(120))
+    local server, port = fake.start(script(120), dir)
     local t0 = kagent.time.now()
     local r = run_script("generate.lua", { "--problem", problem, "--gen-workers", "2", "--devices", "cpu",
       "--out", dir .. "/runs" }, env_for(dir, port))
@@ -141,9 +131,9 @@ describe("agents/generate.lua on CPU with the fake LLM server", function()
   it("fails with each worker's reason when no kernel verifies, and needs an LLM", function()
     if not have_torch() then skip("no torch for " .. spec.python .. " (set KAGENT_PYTHON)") end
     local dir = tmpdir("gen-fail")
-    local server, port = start_fake(dir, { replies = {
+    local server, port = fake.start({ replies = {
       { match = "# GENERATE KERNEL", text = code_block("broken_w2.py") },
-      { match = "GENERATE_FIXTURE_W2", text = code_block("broken_w2.py") } } })
+      { match = "GENERATE_FIXTURE_W2", text = code_block("broken_w2.py") } } }, dir)
     local f = run_script("generate.lua", { "--problem", problem, "--gen-workers", "2", "--refine", "1",
       "--devices", "cpu", "--out", dir .. "/runs" }, env_for(dir, port))
     server:kill()
