@@ -1,13 +1,12 @@
 """Job orchestration in the worker: static checks, reference child, candidate child, verdict."""
-import collections
-import json
 import os
 import random
 import time
 
-from . import child_candidate, child_reference, compare, fingerprint, loader, sandbox
+from . import child_candidate, compare, fingerprint, loader, sandbox
 from . import spare as spare_mod
 from . import static_checks, verdict
+from .reference import ReferenceCache
 
 OPS_WITH = {  # op -> (audit, bench, profile)
     "verify": (False, False, False),
@@ -30,9 +29,10 @@ class Evaluator:
         self.close_fds = [protocol_fd] if protocol_fd is not None else []
         # secret to the candidate until it is forked: where multi-GB outputs are sampled
         self.sample_seed = random.SystemRandom().randrange(1, 2 ** 31)
-        self.ref_cache = collections.OrderedDict()
-        self.base_cache = {}
-        self.flops_cache = {}  # problem key -> FLOPs of one reference forward
+        # the seed of property trials and resized problems: new per worker, reported with every
+        # result so a failure can be replayed (job "replay_seed")
+        self.replay_seed = random.SystemRandom().randrange(1, 2 ** 31)
+        self.refs = ReferenceCache(self.close_fds, self.settle)
         # a candidate sandbox prepared ahead of the next job (KAGENT_EVAL_SPARE=0 turns it off)
         self.use_spare = os.environ.get("KAGENT_EVAL_SPARE", "1") != "0"
         self.spare = None
@@ -112,50 +112,15 @@ class Evaluator:
             "profile": (job.get("profile") or {"metric_set": "sol"}) if profile else None,
             "sol_ms": job.get("sol_ms"), "device": self.device, "threads": self.threads,
             "sample_seed": self.sample_seed,
+            "replay_seed": int(job.get("replay_seed", self.replay_seed)),
+            "properties": bool(job.get("properties", True)),
+            "nonfinite": _choice(job, "nonfinite", ("report", "require"), "report"),
+            "generalize": bool(job.get("generalize", False)),
+            "require_generalize": bool(job.get("require_generalize", False)),
+            # confirm: always re-measure in a fresh process and require the two to agree
+            "confirm": bool(job.get("confirm", False)),
+            "max_spread": float(job["max_spread"]) if job.get("max_spread") else None,
         }
-
-    # -- reference (trusted child), cached per problem ------------------------------------
-    def _problem_key(self, spec):
-        st = os.stat(spec["problem"])
-        return (spec["problem"], st.st_mtime_ns, st.st_size, spec["dtype"], spec["seed"])
-
-    def reference(self, spec):
-        """(trials, baselines or None, error or None)."""
-        pkey = self._problem_key(spec)
-        rkey = pkey + (spec["trials"],)
-        bench = spec["bench"]
-        bkey = None
-        if bench is not None:
-            bkey = pkey + (json.dumps(bench, sort_keys=True),)
-        trials = self.ref_cache.get(rkey)
-        base = self.base_cache.get(bkey) if bkey else None
-        want_outputs = trials is None
-        want_base = bench is not None and base is None and bench.get("baselines")
-        if want_outputs or want_base:
-            rspec = dict(spec, want_outputs=want_outputs,
-                         baselines=list(bench["baselines"]) if want_base else None)
-            if want_base:
-                self.settle()
-            out = sandbox.run_child(child_reference.run, (rspec,), spec["timeouts"], self.close_fds)
-            self.last_reference_s = out.elapsed
-            err = out.failure or None
-            e, _ = out.first("error")
-            if err or e:
-                msg = err[1] if err else "%s: %s" % (e.get("error_type"), e.get("message"))
-                return None, None, "EREFERENCE: the reference failed in stage %s: %s" % (out.stage, msg)
-            if want_outputs:
-                f, _ = out.first("flops")
-                if f is not None and f.get("value") is not None:
-                    self.flops_cache[pkey] = f["value"]
-                trials = verdict.reference_trials(out)
-                self.ref_cache[rkey] = trials
-                while len(self.ref_cache) > 2:
-                    self.ref_cache.popitem(last=False)
-            if want_base:
-                b, _ = out.first("baselines")
-                base = (b or {}).get("result")
-                self.base_cache[bkey] = base
-        return trials, base, None
 
     # -- one job ------------------------------------------------------------------------
     def run(self, op, job):
@@ -177,8 +142,7 @@ class Evaluator:
         result["audit"]["static_findings"] = findings
         for f in findings:
             tag = "static:" + f["rule"]
-            if tag not in result["flags"] and (self.cuda or f["rule"] not in (
-                    "torch_compute_in_wrapper", "calls_reference")):
+            if tag in verdict.TRUST_RULES and tag not in result["flags"]:
                 result["flags"].append(tag)
         rejects = static_checks.rejecting(findings, not self.cuda)
         if rejects:
@@ -186,18 +150,17 @@ class Evaluator:
             return verdict.fail(result, "audit", "ESTATIC", "%s at line %d: %s" % (
                 f["rule"], f["line"], f["text"]))
 
-        self.last_reference_s = 0.0
-        ref_trials, base, err = self.reference(spec)
-        result["reference_s"] = self.last_reference_s
+        ref_trials, base, err = self.refs.get(spec)
+        result["reference_s"] = self.refs.last_s
         if err:
-            return verdict.fail(result, "load", "EREFERENCE", err.split(": ", 1)[1])
+            return verdict.fail(result, "load", "EREFERENCE", err)
+        result["replay_seed"] = spec["replay_seed"]
         rtol, atol = compare.tolerances(spec["dtype"], spec["rtol"], spec["atol"])
         result["tolerance"] = {"rtol": rtol, "atol": atol}
-        poison = 0
-        for m in ref_trials[0]["outputs"]:
-            if m.get("kind") == "tensor":
-                poison += m["numel"] * 4
-        cspec = dict(spec, poison_bytes=poison, ref_flops=self.flops_cache.get(self._problem_key(spec)))
+        trial0 = ref_trials[0]
+        poison = sum(m["numel"] * 4 for m in trial0["outputs"] if m.get("kind") == "tensor")
+        skipped = [i for i, t in ref_trials.items() if t.get("skipped")]
+        cspec = dict(spec, poison_bytes=poison, skip_trials=skipped)
         out = self._run_candidate(cspec)
         result["stage_s"] = _stage_durations(out)
         if getattr(out, "exit_s", None) is not None:
@@ -209,13 +172,21 @@ class Evaluator:
         loaded, _ = out.first("loaded")
         if loaded:
             result["candidate_kind"] = loaded.get("kind")
-        if not verdict.check_trials(result, ref_trials, out, rtol, atol, self.sample_seed):
+        if not verdict.check_trials(result, ref_trials, out, rtol, atol, self.sample_seed,
+                                    spec["nonfinite"]):
             return result
         if verdict.failure_from_outcome(result, out):
             return result
         if result.get("trials", 0) < spec["trials"]:
             return verdict.fail(result, "run", "ERUN", "only %d of %d trials ran" % (
                 result.get("trials", 0), spec["trials"]))
+        if spec["generalize"]:
+            verdict.check_generalization(result, ref_trials, out, rtol, atol, self.sample_seed)
+            if spec["require_generalize"] and result["generalizes"] == "no":
+                return verdict.fail(result, "correctness", "EGENERALIZE",
+                                    "the kernel fails on the problem resized to %s: %s" % (
+                                        result["generalization"][0].get("sizes"),
+                                        result["generalization"][0].get("reason")))
         th, _ = out.first("threads")
         if th and th.get("after", 0) > th.get("before", 0):
             result["flags"].append("threads_started")
@@ -233,18 +204,13 @@ class Evaluator:
             b, arrays = out.first("benchmark")
             if b is None:
                 return verdict.fail(result, "benchmark", "ERUN", "no benchmark report")
-            loop_ms = self._loop_ms(out)
-            if verdict.apply_benchmark(result, b, arrays, loop_ms, ref_trials[0], rtol, atol,
+            if verdict.apply_benchmark(result, b, arrays, self._loop_ms(out), trial0, rtol, atol,
                                        self.sample_seed, "cuda" if self.cuda else "cpu"):
                 return result
             verdict.apply_baselines(result, base)
-            r, _ = out.first("roofline")
-            if r is not None:
-                result["roofline"] = r.get("result")
-            sol = spec.get("sol_ms") or (result.get("roofline") or {}).get("lower_bound_ms")
-            med = result["time_ms"].get("median")
-            if sol and med and med < 0.98 * float(sol):
-                result["flags"].append("beyond_sol")
+            self._apply_roofline(spec, result, trial0)
+            if not self._confirm_figures(spec, result, trial0, rtol, atol):
+                return result
         if spec["profile"] is not None:
             p, _ = out.first("profile")
             if p is not None:
@@ -256,6 +222,58 @@ class Evaluator:
         result.update(ok=True, stage="done")
         return result
 
+    def _apply_roofline(self, spec, result, trial0):
+        roof = self.refs.roofline(spec, trial0, result["time_ms"].get("median"))
+        if roof is not None:
+            result["roofline"] = roof
+        verdict.speedups(result)
+
+    # -- fail closed: no figure is accepted before it is confirmed -------------------------
+    def _confirm_figures(self, spec, result, trial0, rtol, atol):
+        """Applies verdict.TRUST_RULES to the timing; re-measures in a fresh process where a
+        flag asks for it. False (and the job failed) when a figure stays untrusted."""
+        peaks = self.refs.peaks(spec)
+        first = result["time_ms"]
+        flags = verdict.figure_flags(first, result.get("roofline"), peaks, self.cuda,
+                                     spec["max_spread"])
+        triggers = [f for f in result["flags"]
+                    if verdict.TRUST_RULES.get(f, ("",))[0] == "trigger"]
+        result["trust"] = {"first_flags": flags + triggers, "remeasured": False}
+        if not (spec["confirm"] or verdict.needs_remeasure(flags + triggers)):
+            return True
+        self.settle()
+        hspec = dict(spec, hardened=True, audit=False, profile=None,
+                     bench=dict(spec["bench"] or {}, reps=max(10, min(200, first.get("n") or 50))))
+        out = sandbox.run_child(child_candidate.run, (hspec,), spec["timeouts"], self.close_fds)
+        result["trust"]["remeasured"] = True
+        probe = {"checks": {}, "flags": [], "audit": {}}
+        if verdict.failure_from_outcome(probe, out):
+            return not verdict.fail(result, probe["stage"], probe["code"],
+                                    "in the hardened re-measure: " + probe["error"].split(": ", 1)[1])
+        b, arrays = out.first("benchmark")
+        if b is None:
+            return not verdict.fail(result, "timing", "ERUN", "the hardened re-measure sent no timing")
+        if verdict.apply_benchmark(probe, b, arrays, self._loop_ms(out), trial0, rtol, atol,
+                                   self.sample_seed, "cuda" if self.cuda else "cpu"):
+            return not verdict.fail(result, probe["stage"], probe["code"],
+                                    "in the hardened re-measure: " + probe["error"].split(": ", 1)[1])
+        second = probe["time_ms"]
+        roof2 = self.refs.roofline(spec, trial0, second.get("median"))
+        flags2 = verdict.figure_flags(second, roof2, peaks, self.cuda, spec["max_spread"])
+        if not self.cuda:
+            flags2 += [f for f in triggers if f == "threads_started"]  # nothing traces threads
+        if not verdict.agree(first, second, self.cuda):
+            flags2.append("remeasure_disagrees")
+        result["trust"]["second_flags"] = flags2
+        if flags2:
+            verdict.reject_untrusted(result, flags2, _trust_detail(first, second))
+            return False
+        result["time_ms_first"] = first
+        result["time_ms"] = second
+        self._apply_roofline(spec, result, trial0)
+        result["flags"] = [f for f in result["flags"] if f not in verdict.TRUST_RULES]
+        return True
+
     @staticmethod
     def _loop_ms(out):
         start = end = None
@@ -265,6 +283,25 @@ class Evaluator:
             if obj.get("type") == "stage" and obj.get("stage") == "benchmark_check":
                 end = obj["t"]
         return (end - start) * 1e3 if start is not None and end is not None else None
+
+
+def _trust_detail(first, second):
+    """Counts that explain a rejection without repeating an untrusted figure."""
+    parts = []
+    for name, t in (("first", first), ("re-measure", second)):
+        s = (t or {}).get("all_streams") or {}
+        if s.get("escaped_calls") or s.get("outside_windows"):
+            parts.append("%s: %d of %d calls with work outside the events, %d records outside "
+                         "every call" % (name, s.get("escaped_calls", 0), s.get("calls", 0),
+                                         s.get("outside_windows", 0)))
+    return "; ".join(parts) or None
+
+
+def _choice(job, key, allowed, default):
+    value = job.get(key, default)
+    if value not in allowed:
+        raise BadRequest("%s must be one of %s" % (key, ", ".join(allowed)))
+    return value
 
 
 def _stage_durations(out):

@@ -16,6 +16,13 @@ Interface (stable):
     ``gpu__time_duration.sum``. ``sol``: a cheap set for ranking (time, both speed-of-light
     figures, DRAM traffic, occupancy).
 
+``activity_trace(device_index) -> ActivityTrace``
+    ``begin()``, ``mark()`` (host time on the records' clock, ns), ``stream_id(handle)`` (the
+    records' id of a CUDA stream) and ``end() -> [record...]``:
+    every kernel, copy and fill on any stream between begin and end, each with ``kind``,
+    ``start_ns``, ``end_ns``, ``stream`` and ``name``. Raises ``ProfilerError(ENOTSUP)`` without
+    the library. The timing's all-stream check uses it.
+
 ``trace_kernels(fn, device_index) -> [launch...]``
     Runs ``fn()`` once under CUPTI activity tracing (all streams) and returns every kernel launch
     in start order: ``{name, mangled, duration_ms, grid, block, registers, shared_mem,
@@ -104,6 +111,10 @@ class _Lib:
         self.dll.kp_profile_begin.argtypes = [ctypes.c_char_p, ctypes.c_int, ctypes.c_int]
         self.dll.kp_metrics_check.argtypes = [ctypes.c_char_p]
         self.dll.kp_profile_pass_end.argtypes = [ctypes.POINTER(ctypes.c_int)]
+        self.abi = int(self.dll.kp_abi_version())
+        if self.abi >= 3:
+            self.dll.kp_timestamp.argtypes = [ctypes.POINTER(ctypes.c_ulonglong)]
+            self.dll.kp_stream_id.argtypes = [ctypes.c_ulonglong, ctypes.POINTER(ctypes.c_uint)]
         self.device = None
 
     def call(self, name, *args):
@@ -217,7 +228,45 @@ def trace_kernels(fn, device_index=0):
         torch.cuda.synchronize()
     finally:
         lib.call("kp_trace_end")
-    return lib.result()
+    return [r for r in lib.result() if r.get("kind", "kernel") == "kernel"]
+
+
+class ActivityTrace:
+    """Every piece of device work (kernels, copies, fills, on any stream, from any thread)
+    between begin() and end(), with host marks on the records' own clock; the timing's
+    all-stream check (``timing.py``) reads it."""
+
+    def __init__(self, lib):
+        self.lib = lib
+
+    def begin(self):
+        self.lib.call("kp_trace_begin")
+
+    def mark(self):
+        """Now, in ns on the clock of the records' start_ns/end_ns."""
+        ns = ctypes.c_ulonglong(0)
+        self.lib.call("kp_timestamp", ctypes.byref(ns))
+        return ns.value
+
+    def stream_id(self, handle):
+        """The ``stream`` value records carry for a CUDA stream handle (``Stream.cuda_stream``)."""
+        out = ctypes.c_uint(0)
+        self.lib.call("kp_stream_id", ctypes.c_ulonglong(int(handle)), ctypes.byref(out))
+        return out.value
+
+    def end(self):
+        """The records, in start order (the caller synchronizes the device first)."""
+        self.lib.call("kp_trace_end")
+        return self.lib.result()
+
+
+def activity_trace(device_index=0):
+    """An ActivityTrace, or raises ProfilerError(ENOTSUP) where the library cannot give one."""
+    _, lib = _ready(device_index)
+    if lib.abi < 3:
+        raise ProfilerError("ENOTSUP", "libkagent_prof ABI %d has no kp_timestamp (rebuild it)"
+                            % lib.abi)
+    return ActivityTrace(lib)
 
 
 def check_metrics(metrics, device_index=0):
