@@ -31,6 +31,10 @@ def run(ch, spec, state=None):
     ch.stage("load")
     if state is None or state["device"] != device or state["threads"] != spec.get("threads"):
         state = prepare(device, spec.get("threads"), warm=False)
+    if spec.get("op") == "compare":
+        from . import interleave
+        interleave.run(ch, spec, state)
+        return
     torch, timer = state["torch"], state["timer"]
     dtype = loader.torch_dtype(torch, spec["dtype"])
     problem = loader.load_module("problem", spec["problem"])

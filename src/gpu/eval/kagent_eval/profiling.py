@@ -71,18 +71,14 @@ import glob
 import os
 import time
 
-from . import ncu_metrics
+from . import ncu_cli, ncu_metrics
 from .ncu_metrics import METRIC_SETS  # noqa: F401  (part of this module's interface)
+from .profiler_error import ProfilerError  # noqa: F401  (part of this module's interface)
 
 _CODES = {1: "ENOTSUP", 2: "EPERM", 3: "EINVAL", 4: "ESTATE", 5: "ECUDA", 6: "ECUPTI"}
 _ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
 
 
-class ProfilerError(Exception):
-    def __init__(self, code, message):
-        super().__init__("%s: %s" % (code, message))
-        self.code = code
-        self.message = message
 
 
 def library_candidates():
@@ -187,7 +183,6 @@ def available(device_index=0):
         reason = str(e)
         if e.code == "ENOTSUP" and "CPU mode" in e.message:
             return False, reason
-    from . import ncu_cli
     ok, why = ncu_cli.ncu_available()
     if ok:
         return True, "ncu: " + reason
@@ -416,7 +411,6 @@ def _join(launches, ranges, launch_names, capability):
 
 
 def profile_with_ncu(problem_path, candidate_path, job, metrics="full", ncu_args=()):
-    from . import ncu_cli
     return ncu_cli.profile_with_ncu(problem_path, candidate_path, job, metrics,
                                     ncu_args=ncu_args)
 
@@ -433,7 +427,6 @@ def profile_any(fn, metrics="full", device_index=0, problem_path=None, candidate
         cupti_error = e
     if not problem_path:
         raise cupti_error
-    from . import ncu_cli
     ok, why = ncu_cli.ncu_available()
     if not ok:
         raise ProfilerError("ENOTSUP", "%s; %s" % (cupti_error.message, why))

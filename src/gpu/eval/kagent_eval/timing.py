@@ -251,7 +251,8 @@ def _harness(window, has_spin):
     return spin["end_ns"], (flush, spin)
 
 
-def all_stream_check(records, windows, end_mark, events_ms, has_spin=True, gap_streams=()):
+def all_stream_check(records, windows, end_mark, events_ms, has_spin=True, gap_streams=(),
+                     per_call=False):
     """Device work the events did not see, per timed call (see the module's docstring).
 
     windows: one (open_ns, close_ns) per call; end_mark: the end of the grace period after the
@@ -268,7 +269,7 @@ def all_stream_check(records, windows, end_mark, events_ms, has_spin=True, gap_s
     if len(windows) != n or end_mark is None:
         res.update(checked=False, ok=False, why="%d windows for %d calls" % (len(windows), n))
         return res
-    per_call = []
+    per_call_ms = []
     idx = 0
     for i, (lo, hi) in enumerate(windows):
         while idx < len(records) and records[idx]["start_ns"] < lo:
@@ -283,7 +284,7 @@ def all_stream_check(records, windows, end_mark, events_ms, has_spin=True, gap_s
         h, harness = _harness(window, has_spin)
         if h is None:
             res["unchecked_calls"] += 1
-            per_call.append(0.0)
+            per_call_ms.append(0.0)
             continue
         work = [r for r in window if not any(r is x for x in harness)]
         uncovered = 0.0
@@ -291,14 +292,16 @@ def all_stream_check(records, windows, end_mark, events_ms, has_spin=True, gap_s
             pre = max(0, h - min(r["start_ns"] for r in work))
             post = max(0, max(r["end_ns"] for r in work) - (h + events_ms[i] * 1e6))
             uncovered = (pre + post) * 1e-6
-        per_call.append(uncovered)
+        per_call_ms.append(uncovered)
         if uncovered > ESCAPE_ABS_MS + ESCAPE_REL * events_ms[i]:
             res["escaped_calls"] += 1
     res["outside_windows"] += len(records) - idx  # in the grace period after the last call
-    res["max_uncovered_ms"] = max(per_call) if per_call else 0.0
-    res["median_uncovered_ms"] = statistics.median(per_call) if per_call else 0.0
+    res["max_uncovered_ms"] = max(per_call_ms) if per_call_ms else 0.0
+    res["median_uncovered_ms"] = statistics.median(per_call_ms) if per_call_ms else 0.0
     res["ok"] = (res["escaped_calls"] == 0 and res["outside_windows"] == 0
                  and res["unchecked_calls"] == 0)
+    if per_call:
+        res["per_call"] = per_call_ms
     return res
 
 

@@ -259,9 +259,10 @@ TRUST_RULES = {
     "static:streams_threads": ("trigger", "the candidate uses streams or threads"),
     "remeasure_disagrees": ("reject", "a fresh hardened re-measure disagrees with the first"),
 }
-# p90/p10 of honest GPU timings stays far below 1.5; CPU mode's wall clock on a shared machine
-# is noisier by nature (microsecond calls, the OS scheduler), so its limit is looser
-MAX_SPREAD = {"cuda": 1.5, "cpu": 4.0}
+# p90/p10 of honest GPU timings stays far below 1.5. CPU mode's wall clock on a shared machine
+# measures the machine as much as the kernel (sub-millisecond calls, the OS scheduler, other
+# jobs on two cores), so only a spread no scheduler explains is refused there
+MAX_SPREAD = {"cuda": 1.5, "cpu": 10.0}
 SOL_TOLERANCE = 0.05   # beyond the measured read/copy bandwidth ratio and the timing's own spread
 # a re-measure may differ from the first by this much (or by their spreads); CPU mode's
 # microsecond wall-clock calls move with whatever ran just before them

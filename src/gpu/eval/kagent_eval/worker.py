@@ -114,6 +114,10 @@ def _serve(ev, sandbox, reply, ready, BadRequest, OPS_WITH):
                 reply({"id": rid, "ok": True, "result": _peaks(ev, sandbox, req.get("job") or {})})
             elif op in OPS_WITH:
                 reply({"id": rid, "ok": True, "result": ev.run(op, req.get("job"))})
+            elif op == "compare":
+                reply({"id": rid, "ok": True, "result": ev.compare(req.get("job"))})
+            elif op == "sanitize":
+                reply({"id": rid, "ok": True, "result": ev.sanitize(req.get("job"))})
             else:
                 reply({"id": rid, "ok": False, "error": "EBADREQ: unknown op %r" % (op,), "code": "EBADREQ"})
         except BadRequest as e:

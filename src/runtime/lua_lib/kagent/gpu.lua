@@ -230,6 +230,12 @@ end
 local function check_job(fname, job)
   if type(job) ~= "table" then error(fname .. ": job must be a table", 3) end
   if type(job.problem) ~= "string" then error(fname .. ": job.problem must be a path", 3) end
+  if fname == "pool:compare" then
+    if type(job.candidates) ~= "table" or #job.candidates < 2 then
+      error(fname .. ": job.candidates must be a list of at least 2 paths or sources", 3)
+    end
+    return
+  end
   if type(job.candidate) ~= "string" then error(fname .. ": job.candidate must be a path or source", 3) end
 end
 
@@ -274,6 +280,10 @@ function Pool:verify(job) return self:_job("verify", job) end
 function Pool:benchmark(job) return self:_job("benchmark", job) end
 function Pool:profile(job) return self:_job("profile", job) end
 function Pool:evaluate(job) return self:_job("evaluate", job) end
+--- compare(job) -> interleaved timing of job.candidates in one process. See docs/lua-api.md.
+function Pool:compare(job) return self:_job("compare", job) end
+--- sanitize(job) -> compute-sanitizer (memcheck, racecheck) on one forward. See docs/lua-api.md.
+function Pool:sanitize(job) return self:_job("sanitize", job) end
 
 --- peaks(device) -> measured peaks of a device ({ok=true, ...}) or {ok=false, error}
 function Pool:peaks(device)
