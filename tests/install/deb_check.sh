@@ -3,7 +3,7 @@
 # `dpkg -x` (no root) into a clean folder, and from a folder outside the checkout runs
 #   - `kagent-rt agents/beam.lua --help` (the script found on the search path),
 #   - the CPU demo (share/kagent-rt/demo.sh) with a user skill in $KAGENT_HOME/skills that the
-#     run must load and consult,
+#     run must load and consult, and a ./.env that must lose to the environment,
 #   - a CMake program that embeds kagent::core through find_package(kagent).
 # Usage: tests/install/deb_check.sh BUILD_DIR PYTHON   (a ctest test; exit 77 without dpkg-deb)
 set -euo pipefail
@@ -80,8 +80,11 @@ return {
   end,
 }
 EOF
+# A .env that must lose to the environment (kagent-rt's rule) and would run code if bash sourced it.
+printf '%s\n' 'KAGENT_PYTHON=/nonexistent/python3' 'KAGENT_ENV_PROBE=$(touch sourced-as-bash)' >.env
 step "CPU demo (share/kagent-rt/demo.sh --rounds 2)"
 KAGENT_PYTHON="$python" "$share/demo.sh" --rounds 2 >"$work/demo.log" 2>&1 || { cat "$work/demo.log"; fail "the demo exited $?"; }
+[ ! -e sourced-as-bash ] || fail "the demo sourced .env as bash"
 run=$(ls -d runs/rmsnorm_small_*)
 [ -f "$run/best_kernel.py" ] && [ -f "$run/summary.json" ] || { cat "$work/demo.log"; fail "no best_kernel.py/summary.json in $run"; }
 [ -s skill-consulted ] || { cat "$work/demo.log"; fail "the user skill in \$KAGENT_HOME/skills was not consulted"; }
