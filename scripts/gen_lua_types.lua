@@ -237,4 +237,4 @@ end
 
 -- The parser is also used by tests/lua/lua_types_spec.lua.
 if kagent.script:match("gen_lua_types%.lua$") then return main(kagent.args) end
-return { parse = parse, render = render, MODULES = MODULES }
+return { parse = parse, render = render, MODULES = MODULES, OBJECTS = OBJECTS }

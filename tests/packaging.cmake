@@ -3,6 +3,7 @@
 
 add_test(NAME install.deb COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/install/deb_check.sh
          ${CMAKE_BINARY_DIR} ${KAGENT_TEST_PYTHON})
+# Alone: its demo times kernels on the CPU, and a loaded CPU fails the evaluator's noise rules.
 set_tests_properties(install.deb PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600 RUN_SERIAL ON)
 
 add_test(NAME install.pip COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/install/pip_check.sh ${KAGENT_TEST_PYTHON})

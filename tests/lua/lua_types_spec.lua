@@ -17,15 +17,21 @@ end
 -- names annotated in types/: "mod.fn", "obj:method", "mod.field"
 local function annotated()
   local names = {}
-  local function scan(text, owner)
+  local receiver = {} -- object class -> the receiver the docs write ("kagent.proc.Process" -> "p")
+  for recv, class in pairs(gen.OBJECTS) do receiver[class] = recv end
+  local function scan(text)
     for recv, sep, name in text:gmatch("\nfunction ([%w_]+)([.:])([%w_]+)%(") do names[recv .. sep .. name] = true end
     for recv, name in text:gmatch("\n([%w_]+)%.([%w_]+) = nil") do names[recv .. "." .. name] = true end
-    for name in text:gmatch("\n%-%-%-@field ([%w_]+) ") do
-      if owner then names[owner .. "." .. name] = true end
+    -- an object's fields: the ---@field lines right after its ---@class line
+    local class
+    for line in text:gmatch("[^\n]+") do
+      local field = line:match("^%-%-%-@field ([%w_]+) ")
+      if field and class and receiver[class] then names[receiver[class] .. "." .. field] = true end
+      class = line:match("^%-%-%-@class ([%w_.]+)") or (field and class) or nil
     end
   end
   for _, n in ipairs(fs.list(fs.join(spec.root, "types/kagent"))) do
-    scan("\n" .. fs.read(fs.join(spec.root, "types/kagent", n)), n == "proc.lua" and "p" or n == "task.lua" and "t" or nil)
+    scan("\n" .. fs.read(fs.join(spec.root, "types/kagent", n)))
   end
   scan("\n" .. fs.read(fs.join(spec.root, "types/kagent.lua")))
   return names
