@@ -31,8 +31,23 @@ local function strip_nulls(v)
   return v
 end
 
-local function root()
-  return os.getenv("KAGENT_ROOT") or kagent.root or "."
+-- The evaluator package's folder: src/gpu/eval in a checkout, eval/ in an installed share/kagent-rt.
+local function eval_dir()
+  local root = require("kagent").root
+  local fs = require("kagent.fs")
+  if fs.is_dir(root .. "/eval/kagent_eval") then return root .. "/eval" end
+  return root .. "/src/gpu/eval"
+end
+
+-- The worker must be the evaluator shipped with this binary: its protocol and checks move together.
+local function version_error(ready, python)
+  local want = require("kagent").version
+  if ready.version == want then return nil end
+  return string.format("EWORKER: evaluator version %s (kagent_eval from %s, run by %s) does not match "
+    .. "kagent-rt %s. Use the evaluator shipped with this kagent-rt: remove the other kagent_eval from "
+    .. "that python (pip uninstall kagent-eval) or install this one there (pip install %s)",
+    tostring(ready.version or "unknown: its ready line has none"), tostring(ready.package or "?"), python,
+    want, eval_dir())
 end
 
 --- pool(opts) -> pool. Workers start on first use (this call does not yield).
@@ -77,7 +92,7 @@ local function detect_devices()
 end
 
 function Pool:_env()
-  local path = root() .. "/src/gpu/eval"
+  local path = eval_dir()
   local old = os.getenv("PYTHONPATH")
   local env = { PYTHONPATH = (old and old ~= "") and (path .. ":" .. old) or path,
     PYTHONUNBUFFERED = "1" }
@@ -106,6 +121,12 @@ function Pool:_spawn(device, slot)
     end
     local msg = json.decode(line)
     if type(msg) == "table" and msg.ready then
+      local verr = version_error(msg, self.python)
+      if verr then
+        p:kill("KILL")
+        p:wait(5)
+        return nil, verr
+      end
       return { proc = p, device = device, slot = slot, info = strip_nulls(msg), busy = false,
         next_id = 0 }
     end
