@@ -188,6 +188,24 @@ describe("llm streaming", function()
     expect.eq(out.text, "next ok", tostring(out.err))
   end)
 
+  it("raises an error from on_token out of chat, with the transfer aborted and the slot free", function()
+    server{ chunk_delay = 0.05, replies = { { text = string.rep("abcd", 20) } } }
+    local out = run([[
+      kagent.llm.configure{ concurrency = 1 }
+      local ok, err = pcall(kagent.llm.chat, { messages = { { role = "user", content = "x" } }, stream = true,
+        on_token = function(text, p) if p.chars > 8 then error("display failed") end end })
+      local st = kagent.http.stats()
+      local r = kagent.llm.chat{ messages = { { role = "user", content = "y" } }, timeout = 5 }
+      print(kagent.json.encode({ ok = ok, err = tostring(err), in_flight = st.in_flight, canceled = st.canceled,
+                                 next = r and r.text }))
+    ]], anthropic_env())
+    expect.eq(out.ok, false)
+    expect.match(out.err, "display failed")
+    expect.eq(out.in_flight, 0)
+    expect.eq(out.canceled, 1)
+    expect.eq(out.next, string.rep("abcd", 20))
+  end)
+
   it("records a streamed reply that replays without streaming, and the reverse", function()
     local ok_mem, mem = pcall(require, "kagent.mem")
     if not ok_mem or type(mem) ~= "table" or not mem.open then skip("kagent.mem is not available") end
@@ -202,6 +220,13 @@ describe("llm streaming", function()
     expect.same(rep.r.usage, rec.r.usage)
     expect.eq(#rep.calls, 1, "a replayed reply reaches on_token once")
     expect.eq(rep.calls[1].text, REPLY)
+    -- Recorded whole, replayed with streaming on.
+    local rec2 = run(STREAM:format("q2", "false"), anthropic_env({ KAGENT_LLM_CACHE = "record", KAGENT_LLM_DB = db }))
+    h.srv:reset()
+    local rep2 = run(STREAM:format("q2", "true"), anthropic_env({ KAGENT_LLM_CACHE = "replay", KAGENT_LLM_DB = db }))
+    expect.eq(h.srv:stats().total_requests, 0)
+    expect.eq(rep2.r.text, rec2.r.text)
+    expect.eq(rep2.r.cached, true)
   end)
 end)
 
