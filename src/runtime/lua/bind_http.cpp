@@ -172,6 +172,11 @@ StreamState& check_stream(lua_State* L) {
 }
 
 bool open_stream(lua_State* L, char (&err)[256]) {
+  // The userdata first: allocating it may raise, which must not skip the destructors below.
+  auto* box = static_cast<StreamBox*>(lua_newuserdata(L, sizeof(StreamBox)));
+  new (box) StreamBox{};
+  luaL_getmetatable(L, kStreamMeta);
+  lua_setmetatable(L, -2);
   HttpRequest req;
   const std::string misuse = read_request(L, req);
   if (!misuse.empty()) {
@@ -217,10 +222,7 @@ bool open_stream(lua_State* L, char (&err)[256]) {
       },
       std::move(sink));
   st->live = true;
-  auto* box = static_cast<StreamBox*>(lua_newuserdata(L, sizeof(StreamBox)));
-  new (box) StreamBox{std::move(st)};
-  luaL_getmetatable(L, kStreamMeta);
-  lua_setmetatable(L, -2);
+  box->s = std::move(st);
   return true;
 }
 
