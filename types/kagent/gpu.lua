@@ -80,6 +80,31 @@ function pool:profile(job) end
 ---@return any
 function pool:evaluate(job) end
 
+---`pool:compare(job)` ⏸ → interleaved timing of `job.candidates` (2 to 8 paths or sources,
+---  each already verified) in one process: the same inputs, timer and launch pad, in `rounds`
+---  blocks (default 8) of `calls_per_block` calls (default 5) ordered A B … then … B A, under the
+---  all-stream check. Result `{ok, stage, candidates = {{time_ms, blocks, roofline, speedup =
+---  {median, p10, p90, blocks}}, ...}, rounds, calls_per_block}`; `speedup` is the first
+---  candidate's block median over this one's (the first's is 1). The last output of each is checked
+---  against the reference (`EMISMATCH` names the candidate). A candidate whose timing raises a
+---  trust flag other than `spread` fails the comparison with `stage = "timing"`, `EUNTRUSTED`
+---  (the spread is reported for the caller's gate: `time_ms.cv`, `speedup.p10..p90`). Takes the
+---  job fields `problem`, `dtype`, `seed`, `bench`, `timeout(s)`.
+---@param job table
+---@return any
+function pool:compare(job) end
+
+---`pool:sanitize(job)` ⏸ → compute-sanitizer on one forward of `job.candidate`:
+---  `{ok = true|false|nil, tools = {memcheck = {ok, errors, seconds, report}, racecheck = ...},
+---  error}`. `ok = nil` means the tools could not judge (CPU mode, no `compute-sanitizer`: set
+---  `KAGENT_COMPUTE_SANITIZER` or put the CUDA toolkit's `bin` on `PATH`; the forward failed under
+---  them). `job.tools` picks tools (default `{"memcheck", "racecheck"}`), `job.tool_timeout`
+---  seconds per tool (default 600). PyTorch's caching allocator is off in the checked process and
+---  PyTorch's own kernels are left out of the check.
+---@param job table
+---@return any
+function pool:sanitize(job) end
+
 ---`pool:peaks(device)` ⏸ → measured GPU peaks from the worker (`{ok, ...}`), used by the roofline.
 ---@param device? any
 ---@return any
