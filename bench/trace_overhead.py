@@ -1,9 +1,8 @@
 #!/usr/bin/env python3
 """What the all-stream trace does to a timed loop: one kernel timed with the evaluator's Timer
-with no trace, with the trace (records handed over every N calls, or only at the end), in one
-process, side by side.
+with no trace and with it, in one process, side by side (plain, traced, plain again).
 
-    python3 bench/trace_overhead.py [--reps 1000] [--flush 32]
+    python3 bench/trace_overhead.py [--reps 1000]
 
 Kernels: the one-pass softmax of the trust checks (about 50 us on an H100) and the ReLU fixture
 (256 MB, about 0.2 ms). For each: median, p10, p90, the share of calls slower than 1.2 x p10,
@@ -36,7 +35,6 @@ def series(events):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--reps", type=int, default=1000)
-    ap.add_argument("--flush", type=int, default=32)
     args = ap.parse_args()
     import torch
     if not torch.cuda.is_available():
@@ -56,9 +54,7 @@ def main():
                 return cand(*xs)
         fn()
         tracer = profiling.activity_trace(0)
-        for label, tr, flush in (("plain", None, 0), ("traced", tracer, args.flush),
-                                 ("traced_noflush", tracer, 0), ("plain_again", None, 0)):
-            timing.TRACE_FLUSH_EVERY = flush
+        for label, tr in (("plain", None), ("traced", tracer), ("plain_again", None)):
             timer = timing.Timer(torch, "cuda:0", tr)
             events = []
             orig = timer.time_once

@@ -111,7 +111,6 @@ class _Lib:
         if self.abi >= 3:
             self.dll.kp_timestamp.argtypes = [ctypes.POINTER(ctypes.c_ulonglong)]
             self.dll.kp_stream_id.argtypes = [ctypes.c_ulonglong, ctypes.POINTER(ctypes.c_uint)]
-            self.has_flush = hasattr(self.dll, "kp_trace_flush")
         self.device = None
 
     def call(self, name, *args):
@@ -243,10 +242,6 @@ class ActivityTrace:
         ns = ctypes.c_ulonglong(0)
         self.lib.call("kp_timestamp", ctypes.byref(ns))
         return ns.value
-
-    def flush(self):
-        """Hands the records completed so far to the trace (between timed calls)."""
-        self.lib.call("kp_trace_flush")
 
     def stream_id(self, handle):
         """The ``stream`` value records carry for a CUDA stream handle (``Stream.cuda_stream``)."""

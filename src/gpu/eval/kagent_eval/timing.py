@@ -19,7 +19,6 @@ on one stream or on side streams joined back to the timed one, leave none of eit
 """
 import ctypes
 import math
-import os
 import statistics
 import time
 
@@ -39,9 +38,6 @@ ESCAPE_CALL_SHARE = 0.01
 # names of the harness's own kernels (the flush is a fill of the flush buffer, the spin is
 # torch.cuda._sleep); only the first of each in a window, on one stream, is the harness's
 _FLUSH_NAME = "FillFunctor"
-# records are handed over every this many timed calls, between two calls, so that CUPTI never
-# has to make room in the middle of one (KAGENT_EVAL_TRACE_FLUSH; 0: only at the end)
-TRACE_FLUSH_EVERY = int(os.environ.get("KAGENT_EVAL_TRACE_FLUSH", "32") or 0)
 _SPIN_NAME = "spin_kernel"
 
 
@@ -197,8 +193,6 @@ class Timer:
                 e, w = self.time_once(fn, mark)
                 events.append(e)
                 walls.append(w)
-                if tracer is not None and TRACE_FLUSH_EVERY and (i + 1) % TRACE_FLUSH_EVERY == 0:
-                    tracer.flush()
             elapsed_ms = (_perf_counter() - t_begin) * 1e3
             if tracer is not None:
                 # work a thread launches after the last call still lands in the trace

@@ -58,8 +58,6 @@ KP_API int kp_trace_end(void);
  * correlation_id and device; their launch fields are zero.
  * kp_timestamp: now on CUPTI's clock, the clock of start_ns/end_ns (host-side marks). */
 KP_API int kp_timestamp(unsigned long long* ns);
-/* Delivers the records completed so far into the trace (call it between timed calls). */
-KP_API int kp_trace_flush(void);
 /* The "stream" value activity records carry for a CUstream (given as an integer handle). */
 KP_API int kp_stream_id(unsigned long long stream, unsigned* id);
 

@@ -77,11 +77,6 @@ int kp_timestamp(unsigned long long* ns) {
     return report(kp::timestamp(*ns));
 }
 
-int kp_trace_flush(void) {
-    g_error.clear();
-    return report(kp::trace_flush());
-}
-
 int kp_stream_id(unsigned long long stream, unsigned* id) {
     g_error.clear();
     if (!id) return report(kp::Status::Fail(KP_EINVAL, "kp_stream_id: null pointer"));

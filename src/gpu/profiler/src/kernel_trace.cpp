@@ -161,11 +161,6 @@ void write_launch(std::string& out, const Launch& l) {
 
 bool trace_active() { return g_active; }
 
-Status trace_flush() {
-    if (!g_active) return Status::Fail(KP_ESTATE, "kp_trace_flush: no trace is running");
-    KP_CUPTI(cuptiActivityFlushAll(0));
-    return Status::Ok();
-}
 
 Status timestamp(unsigned long long& ns) {
     uint64_t t = 0;

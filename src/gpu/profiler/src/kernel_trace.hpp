@@ -11,9 +11,6 @@ Status trace_begin();
 // Flushes and disables tracing; writes the launches as a JSON array into `json`.
 Status trace_end(std::string& json);
 bool trace_active();
-// Delivers the records completed so far (between timed calls, so CUPTI's buffers never fill
-// during one).
-Status trace_flush();
 // CUPTI's clock, the one activity records are stamped in (ns).
 Status timestamp(unsigned long long& ns);
 
