@@ -93,10 +93,22 @@ spec = {
   build_dir = os.getenv("KAGENT_BUILD_DIR") or (kagent.root .. "/build"),
   python = os.getenv("KAGENT_PYTHON") or "python3",
 }
+-- Folders made by spec.tmpdir are removed after their case (KAGENT_KEEP_TMP=1 keeps them for
+-- a look after a failure), so a test run leaves nothing behind in /tmp.
+local made_dirs = {}
 function spec.tmpdir(tag)
   local dir = string.format("/tmp/kagent-spec-%s-%d-%d", tag or "x", math.floor(kagent.time.wall() * 1e3), math.random(1, 1e9))
   kagent.fs.mkdir_p(dir)
+  made_dirs[#made_dirs + 1] = dir
   return dir
+end
+
+local function remove_tmpdirs()
+  if os.getenv("KAGENT_KEEP_TMP") == "1" then made_dirs = {} return end
+  for _, dir in ipairs(made_dirs) do
+    if dir:match("^/tmp/kagent%-spec%-") then kagent.proc.run({ "rm", "-rf", dir }, { timeout = 60 }) end
+  end
+  made_dirs = {}
 end
 
 io.stdout:setvbuf("line")
@@ -125,6 +137,7 @@ for _, c in ipairs(cases) do
     end)
     local ok, err = task.wait(t)
     task.kill(guard)
+    remove_tmpdirs()
     local dt = kagent.time.now() - t0
     if ok then
       passed = passed + 1
