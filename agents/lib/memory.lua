@@ -99,6 +99,19 @@ function M:plan_tried(parent_fp, skill, signature)
   return rows[1]
 end
 
+-- skills_tried(parent_fingerprint) -> {skill = true} for every skill applied to this kernel
+-- before (any run on this GPU)
+function M:skills_tried(parent_fp)
+  local out = {}
+  if not parent_fp then return out end
+  for _, r in ipairs(self.db:query("SELECT DISTINCT c.skill FROM attempts c JOIN attempts p ON c.parent_id = p.id"
+    .. " JOIN runs r ON c.run_id = r.id WHERE p.fingerprint = :fp AND r.gpu = :gpu AND c.role != 'repair'"
+    .. " AND c.skill IS NOT NULL", { fp = parent_fp, gpu = self.info.gpu }) or {}) do
+    out[r.skill] = true
+  end
+  return out
+end
+
 function M:add_lesson(text, tags, attempt_id)
   if type(text) ~= "string" or text == "" then return end
   return check(self.db:add_lesson({ text = text, tags = tags or json.empty_array,

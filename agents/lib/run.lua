@@ -66,7 +66,8 @@ local function usage_fn(llm, base)
   end
 end
 
-local function freeze(t)
+-- freeze(t) -> a read-only view of t: reading works, setting a field raises
+function M.freeze(t)
   return setmetatable({}, { __index = t, __newindex = function(_, k)
     error("the run is read-only (tried to set '" .. tostring(k) .. "'); search state belongs to agents/lib/search.lua", 2)
   end })
@@ -130,7 +131,7 @@ function M.setup(prog, opts, how)
     how.llm.configure({ budget = { max_usd = opts.budget_usd and (opts.budget_usd - spent.cost_usd),
       max_tokens = opts.budget_tokens and (opts.budget_tokens - spent.tokens) } })
   end
-  return freeze(r)
+  return M.freeze(r)
 end
 
 -- add_helpers(r): the functions roles call on a run (kept separate so tests can build a run

@@ -91,7 +91,7 @@ local function restore(run, saved)
   local st = { round = saved.round, input = load(saved.input), beam = {}, known = saved.known or {},
     seq = saved.seq or 0, baselines = saved.baselines or {}, attempts = saved.attempts or {},
     rounds_without_gain = saved.rounds_without_gain or 0, sol_checked = saved.sol_checked or {},
-    stop_reason = saved.stop_reason }
+    stop_reason = saved.stop_reason ~= json.null and saved.stop_reason or nil }
   for i, k in ipairs(saved.beam) do st.beam[i] = load(k) end
   st.best = load(saved.best)
   for _, k in ipairs(st.beam) do if k.id == st.best.id then st.best = k end end
@@ -224,7 +224,7 @@ function M.round(run, pol, st, r)
     local list, info = res[1] or {}, res[2]
     if info ~= nil then
       run.rd:write(string.format("rounds/round_%d/directions_%s.json", r, p.id), { parent = p.id, directions = #list, info = info })
-      notes[#notes + 1] = type(info) == "string" and info or nil
+      notes[#notes + 1] = type(info) == "string" and info or (type(info) == "table" and info.reason) or nil
     end
     for _, d in ipairs(list) do jobs[#jobs + 1] = { parent = p, direction = d, round = r, k = #jobs + 1 } end
   end
