@@ -11,7 +11,7 @@ local M = {}
 -- from this parent, and verified lessons of similar problems (a direction may bring its own)
 function M.hints(run, parent, d)
   return {
-    history = d.history or run.mem:history_text(parent.attempt_id),
+    history = d.history or run.mem:history_text(parent.fingerprint),
     lessons = d.lessons or run.mem:lessons_text({ op_class = run.op_class, bottleneck = d.bucket or d.category,
       query = table.concat({ run.op_class or "", d.skill or "", d.summary or "" }, " ") }),
   }

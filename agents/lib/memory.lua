@@ -124,31 +124,34 @@ function M:repairs_text(id)
   local out = {}
   for _, r in ipairs(rows) do
     if r.role == "repair" then
-      out[#out + 1] = string.format("%s%s", tostring(r.stage), r.error_signature and (" " .. r.error_signature) or "")
+      local diag = tostring(r.plan_signature or ""):match("^repair %d+: (.+)$")
+      out[#out + 1] = string.format("%s%s%s", tostring(r.stage), r.error_signature and (" " .. r.error_signature) or "",
+        diag and (" [" .. diag .. "]") or "")
     end
   end
   if #out == 0 then return nil end
   return "repairs: " .. table.concat(out, " -> ")
 end
 
--- history_text(parent_attempt_id) -> what was tried from this parent, with outcomes, plan
--- signatures, repair chains and reflexion lessons (newest first), or a sentence saying nothing was.
-function M:history_text(parent_id, limit)
-  local rows = self.db:history(self.run_id, { parent_id = parent_id, limit = limit or 10 }) or {}
+-- history_text(parent_fingerprint) -> what was tried from this kernel (any run on this GPU,
+-- newest first): skill, plan signature, outcome, time or error, the repair chain and the
+-- reflexion's lessons; or a sentence saying nothing was.
+function M:history_text(parent_fp, limit)
+  local rows = parent_fp and self.db:query("SELECT c.* FROM attempts c JOIN attempts p ON c.parent_id = p.id"
+    .. " JOIN runs r ON c.run_id = r.id WHERE p.fingerprint = :fp AND r.gpu = :gpu AND c.role != 'repair'"
+    .. " ORDER BY c.id DESC LIMIT :limit", { fp = parent_fp, gpu = self.info.gpu, limit = limit or 10 }) or {}
   local out = {}
   for _, a in ipairs(rows) do
-    if a.role ~= "input" and a.role ~= "repair" then
-      local line = string.format("- round %s w%s, skill %s (plan %s): %s%s", tostring(a.round or "?"), tostring(a.worker or "?"),
-        tostring(a.skill or "-"), tostring(a.plan_signature or "-"), tostring(a.stage or "?"),
-        a.time_ms and string.format(", %.4f ms", a.time_ms) or (a.error_signature and (" (" .. a.error_signature .. ")") or ""))
-      local rep = self:repairs_text(a.id)
-      if rep then line = line .. "; " .. rep end
-      local r = a.reflexion
-      if type(r) == "table" and type(r.lessons) == "table" and #r.lessons > 0 then
-        line = line .. "; lesson: " .. table.concat(r.lessons, " / ")
-      end
-      out[#out + 1] = line
-    end
+    local line = string.format("- %sround %s w%s, skill %s (plan %s): %s%s",
+      a.run_id ~= self.run_id and ("earlier run " .. tostring(a.run_id) .. ", ") or "", tostring(a.round or "?"),
+      tostring(a.worker or "?"), tostring(a.skill or "-"), tostring(a.plan_signature or "-"), tostring(a.stage or "?"),
+      a.time_ms and string.format(", %.4f ms", a.time_ms) or (a.error_signature and (" (" .. a.error_signature .. ")") or ""))
+    local rep = self:repairs_text(a.id)
+    if rep then line = line .. "; " .. rep end
+    local r = (self.db:query("SELECT lessons FROM reflexions WHERE attempt_id = ? ORDER BY id DESC LIMIT 1", { a.id }) or {})[1]
+    local lessons = r and json.decode(r.lessons or "")
+    if type(lessons) == "table" and #lessons > 0 then line = line .. "; lesson: " .. table.concat(lessons, " / ") end
+    out[#out + 1] = line
   end
   if #out == 0 then return "(nothing tried from this kernel yet)" end
   return table.concat(out, "\n")

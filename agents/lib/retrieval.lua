@@ -115,7 +115,8 @@ function M.retrieve(skills, p, f, stats)
   for _, k in ipairs({ "evidence", "signals", "allowed", "ranked" }) do
     if #d[k] == 0 then d[k] = json.empty_array end -- lists stay lists in the JSON trace
   end
-  d.why = string.format("bucket %s (%s), tier %s%s, structure %s: allowed %s", d.bucket, table.concat(ev, ", "),
+  d.why = string.format("bucket %s%s, tier %s%s, structure %s: allowed %s", d.bucket,
+    #ev > 0 and (" (" .. table.concat(ev, ", ") .. ")") or "",
     d.tier, d.limiter and string.format(" (%s %.1f%%)", d.limiter.field, d.limiter.value or 0) or "", d.structure,
     table.concat(d.allowed, ", "))
   return d, items

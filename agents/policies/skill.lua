@@ -24,7 +24,7 @@ function P.directions(parent, run)
   local f = features.extract(parent.code, run.problem_code, run.dtype)
   local decision = retrieval.retrieve(run.skills, parent.profile or {}, f,
     function(bucket) return run.mem:skill_stats({ op_class = run.op_class, bottleneck = bucket }) end)
-  local hints = { history = run.mem:history_text(parent.attempt_id), tried = run.mem:skills_tried(parent.fingerprint),
+  local hints = { history = run.mem:history_text(parent.fingerprint), tried = run.mem:skills_tried(parent.fingerprint),
     lessons = run.mem:lessons_text({ op_class = run.op_class, bottleneck = decision.bucket,
       query = table.concat(decision.allowed, " ") }) }
   local plans, rec = planner.plans(run, parent, run.opts.directions, decision, hints)

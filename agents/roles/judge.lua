@@ -119,7 +119,7 @@ function M.directions(run, parent, m)
     { limit = 6, stats = run.mem:skill_stats({ op_class = run.op_class }) })
   local words = { run.op_class }
   for _, h in ipairs(hits) do words[#words + 1] = h.skill.name end
-  local hints = { hits = hits, history = run.mem:history_text(parent.attempt_id),
+  local hints = { hits = hits, history = run.mem:history_text(parent.fingerprint),
     lessons = run.mem:lessons_text({ op_class = run.op_class, query = table.concat(words, " ") }) }
   local list, prompt, reply = M.diagnose(run, parent, m, hints)
   for _, b in ipairs(list) do
