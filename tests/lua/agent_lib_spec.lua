@@ -121,6 +121,24 @@ describe("metrics and skills on a published trace", function()
   end)
 end)
 
+describe("prompt blocks", function()
+  it("the shared prefix of a parent's prompts passes the providers' minimum cacheable length", function()
+    local run_lib = require("agents.lib.run")
+    local r = { opts = {}, skills = skills.load(kagent.root .. "/skills"), can_profile = true, device_name = "H100",
+      gpu_text = "H100", dtype = "bf16", problem_code = assert(kagent.fs.read(kagent.root .. "/examples/problems/36_rmsnorm.py")) }
+    run_lib.add_helpers(r)
+    -- about 4 characters per token for this text: a lower bound on its tokens in practice
+    local function tokens(text) return #text / 4 end
+    expect.truthy(tokens(r.system_prompt()) >= 1024, "the system prompt alone (with the skill catalogue): " .. tokens(r.system_prompt()))
+    local k = { id = "input", code = assert(kagent.fs.read(kagent.root .. "/examples/kernels/36_rmsnorm.py")),
+      result = { time_ms = { median = 4.0, p10 = 3.9, p90 = 4.1, n = 100 } } }
+    local block = r.parent_block(k)
+    expect.eq(r.parent_block(k), block, "byte-identical for every call about this kernel")
+    expect.match(block, "## Problem"); expect.match(block, "## Current kernel")
+    expect.truthy(tokens(r.system_prompt() .. block) >= 2048, "system + parent block: " .. tokens(r.system_prompt() .. block))
+  end)
+end)
+
 describe("judge", function()
   it("drops repeated directions and tops up from skill rules", function()
     local list = judge.normalize({
