@@ -6,8 +6,8 @@ local fake = require("fake_session")
 local out = kagent.args[1] or "/tmp/kagent-agent-gpu-check"
 local root = kagent.root
 local failures = 0
--- KAGENT_AGENT_CHECK_STEPS picks steps (default "beam,tune,generate")
-local steps = os.getenv("KAGENT_AGENT_CHECK_STEPS") or "beam,tune,generate"
+-- KAGENT_AGENT_CHECK_STEPS picks steps (default "beam,tune,generate,skill")
+local steps = os.getenv("KAGENT_AGENT_CHECK_STEPS") or "beam,tune,generate,skill"
 local function want(step) return ("," .. steps .. ","):find("," .. step .. ",", 1, true) ~= nil end
 local function check(cond, what)
   print((cond and "PASS " or "FAIL ") .. what)
@@ -89,6 +89,50 @@ if want("generate") then
     check(type(gsum.sol_pct) == "number", "and placed against its roofline")
     print(string.format("FIGURE generate #36 bf16: worker %d after %d attempt(s): %.4f ms, %.2fx eager, %.2fx compile, SOL %.0f%%, %.1f s wall",
       gsum.worker, gsum.attempts, gsum.best_ms, gsum.speedup_vs_eager, gsum.speedup_vs_compile, gsum.sol_pct, gsum.wall_s))
+  end
+end
+-- 4. the skill policy: retrieval on real counters, plans with evidence (the fake planner offers
+-- one plan per common skill; those the retrieval allows are taken, the rest rejected), every
+-- rewrite the one-pass kernel
+if want("skill") then
+  local onepass = root .. "/tests/fixtures/agent/triton/rmsnorm_onepass.py"
+  local twopass = root .. "/tests/fixtures/agent/triton/rmsnorm_twopass.py"
+  local code = assert(fs.read(onepass))
+  local plans = {}
+  for _, sk in ipairs({ "fusion", "vectorization", "memory_parallelism", "ilp", "coalescing", "alignment_tails",
+      "smem_tiling", "live_ranges", "reduce_instructions", "launch_tuning" }) do
+    plans[#plans + 1] = { skill = sk, evidence = { { metric = "dram__throughput.avg.pct_of_peak_sustained_elapsed", value = 80,
+      why = "DRAM bound" }, { metric = "time_ms", value = 4, why = "measured" } },
+      plan = "PLAN_ONE: read x once, keeping all channels of a block of positions in registers",
+      change = "one pass over x with " .. sk, params = { passes = 1, skill = sk } }
+  end
+  local ss, sport = fake.start({ latency = 0, replies = {
+    { match = "# PLAN", text = "```json\n" .. json.encode({ plans = plans }) .. "\n```" },
+    { match = "# REFLEXION", text = "```json\n" .. json.encode({ was_fix_effective = true, lessons = { "one pass reads x once" } }) .. "\n```" },
+    { match = "# OPTIMIZE KERNEL", text = "One pass over x.\n```python\n" .. code .. "```\n" } } }, out)
+  local skill_out = out .. "/skill"
+  local r = fake.run_agent("skill.lua", { "--problem", "examples/problems/36_rmsnorm.py", "--kernel", twopass, "--dtype", "bf16",
+    "--rounds", "1", "--directions", "2", "--out", skill_out }, fake.env(sport, { KAGENT_DB = out .. "/skill.db" }), 1500)
+  ss:kill()
+  io.write(r.stderr:sub(-3000))
+  check(r.code == 0, "skill.lua exit code " .. tostring(r.code))
+  local rd = fake.newest_run(skill_out)
+  local s = rd and json.decode(fs.read(rd .. "/summary.json") or "null")
+  check(type(s) == "table", "skill summary.json written")
+  if type(s) == "table" then
+    local info = json.decode(fs.read(rd .. "/rounds/round_1/directions_input.json") or "null")
+    local d = info and info.info and info.info.retrieval
+    check(type(d) == "table" and d.bucket ~= "unprofiled", "retrieval on hardware counters (bucket " .. tostring(d and d.bucket) .. ")")
+    check(type(d) == "table" and #d.evidence >= 1, "the bucket's evidence is traced")
+    local strat = json.decode(fs.read(rd .. "/rounds/round_1/w1/strategy.json") or "null")
+    check(type(strat) == "table" and strat[1].evidence ~= nil, "the plan's metric evidence is traced")
+    check(s.best.id == "r1w1" or s.best.id == "r1w2", "the one-pass kernel is best (best = " .. tostring(s.best.id) .. ")")
+    check(s.verified == true, "best kernel confirmed")
+    check(type(s.baselines.eager_ms) == "number" and type(s.baselines.compile_ms) == "number", "timed against eager and torch.compile")
+    print(string.format("FIGURE skill #36 bf16: bucket %s tier %s (%s); input %.4f ms -> best %.4f ms (%.2fx); %.2fx vs compile; SOL %s%%",
+      tostring(d and d.bucket), tostring(d and d.tier), d and d.why or "", s.input_ms, s.best_ms, s.speedup_vs_input,
+      type(s.speedup_vs_compile) == "number" and s.speedup_vs_compile or 0,
+      type(s.sol_pct) == "number" and string.format("%.0f", s.sol_pct) or "-"))
   end
 end
 print(failures == 0 and "agent GPU check: all passed" or ("agent GPU check: " .. failures .. " failure(s)"))
