@@ -56,7 +56,7 @@ end
 
 -- run(run, n) -> winner {code, result, worker, attempts, dir} or nil, error text
 function M.run(run, n)
-  n = math.max(1, math.floor(tonumber(n) or 4))
+  n = math.max(1, math.floor(n))
   if not run.llm then
     return nil, "generating a kernel needs an LLM (set KAGENT_MODEL and its key), or pass --kernel"
   end

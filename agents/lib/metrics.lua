@@ -32,42 +32,55 @@ M.fields = {
   inst = { "sm__inst_executed.sum" },
 }
 
--- Sections for prompts: {title, {metric, unit, meaning}}
-M.sections = {
-  { "Speed of light", {
-    { "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed", "%", "memory SOL" },
-    { "sm__throughput.avg.pct_of_peak_sustained_elapsed", "%", "compute SOL" } } },
-  { "DRAM", {
-    { "dram__throughput.avg.pct_of_peak_sustained_elapsed", "%", "DRAM bandwidth used" },
-    { "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed", "%", "DRAM bandwidth used (gpu)" },
-    { "dram__bytes_read.sum", "bytes", "read from DRAM" },
-    { "dram__bytes_write.sum", "bytes", "written to DRAM" },
-    { "dram__bytes.sum.per_second", "bytes/s", "DRAM rate" } } },
-  { "Caches", {
-    { "l1tex__throughput.avg.pct_of_peak_sustained_active", "%", "L1 throughput" },
-    { "l1tex__t_sector_hit_rate.pct", "%", "L1 hit rate" },
-    { "lts__throughput.avg.pct_of_peak_sustained_active", "%", "L2 throughput" },
-    { "lts__t_sector_hit_rate.pct", "%", "L2 hit rate" },
-    { "smsp__sass_average_data_bytes_per_sector_mem_global_op_ld.pct", "%", "bytes used per loaded sector (coalescing)" } } },
-  { "Compute", {
-    { "sm__inst_executed.sum", "inst", "instructions executed" },
-    { "sm__cycles_active.avg", "cycles", "SM active cycles" },
-    { "sm__inst_executed_pipe_tensor.avg.pct_of_peak_sustained_active", "%", "tensor pipe instructions" },
-    { "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed", "%", "tensor pipe active" } } },
-  { "Occupancy and launch", {
-    { "sm__warps_active.avg.pct_of_peak_sustained_active", "%", "achieved occupancy" },
-    { "launch__registers_per_thread", "regs", "registers per thread" },
-    { "launch__shared_mem_per_block_allocated", "bytes", "shared memory per block" },
-    { "launch__occupancy_limit_blocks", "blocks/SM", "limit by block count" },
-    { "launch__occupancy_limit_registers", "blocks/SM", "limit by registers" },
-    { "launch__occupancy_limit_shared_mem", "blocks/SM", "limit by shared memory" } } },
-  { "Warp stalls (share of active warps' cycles)", {
-    { "smsp__warp_issue_stalled_long_scoreboard_per_warp_active.pct", "%", "waiting on global/local memory" },
-    { "smsp__warp_issue_stalled_short_scoreboard_per_warp_active.pct", "%", "waiting on shared memory/MUFU" },
-    { "smsp__warp_issue_stalled_barrier_per_warp_active.pct", "%", "waiting at barriers" },
-    { "smsp__warp_issue_stalled_branch_resolving_per_warp_active.pct", "%", "branch resolution" },
-    { "smsp__sass_average_branch_targets_threads_uniform.pct", "%", "warp-uniform branches" } } },
-}
+-- Sections for prompts: a "## title" line, then one "metric | unit | meaning" line per metric.
+local SECTIONS = [[
+## Speed of light
+gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed | % | memory SOL
+sm__throughput.avg.pct_of_peak_sustained_elapsed | % | compute SOL
+## DRAM
+dram__throughput.avg.pct_of_peak_sustained_elapsed | % | DRAM bandwidth used
+gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed | % | DRAM bandwidth used (gpu)
+dram__bytes_read.sum | bytes | read from DRAM
+dram__bytes_write.sum | bytes | written to DRAM
+dram__bytes.sum.per_second | bytes/s | DRAM rate
+## Caches
+l1tex__throughput.avg.pct_of_peak_sustained_active | % | L1 throughput
+l1tex__t_sector_hit_rate.pct | % | L1 hit rate
+lts__throughput.avg.pct_of_peak_sustained_active | % | L2 throughput
+lts__t_sector_hit_rate.pct | % | L2 hit rate
+smsp__sass_average_data_bytes_per_sector_mem_global_op_ld.pct | % | bytes used per loaded sector (coalescing)
+## Compute
+sm__inst_executed.sum | inst | instructions executed
+sm__cycles_active.avg | cycles | SM active cycles
+sm__inst_executed_pipe_tensor.avg.pct_of_peak_sustained_active | % | tensor pipe instructions
+sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed | % | tensor pipe active
+## Occupancy and launch
+sm__warps_active.avg.pct_of_peak_sustained_active | % | achieved occupancy
+launch__registers_per_thread | regs | registers per thread
+launch__shared_mem_per_block_allocated | bytes | shared memory per block
+launch__occupancy_limit_blocks | blocks/SM | limit by block count
+launch__occupancy_limit_registers | blocks/SM | limit by registers
+launch__occupancy_limit_shared_mem | blocks/SM | limit by shared memory
+## Warp stalls (share of active warps' cycles)
+smsp__warp_issue_stalled_long_scoreboard_per_warp_active.pct | % | waiting on global/local memory
+smsp__warp_issue_stalled_short_scoreboard_per_warp_active.pct | % | waiting on shared memory/MUFU
+smsp__warp_issue_stalled_barrier_per_warp_active.pct | % | waiting at barriers
+smsp__warp_issue_stalled_branch_resolving_per_warp_active.pct | % | branch resolution
+smsp__sass_average_branch_targets_threads_uniform.pct | % | warp-uniform branches
+]]
+
+-- M.sections = {{title, {{metric, unit, meaning}, ...}}, ...}
+M.sections = {}
+for line in SECTIONS:gmatch("[^\n]+") do
+  local title = line:match("^## (.+)$")
+  if title then
+    M.sections[#M.sections + 1] = { title, {} }
+  else
+    local metric, unit, meaning = line:match("^(%S+) | (%S+) | (.+)$")
+    local rows = M.sections[#M.sections][2]
+    rows[#rows + 1] = { metric, unit, meaning }
+  end
+end
 
 local function is_metric_map(t)
   for k, v in pairs(t) do

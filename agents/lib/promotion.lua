@@ -3,10 +3,9 @@
 -- comparison (for example both kernels timed interleaved in one evaluator job) is a change to
 -- this file only.
 local select = require("agents.lib.select")
+local options = require("agents.lib.options")
 
 local M = {}
-
-M.DEFAULT_MIN_GAIN_PCT = 1
 
 -- promote(run, parent, child) -> true, why | false, why. parent and child are kernel records or
 -- attempts with .result (an evaluator result). A child replaces its parent only when it verified
@@ -20,7 +19,7 @@ function M.promote(run, parent, child)
   local ct, pt = cr.time_ms, pr and pr.time_ms
   if not (type(ct) == "table" and type(ct.median) == "number") then return false, "no time" end
   if not (type(pt) == "table" and type(pt.median) == "number") then return true, "the parent has no time" end
-  local pct = (run and run.opts and run.opts.min_gain) or M.DEFAULT_MIN_GAIN_PCT
+  local pct = run.opts.min_gain or options["min-gain"].default
   if select.better(ct, pt, pct / 100) then
     return true, string.format("%.4f ms beats %.4f ms by more than %g%% and both spreads", ct.median, pt.median, pct)
   end

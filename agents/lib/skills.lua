@@ -89,25 +89,14 @@ function M.retrieve(skills, profile, features, opts)
   return hits
 end
 
--- tunable_hints(hits) -> {knob name = "up"|"down"}: the best-ranked skill that names a knob decides
-function M.tunable_hints(hits)
-  local h = {}
-  for _, hit in ipairs(hits) do
-    for name, dir in pairs(hit.skill.tunables or {}) do
-      if h[name] == nil and (dir == "up" or dir == "down") then h[name] = dir end
-    end
-  end
-  return h
-end
-
 -- catalogue(skills) -> every skill as Markdown (the system prompt's list)
 function M.catalogue(skills)
-  local out = {}
-  for _, s in ipairs(skills) do
-    out[#out + 1] = string.format("- **%s** (%s): %s Expect: %s. Avoid: %s.", s.name, s.category, s.intent,
+  local lines = {}
+  for i, s in ipairs(skills) do
+    lines[i] = string.format("- **%s** (%s): %s Expect: %s. Avoid: %s.", s.name, s.category, s.intent,
       table.concat(s.expected or {}, "; "), table.concat(s.avoid or {}, "; "))
   end
-  return table.concat(out, "\n")
+  return table.concat(lines, "\n")
 end
 
 -- describe(hits) -> Markdown list for prompts.

@@ -68,6 +68,18 @@ function M.neighbours(t, hint)
   return c
 end
 
+-- hints(hits) -> {knob name = "up"|"down"} from retrieved skills' `tunables`: the best-ranked
+-- skill that names a knob decides
+function M.hints(hits)
+  local h = {}
+  for _, hit in ipairs(hits) do
+    for name, dir in pairs(hit.skill.tunables or {}) do
+      if h[name] == nil and (dir == "up" or dir == "down") then h[name] = dir end
+    end
+  end
+  return h
+end
+
 -- signature(change) -> the plan signature of a knob change, as memory records it
 function M.signature(ch)
   return string.format("%s@%d=%d", ch.name, ch.line, ch.to)

@@ -16,9 +16,8 @@ local auditor = require("agents.roles.auditor")
 
 local P = { name = "skill" }
 
-function P.parents(beam, run)
-  return { beam[1] }
-end
+-- one trajectory: the best kernel so far is the only parent
+function P.parents(beam, run) return { beam[1] } end
 
 function P.directions(parent, run)
   local f = features.extract(parent.code, run.problem_code, run.dtype)

@@ -20,7 +20,7 @@ end
 function P.directions(parent, run)
   local hits = skills.retrieve(run.skills, parent.profile, features.extract(parent.code, run.problem_code, run.dtype))
   local function tried(sig) return run.mem:plan_tried(parent.fingerprint, "launch_tuning", sig) ~= nil end
-  local cands = tunables.candidates(parent.code, skills.tunable_hints(hits), run.opts.tune_candidates, tried)
+  local cands = tunables.candidates(parent.code, tunables.hints(hits), run.opts.tune_candidates, tried)
   if #cands == 0 then
     return {}, #tunables.find(parent.code) == 0 and "no tunable knobs found in the kernel" or "every neighbouring setting tried"
   end

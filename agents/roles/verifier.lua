@@ -66,7 +66,7 @@ end
 -- won), phase(name) is told "eval" or "llm" as each step starts.
 function M.run(run, code, w, opts)
   opts = opts or {}
-  local max_refine = opts.max_refine or run.opts.refine or 3
+  local max_refine = opts.max_refine or run.opts.refine
   local repair = opts.repair or M.refine
   local phase = opts.phase or function() end
   local tries, chain, cached = {}, {}, nil

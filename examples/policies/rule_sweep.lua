@@ -14,8 +14,8 @@ function P.parents(beam, run)
 end
 
 function P.directions(parent, run)
-  local f = features.extract(parent.code, run.problem_code, run.dtype)
-  local hits = skills.retrieve(run.skills, parent.profile, f,
+  local code_features = features.extract(parent.code, run.problem_code, run.dtype)
+  local hits = skills.retrieve(run.skills, parent.profile, code_features,
     { limit = run.opts.directions, stats = run.mem:skill_stats({ op_class = run.op_class }) })
   local out = {}
   for i, h in ipairs(hits) do

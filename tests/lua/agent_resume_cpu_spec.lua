@@ -6,17 +6,10 @@
 package.path = kagent.root .. "/tests/fixtures/agent/?.lua;" .. package.path
 local fs, json, proc = kagent.fs, kagent.json, kagent.proc
 local fake = require("fake_session")
-local root = kagent.root
-local fx = root .. "/tests/fixtures/agent/cpu/"
-local problem = root .. "/examples/problems/rmsnorm_small.py"
+local cpu = fake.cpu()
+local root, fx, problem = kagent.root, cpu.fx, cpu.problem
 
-local function have_torch()
-  local r = proc.run({ spec.python, "-c", "import torch" }, { timeout = 60 })
-  return r and r.code == 0
-end
-
-local function code_block(name) return "Changed.\n```python\n" .. assert(fs.read(fx .. name)) .. "```\n" end
-local function fenced(v) return "```json\n" .. json.encode(v) .. "\n```" end
+local fenced = fake.fenced
 local EV = { { metric = "time_ms", value = 1, interpretation = "slow" } }
 
 -- every role of every shipped policy has an answer; each rewrite is the fast kernel
@@ -27,7 +20,7 @@ local SCRIPT = { latency = 0, replies = {
   { match = "# PLAN", text = fenced({ plans = {
     { skill = "ilp", evidence = EV, plan = "all channels at once", change = "one mean over dim 1", params = { rows = 64 } } } }) },
   { match = "# REFLEXION", text = fenced({ was_fix_effective = true, lessons = { "vectorise over channels" } }) },
-  { match = "# OPTIMIZE KERNEL", text = code_block("fast.py") },
+  { match = "# OPTIMIZE KERNEL", text = cpu.code_block("fast.py") },
 } }
 
 local function run(dir, port, argv)
@@ -52,7 +45,7 @@ describe("--resume", function()
   for _, c in ipairs(CASES) do
     local name = c[1]:match("([^/]+)%.lua$") or c[1]
     it("continues a " .. name .. " run in a second process", function()
-      if not have_torch() then skip("no torch for " .. spec.python .. " (set KAGENT_PYTHON)") end
+      if not cpu.have_torch() then skip("no torch for " .. spec.python .. " (set KAGENT_PYTHON)") end
       local dir = spec.tmpdir("resume-" .. name)
       local server, port = fake.start(SCRIPT, dir)
       local argv = { "--policy", c[1], "--kernel", c[2], "--rounds", "1", "--directions", "1", "--beam", "1" }

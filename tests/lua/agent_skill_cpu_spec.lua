@@ -8,20 +8,11 @@
 package.path = kagent.root .. "/tests/fixtures/agent/?.lua;" .. package.path
 local fs, json, proc, mem = kagent.fs, kagent.json, kagent.proc, kagent.mem
 local fake = require("fake_session")
-local root = kagent.root
-local fx = root .. "/tests/fixtures/agent/cpu/"
-local problem = root .. "/examples/problems/rmsnorm_small.py"
+local cpu = fake.cpu()
+local root, fx, problem = kagent.root, cpu.fx, cpu.problem
 
-local function have_torch()
-  local r = proc.run({ spec.python, "-c", "import torch" }, { timeout = 60 })
-  return r and r.code == 0
-end
 
-local function code_block(name)
-  return "Changed the kernel.\n```python\n" .. assert(fs.read(fx .. name)) .. "```\n"
-end
-
-local function fenced(v) return "```json\n" .. json.encode(v) .. "\n```" end
+local fenced = fake.fenced
 
 local PLANS = { plans = {
   { skill = "vectorization", evidence = { { metric = "time_ms", value = 2.0, why = "a Python loop per channel" } },
@@ -40,12 +31,12 @@ local function script()
     { match = "# PLAN", text = fenced(PLANS) },
     { match = "# AUDIT FAILURE", text = fenced({ cause = "AUDIT_CAUSE: the scale misses the square root",
       evidence = "EMISMATCH at element 0", fix = "multiply by rsqrt(mean(x*x) + eps)" }) },
-    { match = "# REPAIR KERNEL", text = code_block("fast.py") },
+    { match = "# REPAIR KERNEL", text = cpu.code_block("fast.py") },
     { match = "# REFLEXION", text = REFLEXION },
-    { match = "PLAN_ALPHA", text = code_block("broken.py"), times = 1 },
-    { match = "PLAN_ALPHA", text = code_block("fast.py") },
-    { match = "PLAN_BETA", text = code_block("slow2.py") },
-    { match = "# OPTIMIZE KERNEL", text = code_block("slow2.py") },
+    { match = "PLAN_ALPHA", text = cpu.code_block("broken.py"), times = 1 },
+    { match = "PLAN_ALPHA", text = cpu.code_block("fast.py") },
+    { match = "PLAN_BETA", text = cpu.code_block("slow2.py") },
+    { match = "# OPTIMIZE KERNEL", text = cpu.code_block("slow2.py") },
   } }
 end
 
@@ -71,7 +62,7 @@ end
 
 describe("agents/skill.lua on CPU with the fake LLM server", function()
   it("retrieves, plans with evidence, repairs, learns, refuses a repeated plan, and caches prompts", function()
-    if not have_torch() then skip("no torch for " .. spec.python .. " (set KAGENT_PYTHON)") end
+    if not cpu.have_torch() then skip("no torch for " .. spec.python .. " (set KAGENT_PYTHON)") end
     local dir = spec.tmpdir("skill-e2e")
     local server, port = fake.start(script(), dir)
 
