@@ -2,6 +2,4 @@
 -- on the search driver (agents/lib/search.lua).
 --   kagent-rt agents/beam.lua --problem P [--kernel K] [--rounds 8] [--beam 2] [--directions 2] ...
 -- Without an LLM configured it falls back to the tuner. --policy picks another policy.
-local root = rawget(_G, "kagent") and kagent.root or "."
-package.path = root .. "/?.lua;" .. package.path
 return require("agents.lib.search").main("agents/beam.lua", kagent.args, "beam")

@@ -6,8 +6,6 @@
 --       every skill in skills/ with its category and intent
 --   kagent-rt agents/skills.lua --retrieve --metrics M.json --problem P [--kernel K] [--dtype D]
 --       the skill policy's retrieval decision for a profile (*_ncu_metrics.json of one kernel)
-local root = rawget(_G, "kagent") and kagent.root or "."
-package.path = root .. "/?.lua;" .. package.path
 
 local fs, json = kagent.fs, kagent.json
 local run_lib = require("agents.lib.run")
@@ -47,7 +45,7 @@ local function stats(opts)
 end
 
 local function list()
-  for _, s in ipairs(skills_lib.load(root .. "/skills")) do
+  for _, s in ipairs(skills_lib.load()) do
     print(string.format("%-24s %-10s %s", s.name, s.category, s.intent))
   end
   return 0
@@ -61,7 +59,7 @@ local function retrieve(opts)
   if type(m) ~= "table" then io.stderr:write(PROG .. ": cannot read " .. opts.metrics .. "\n"); return 2 end
   local p = require("agents.lib.metrics").summarize({ metrics = m })
   local f = require("agents.lib.features").extract(opts.kernel and fs.read(opts.kernel) or "", fs.read(opts.problem) or "", opts.dtype)
-  local d = require("agents.lib.retrieval").retrieve(skills_lib.load(root .. "/skills"), p, f, {})
+  local d = require("agents.lib.retrieval").retrieve(skills_lib.load(), p, f, {})
   print(json.encode(d, { pretty = true }))
   return 0
 end

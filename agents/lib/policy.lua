@@ -9,11 +9,12 @@ local M = {}
 M.REQUIRED = { "parents", "directions", "keep" }
 M.OPTIONAL = { "expand", "stop" }
 
--- path_of(name) -> file of a shipped policy (agents/policies/<name>.lua) or the path given
+-- path_of(name) -> the file of policy `name`: agents/policies/<name>.lua on kagent.path (a user's
+-- own folder first, then the shipped ones), or the path given
 function M.path_of(name)
   if name:find("/") or name:match("%.lua$") then return name end
-  local root = rawget(_G, "kagent") and kagent.root or "."
-  return root .. "/agents/policies/" .. name .. ".lua"
+  local rel = "agents/policies/" .. name .. ".lua"
+  return kagent.resolve(rel) or (kagent.root .. "/" .. rel)
 end
 
 -- check(p, label) -> p, or nil and a message naming what is missing or of the wrong type

@@ -115,12 +115,11 @@ function M.setup(prog, opts, how)
   if not rd then return die(prog .. ": run directory: " .. tostring(rerr)) end
   local m = state and state.mem_run_id and memory.resume(db, state.mem_run_id, info) or memory.open(db, info)
 
-  local root = rawget(_G, "kagent") and kagent.root or "."
   local r = { prog = prog, opts = opts, mode = how.mode, problem_path = opts.problem, problem_code = problem_code,
     dtype = opts.dtype, pool = pool, devices = devs, device_name = device_name, gpu_text = gpu_text,
     can_profile = d1.mode ~= "cpu", db = db, mem = m, rd = rd, t0 = t0, llm = how.llm,
     model = how.llm and (opts.model or select(2, how.llm.configured())) or nil,
-    skills = skills_lib.load(fs.join(root, "skills")), op_class = features.op_class(problem_code) }
+    skills = skills_lib.load(), op_class = features.op_class(problem_code) }
   r.usage = usage_fn(how.llm, state and state.usage)
   r.progress = progress.new({ rounds = opts.rounds, usage = r.usage })
   M.add_helpers(r)

@@ -17,7 +17,9 @@ def fixture(*parts):
 
 class Worker:
     def __init__(self, device="cpu", threads=2):
-        env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "src", "gpu", "eval"))
+        # KAGENT_EVAL_PYTHONPATH: another copy of the evaluator (a benchmark's "before")
+        env = dict(os.environ, PYTHONPATH=os.environ.get("KAGENT_EVAL_PYTHONPATH")
+                   or os.path.join(ROOT, "src", "gpu", "eval"))
         argv = [PYTHON, "-m", "kagent_eval.worker", "--device", str(device), "--threads", str(threads)]
         if os.environ.get("KAGENT_WORKER_LOG"):
             argv += ["--log", os.environ["KAGENT_WORKER_LOG"]]

@@ -73,13 +73,15 @@ def main(argv=None):
         # the worker itself computes nothing with torch: keep its thread pool unstarted so
         # forked children can start their own safely
         torch.set_num_threads(1)
+    from . import __version__
     from .jobs import BadRequest, Evaluator, OPS_WITH
     from . import sandbox
     device = "cpu" if cpu else "cuda:0"
     ev = Evaluator(device, threads=threads, protocol_fd=proto_fd)
     ready = {"ready": True, "device": "cpu" if cpu else int(args.device), "mode": "cpu" if cpu else "cuda",
              "torch": torch.__version__, "triton": triton_ver, "pid": os.getpid(),
-             "gpu_name": None if cpu else _gpu_name(args.device)}
+             "gpu_name": None if cpu else _gpu_name(args.device),
+             "version": __version__, "package": os.path.dirname(os.path.abspath(__file__))}
 
     def reply(obj):
         proto.write(json.dumps(obj, default=_jsonable) + "\n")
@@ -114,6 +116,10 @@ def _serve(ev, sandbox, reply, ready, BadRequest, OPS_WITH):
                 reply({"id": rid, "ok": True, "result": _peaks(ev, sandbox, req.get("job") or {})})
             elif op in OPS_WITH:
                 reply({"id": rid, "ok": True, "result": ev.run(op, req.get("job"))})
+            elif op == "compare":
+                reply({"id": rid, "ok": True, "result": ev.compare(req.get("job"))})
+            elif op == "sanitize":
+                reply({"id": rid, "ok": True, "result": ev.sanitize(req.get("job"))})
             else:
                 reply({"id": rid, "ok": False, "error": "EBADREQ: unknown op %r" % (op,), "code": "EBADREQ"})
         except BadRequest as e:
