@@ -12,7 +12,7 @@ local run_lib = require("agents.lib.run")
 local generate = require("agents.lib.generate")
 local confirm = require("agents.lib.confirm")
 local attempt = require("agents.lib.attempt")
-local search = require("agents.lib.search")
+local summary = require("agents.lib.summary")
 local fingerprint = require("agents.lib.fingerprint")
 
 local PROG = "agents/generate.lua"
@@ -56,7 +56,7 @@ local function main(argv)
     metrics = k.profile })
   if confirmed then run.mem:archive(k, run.dtype) end
   local t = r.time_ms.median
-  local s = search.summary_base(run)
+  local s = summary.base(run)
   s.verified, s.confirmed, s.worker, s.attempts = true, confirmed, g.worker, g.attempts
   s.best_ms = t
   s.baselines = { eager_ms = r.eager_ms or json.null, compile_ms = r.compile_ms or json.null }

@@ -92,7 +92,8 @@ end
 local function lesson_tags(run, a, bottleneck)
   local fe = a.reflexion and a.reflexion.was_fix_effective
   local verified = a.ok and (type(fe) ~= "boolean" or fe == (a.gained == true))
-  local tags = { a.skill or "none", a.outcome, "op_" .. tostring(run.op_class), "bn_" .. tostring(bottleneck) }
+  local tags = { a.skill or "none", a.outcome, "op_" .. tostring(run.op_class) }
+  if bottleneck then tags[#tags + 1] = "bn_" .. bottleneck end
   if verified then tags[#tags + 1] = "verified" end
   return tags
 end

@@ -118,7 +118,8 @@ function M.setup(prog, opts, how)
   local r = { prog = prog, opts = opts, mode = how.mode, problem_path = opts.problem, problem_code = problem_code,
     dtype = opts.dtype, pool = pool, devices = devs, device_name = device_name, gpu_text = gpu_text,
     can_profile = d1.mode ~= "cpu", db = db, mem = m, rd = rd, t0 = t0, llm = how.llm,
-    model = how.llm and (opts.model or select(2, how.llm.configured())) or nil,
+    -- "provider:model" as the LLM layer resolved it (an --model without provider included)
+    model = how.llm and select(2, how.llm.configured()) or nil,
     skills = skills_lib.load(), op_class = features.op_class(problem_code) }
   r.usage = usage_fn(how.llm, state and state.usage)
   r.progress = progress.new({ rounds = opts.rounds, usage = r.usage })

@@ -1,13 +1,13 @@
 -- The search driver: the one round loop of the agents, shared by every policy (docs/policies.md).
 -- It owns the search state — beam, best, fingerprints seen, attempts, rounds without gain — and is
 -- the only code that writes it; it resumes, runs rounds, applies the stop rules, saves state.json
--- after each round, confirms the result and writes summary.json. A policy only chooses: parents,
+-- after each round (agents/lib/state.lua), confirms the result (confirm.lua) and writes
+-- summary.json (summary.lua). A policy only chooses: parents,
 -- directions, how a direction becomes a kernel (expand), what is kept, when to stop.
 --
 -- One round: parents(beam) -> directions(parent) for every parent in parallel -> one worker per
 -- direction, all in parallel: expand -> outcome (fingerprint, promotion gate) -> reflect ->
 -- attempt record -> keep(beam, children).
-local json = require("kagent.json")
 local log = require("kagent.log")
 local task = require("kagent.task")
 local ktime = require("kagent.time")
@@ -17,14 +17,14 @@ local policy_lib = require("agents.lib.policy")
 local attempt = require("agents.lib.attempt")
 local promotion = require("agents.lib.promotion")
 local confirm = require("agents.lib.confirm")
+local state_file = require("agents.lib.state")
+local summary = require("agents.lib.summary")
 local select = require("agents.lib.select")
 local expand = require("agents.lib.expand")
 local reflector = require("agents.roles.reflector")
 local profiler = require("agents.roles.profiler")
 
 local M = {}
-
-M.STATE_VERSION = 2
 
 -- Stop rules ---------------------------------------------------------------------------------------
 
@@ -65,43 +65,10 @@ local function stop_reason(run, pol, state)
   return M.budget_stop(run) or (pol.stop or M.default_stop)(state, run)
 end
 
--- State ---------------------------------------------------------------------------------------------
-
-local function slim(k)
-  return { id = k.id, path = k.path, fingerprint = k.fingerprint, result = k.result, seq = k.seq, round = k.round,
-    worker = k.worker, parent = k.parent, attempt_id = k.attempt_id, label = k.label }
-end
-
-local function save_state(run, st)
-  local beam = {}
-  for i, k in ipairs(st.beam) do beam[i] = slim(k) end
-  local o = {}
-  for k, v in pairs(run.opts) do if k ~= "_positional" and k ~= "resume_dir" then o[k] = v end end
-  run.rd:write("state.json", { version = M.STATE_VERSION, round = st.round, opts = o, input = slim(st.input),
-    beam = beam, best = slim(st.best), known = st.known, seq = st.seq, baselines = st.baselines,
-    mem_run_id = run.mem.run_id, usage = run.usage(), rounds_without_gain = st.rounds_without_gain,
-    attempts = st.attempts, stop_reason = st.stop_reason or json.null, sol_checked = st.sol_checked })
-end
-
-local function restore(run, saved)
-  local function load(k)
-    k.code = fs.read(k.path) or fs.read(run.rd:path(k.path)) or ""
-    return attempt.kernel(k)
-  end
-  local st = { round = saved.round, input = load(saved.input), beam = {}, known = saved.known or {},
-    seq = saved.seq or 0, baselines = saved.baselines or {}, attempts = saved.attempts or {},
-    rounds_without_gain = saved.rounds_without_gain or 0, sol_checked = saved.sol_checked or {},
-    stop_reason = saved.stop_reason ~= json.null and saved.stop_reason or nil }
-  for i, k in ipairs(saved.beam) do st.beam[i] = load(k) end
-  st.best = load(saved.best)
-  for _, k in ipairs(st.beam) do if k.id == st.best.id then st.best = k end end
-  return st
-end
-
 -- start(run, saved) -> state: resumed from state.json, or a fresh one whose input kernel (the
 -- --kernel, the archived best, or a generated one) is evaluated next to the baselines.
 function M.start(run, saved)
-  if saved then return restore(run, saved) end
+  if saved then return state_file.restore(run, saved) end
   local opts, code, label = run.opts, nil, run.opts.kernel
   if opts.kernel then
     code = fs.read(opts.kernel)
@@ -285,64 +252,18 @@ function M.search(run, pol, st)
     round_json(run, st, r, t0, u0, children)
     reason = stop_reason(run, pol, st)
     st.stop_reason = reason
-    save_state(run, st)
+    state_file.save(run, st)
   end
   return reason
 end
 
--- Summary ---------------------------------------------------------------------------------------------
-
--- summary_base(run) -> the fields every summary.json has (run, problem, device, usage, memory)
-function M.summary_base(run)
-  local u = run.usage()
-  return { run_id = run.rd.id, mode = run.mode, problem = run.problem_path, dtype = run.dtype,
-    device = run.device_name, model = run.model or json.null, policy = run.opts.policy,
-    tokens = { input = u.input_tokens, output = u.output_tokens, cache_read = u.cache_read_tokens,
-      cache_write = u.cache_write_tokens, total = u.tokens },
-    llm_calls = u.calls, cost_usd = u.cost_usd, wall_s = ktime.now() - run.t0, memory_run_id = run.mem.run_id }
-end
-
--- finish(run, st, reason) -> summary: the confirmed result, best_kernel.py, summary.json, report
+-- finish(run, st, reason) -> summary: the best kernel (or, when its fresh measurement fails, the
+-- next finalist) confirmed next to the baselines, then summary.json
 function M.finish(run, st, reason)
   run.progress:update({ busy = 0 })
   local finalists = { st.best }
   for _, k in ipairs(st.beam) do if k ~= st.best then finalists[#finalists + 1] = k end end
-  local fin = confirm.final(run, finalists, st.input)
-  local best, final = fin.kernel, fin.result
-  run.rd:write("best_kernel.py", best.code)
-  run.rd:write("best_eval.json", final)
-  local t = final.time_ms
-  local eager = final.eager_ms or st.baselines.eager_ms
-  local comp = final.compile_ms or st.baselines.compile_ms
-  local outcomes = {}
-  for _, a in ipairs(st.attempts) do outcomes[a.outcome or "?"] = (outcomes[a.outcome or "?"] or 0) + 1 end
-  local beam = {}
-  for i, k in ipairs(st.beam) do beam[i] = { id = k.id, time_ms = k.result.time_ms.median, fingerprint = k.fingerprint, path = k.path } end
-  local s = M.summary_base(run)
-  s.input_kernel = run.opts.kernel or st.input.label
-  s.baselines = { eager_ms = eager or json.null, compile_ms = comp or json.null }
-  s.input_ms, s.best_ms, s.best_time = fin.input_ms, t.median, t
-  s.best = { id = best.id, round = best.round, worker = best.worker or json.null, fingerprint = best.fingerprint, path = "best_kernel.py" }
-  s.speedup_vs_input = fin.input_ms / t.median
-  s.speedup_vs_eager = eager and eager / t.median or json.null
-  s.speedup_vs_compile = comp and comp / t.median or json.null
-  s.sol_pct = (final.roofline and final.roofline.sol_pct) or best.sol_pct or json.null
-  s.verified, s.confirmation = fin.confirmed, fin.tried
-  s.rounds, s.rounds_requested, s.stop_reason = st.round, run.opts.rounds, reason or "rounds done"
-  s.attempts, s.outcomes, s.beam = #st.attempts, outcomes, beam
-  run.rd:write("summary.json", s)
-  run_lib.report(run, s, st.attempts)
-  if fin.confirmed then
-    best.result = final
-    run.mem:archive(best, run.dtype)
-  end
-  run.mem:finish("done", s)
-  run.progress:finish(string.format("run %s: best %.4f ms (%.2fx input%s%s) after %d round(s): %s%s\n  %s",
-    run.rd.id, t.median, s.speedup_vs_input,
-    eager and string.format(", %.2fx eager", eager / t.median) or "",
-    comp and string.format(", %.2fx torch.compile", comp / t.median) or "", st.round, s.stop_reason,
-    fin.confirmed and "" or " (NOT confirmed: the final re-measure failed)", run.rd.dir))
-  return s
+  return summary.search(run, st, reason, confirm.final(run, finalists, st.input))
 end
 
 -- Entry -------------------------------------------------------------------------------------------------
