@@ -89,7 +89,7 @@ function M.start(run, saved)
   run.rd:write("problem.py", run.problem_code)
   run.rd:write("input_kernel.py", code)
   run.progress:update({ round = 0 })
-  local r = confirm.with_baselines(run, code)
+  local r = confirm.input(run, code)
   run.rd:write("input_eval.json", r)
   if not attempt.verified(r) then
     return nil, string.format("the input kernel fails at stage %s: %s", tostring(r.stage), tostring(r.error))
