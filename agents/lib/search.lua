@@ -174,16 +174,14 @@ function M.round(run, pol, st, r)
   run.rd:round_dir(r)
   local parents = pol.parents(st.beam, run)
   run.progress:update({ round = r, workers = 0, busy = 0 })
-  local planned = task.all((function()
-    local fns = {}
-    for i, p in ipairs(parents) do
-      fns[i] = function()
-        ensure_profile(run, p)
-        return pol.directions(p, run)
-      end
+  local plan = {}
+  for i, p in ipairs(parents) do
+    plan[i] = function()
+      ensure_profile(run, p)
+      return pol.directions(p, run)
     end
-    return fns
-  end)())
+  end
+  local planned = task.all(plan)
   local jobs, notes = {}, {}
   for i, p in ipairs(parents) do
     local res = planned[i]
