@@ -37,7 +37,8 @@ function pool:devices() end
 ---  A job always yields a result table (never `nil`): a worker that dies or does not answer within
 ---  `timeout` is killed and respawned and the result is `{ok = false, stage = "worker", error =
 ---  "EWORKER: ..."}`; a request the worker refuses (missing problem file, bad dtype) gives
----  `{ok = false, stage = "load", error = "EBADREQ: ..."}`. Every result also carries `device`
+---  `{ok = false, stage = "request", error = "EBADREQ: ..."}`, and a worker that fails on a job
+---  without dying `{ok = false, stage = "worker", error = "EWORKER: ..."}`. Every result also carries `device`
 ---  and `wall` (seconds in the pool). Misuse (no `problem`/`candidate`) raises. Jobs from many
 ---  tasks queue for a free worker.
 ---@param job table
@@ -49,7 +50,8 @@ function pool:verify(job) end
 ---  A job always yields a result table (never `nil`): a worker that dies or does not answer within
 ---  `timeout` is killed and respawned and the result is `{ok = false, stage = "worker", error =
 ---  "EWORKER: ..."}`; a request the worker refuses (missing problem file, bad dtype) gives
----  `{ok = false, stage = "load", error = "EBADREQ: ..."}`. Every result also carries `device`
+---  `{ok = false, stage = "request", error = "EBADREQ: ..."}`, and a worker that fails on a job
+---  without dying `{ok = false, stage = "worker", error = "EWORKER: ..."}`. Every result also carries `device`
 ---  and `wall` (seconds in the pool). Misuse (no `problem`/`candidate`) raises. Jobs from many
 ---  tasks queue for a free worker.
 ---@param job table
@@ -61,7 +63,8 @@ function pool:benchmark(job) end
 ---  A job always yields a result table (never `nil`): a worker that dies or does not answer within
 ---  `timeout` is killed and respawned and the result is `{ok = false, stage = "worker", error =
 ---  "EWORKER: ..."}`; a request the worker refuses (missing problem file, bad dtype) gives
----  `{ok = false, stage = "load", error = "EBADREQ: ..."}`. Every result also carries `device`
+---  `{ok = false, stage = "request", error = "EBADREQ: ..."}`, and a worker that fails on a job
+---  without dying `{ok = false, stage = "worker", error = "EWORKER: ..."}`. Every result also carries `device`
 ---  and `wall` (seconds in the pool). Misuse (no `problem`/`candidate`) raises. Jobs from many
 ---  tasks queue for a free worker.
 ---@param job table
@@ -73,7 +76,8 @@ function pool:profile(job) end
 ---  A job always yields a result table (never `nil`): a worker that dies or does not answer within
 ---  `timeout` is killed and respawned and the result is `{ok = false, stage = "worker", error =
 ---  "EWORKER: ..."}`; a request the worker refuses (missing problem file, bad dtype) gives
----  `{ok = false, stage = "load", error = "EBADREQ: ..."}`. Every result also carries `device`
+---  `{ok = false, stage = "request", error = "EBADREQ: ..."}`, and a worker that fails on a job
+---  without dying `{ok = false, stage = "worker", error = "EWORKER: ..."}`. Every result also carries `device`
 ---  and `wall` (seconds in the pool). Misuse (no `problem`/`candidate`) raises. Jobs from many
 ---  tasks queue for a free worker.
 ---@param job table
