@@ -110,7 +110,9 @@ function M.input(S)
     S.best = load(S.state.best)
     for fp in pairs(S.state.known or {}) do S.known[fp] = true end
     S.seq = S.state.seq or 0
-    S.eager_ms, S.compile_ms = S.state.eager_ms, S.state.compile_ms
+    -- a baseline not measured (torch.compile in CPU mode) was saved as JSON null
+    local function ms(v) return type(v) == "number" and v or nil end
+    S.eager_ms, S.compile_ms = ms(S.state.eager_ms), ms(S.state.compile_ms)
     S.attempts = S.state.attempts or {}
     M.show_best(S)
     return S.input_kernel

@@ -1,0 +1,138 @@
+-- The Slurm half of the sweep test, run by tests/slurm/sweep_slurm_test.sh once its own
+-- slurmctld and slurmd are up (SLURM_CONF points at them). A beam sweep of the four small CPU
+-- problems against the FAKE LLM server runs locally, then as a job array; in the array, one
+-- task is cancelled with scancel and another's kagent-rt is killed with SIGKILL, both in their
+-- second round. Checks: both are resubmitted and resume their runs; every row of every task's
+-- database is in the merged database exactly once; a second merge adds nothing; each problem's
+-- attempts match the local run's.
+package.path = kagent.root .. "/?.lua;" .. kagent.root .. "/tests/fixtures/agent/?.lua;" .. package.path
+local fs, json, proc, mem = kagent.fs, kagent.json, kagent.proc, kagent.mem
+local fake = require("fake_session")
+local sweep = require("sweep_session")
+
+local work = assert(os.getenv("KAGENT_SLURM_TEST_DIR"), "run by tests/slurm/sweep_slurm_test.sh")
+local TABLES = { "runs", "attempts", "reflexions", "skill_outcomes", "lessons", "archive", "llm_cache" }
+
+local function count(db, sql, params) return db:query(sql, params)[1].n end
+
+local function wait_sweep(p, timeout)
+  local r = p:wait(timeout)
+  if r.code ~= 0 then error("sweep exited " .. tostring(r.code) .. "\n" .. r.stderr:sub(-4000) .. "\n" .. r.stdout:sub(-2000)) end
+  return r
+end
+
+local function results_by_name(out)
+  local s = json.decode(assert(fs.read(out .. "/sweep.json")))
+  local by = {}
+  for _, r in ipairs(s.results) do by[r.name] = r end
+  return s, by
+end
+
+describe("agents/sweep.lua --slurm on a single-node Slurm", function()
+  it("merges every task's database once and matches the local sweep, with two tasks killed", function()
+    local server, port = fake.start(sweep.script(3), work)
+    local env = sweep.env(port, spec.python)
+    local t0 = kagent.time.now()
+
+    -- the same sweep on this machine, two problems at a time
+    wait_sweep(sweep.spawn_sweep(sweep.argv(work .. "/local", work .. "/local.db", nil, { "--max-concurrent", "2" }), env), 600)
+    local t_local = kagent.time.now() - t0
+
+    -- the job array, two tasks at a time
+    local out = work .. "/slurm"
+    local p = sweep.spawn_sweep(sweep.argv(out, work .. "/slurm.db", nil,
+      { "--slurm", "--array-limit", "2", "--cpus-per-task", "1", "--poll", "1", "--retries", "2" }), env)
+    -- relu_signed: scancel of its Slurm task once its first round is saved
+    local relu_run = sweep.wait_for(function() return sweep.round_done(out, "relu_signed") end, 300, "relu_signed's round 1")
+    local relu_task = sweep.record(out, "relu_signed").launches[1].slurm_job
+    expect.match(relu_task, "^%d+_2$", "the task is array element 2")
+    local sc = proc.run({ "scancel", relu_task })
+    expect.eq(sc.code, 0, "scancel " .. relu_task .. ": " .. tostring(sc.stderr))
+    -- softmax: SIGKILL of its kagent-rt process once its first round is saved
+    local soft_run = sweep.wait_for(function() return sweep.round_done(out, "softmax") end, 300, "softmax's round 1")
+    local soft_pid = sweep.record(out, "softmax").launches[1].pid
+    expect.eq(proc.run({ "kill", "-9", tostring(soft_pid) }).code, 0, "kill -9 " .. tostring(soft_pid))
+    local r = wait_sweep(p, 600)
+    local t_slurm = kagent.time.now() - t0 - t_local
+    server:kill()
+    for line in r.stderr:gmatch("[^\n]+") do
+      if line:match("^%[slurm%]") or line:match("slurm: ") then print("     " .. line) end
+    end
+
+    -- both were resubmitted and resumed their runs
+    expect.match(r.stderr, "relu_signed: task " .. relu_task .. " ended without a finished run %(CANCELLED")
+    expect.match(r.stderr, "softmax: task %d+_4 ended without a finished run")
+    for name, run_dir in pairs({ relu_signed = relu_run, softmax = soft_run }) do
+      local rec = sweep.record(out, name)
+      expect.truthy(#rec.launches >= 2, name .. " launched again")
+      expect.eq(rec.launches[2].resumed, run_dir, name .. "'s second launch resumed its run")
+      expect.ne(rec.launches[2].slurm_job, rec.launches[1].slurm_job, name .. " ran in a new task")
+      expect.eq(rec.status, "done")
+    end
+    local s, slurm_res = results_by_name(out)
+    local _, local_res = results_by_name(work .. "/local")
+    expect.eq(s.aggregate.correct, 4)
+    expect.eq(s.aggregate.problems, 4)
+    expect.match(r.stdout, "correct 4/4 %(100%%%)")
+
+    -- every row of every task's database is in the merged database, exactly once
+    local merged = assert(mem.open(work .. "/slurm.db"))
+    local totals = {}
+    for _, t in ipairs(TABLES) do totals[t] = 0 end
+    local n_task_attempts = 0
+    for _, name in ipairs(sweep.PROBLEMS) do
+      local tdb = assert(mem.open(out .. "/tasks/" .. name .. ".db"))
+      for _, t in ipairs(TABLES) do totals[t] = totals[t] + count(tdb, "SELECT count(*) AS n FROM " .. t) end
+      for _, a in ipairs(tdb:query("SELECT uid, round, worker, role, source_hash, stage, time_ms FROM attempts")) do
+        n_task_attempts = n_task_attempts + 1
+        local m = merged:query("SELECT round, worker, role, source_hash, stage, time_ms FROM attempts WHERE uid = ?", { a.uid })
+        expect.eq(#m, 1, name .. " attempt " .. a.uid .. " in the merged database")
+        expect.same({ m[1].round, m[1].worker, m[1].role, m[1].source_hash, m[1].stage, m[1].time_ms },
+          { a.round, a.worker, a.role, a.source_hash, a.stage, a.time_ms }, "same attempt")
+      end
+      for _, k in ipairs(tdb:query("SELECT key, response FROM llm_cache")) do
+        expect.eq(merged:cache_get(k.key), k.response, name .. "'s recorded LLM reply merged")
+      end
+      tdb:close()
+      -- merging again adds nothing
+      for t, n in pairs(assert(merged:merge(out .. "/tasks/" .. name .. ".db"))) do
+        expect.eq(n, 0, name .. ": " .. t .. " after a second merge")
+      end
+    end
+    -- the sweep's database started empty, so it holds the tasks' rows and nothing else
+    for _, t in ipairs(TABLES) do
+      expect.eq(count(merged, "SELECT count(*) AS n FROM " .. t), totals[t], t .. ": merged = sum over tasks")
+    end
+    expect.eq(totals.runs, 4, "one run per problem: the killed ones resumed theirs")
+    expect.truthy(totals.reflexions > 0 and totals.lessons > 0 and totals.llm_cache > 0, "reflexions, lessons and replies recorded")
+    expect.eq(count(merged, "SELECT count(*) AS n FROM runs WHERE status = 'done'"), 4)
+    expect.eq(#merged:query("SELECT * FROM pragma_foreign_key_check"), 0)
+
+    -- each problem's attempts against the local run: the same kernels in the same rounds; a killed
+    -- task also keeps the attempt it recorded in the round it was killed in
+    local localdb = assert(mem.open(work .. "/local.db"))
+    for _, name in ipairs(sweep.PROBLEMS) do
+      expect.eq(slurm_res[name].verified, local_res[name].verified, name .. " verified in both")
+      local lk = sweep.attempt_keys(localdb, local_res[name].run_uid)
+      local sk = sweep.attempt_keys(merged, slurm_res[name].run_uid)
+      expect.eq(#lk, 3, name .. ": input and two optimizer attempts locally")
+      if name == "relu_signed" or name == "softmax" then
+        local left = {}
+        for _, k in ipairs(sk) do left[k] = (left[k] or 0) + 1 end
+        for _, k in ipairs(lk) do
+          expect.truthy((left[k] or 0) > 0, name .. ": local attempt " .. k .. " is in the Slurm run")
+          left[k] = (left[k] or 1) - 1
+        end
+        for k, n in pairs(left) do
+          if n > 0 then expect.match(k, "^2/", name .. ": an extra attempt is from the interrupted round 2") end
+        end
+      else
+        expect.same(sk, lk, name .. ": same attempts as the local run")
+      end
+    end
+    localdb:close()
+    merged:close()
+    print(string.format("     local sweep %.1f s; Slurm sweep %.1f s (%d task attempts merged, %d LLM replies)",
+      t_local, t_slurm, n_task_attempts, totals.llm_cache))
+  end, { timeout = 900 })
+end)
