@@ -161,6 +161,23 @@ local function run_slurm(plan, line)
   return plan.devices == "cpu"
 end
 
+-- claim(plan) -> true, or nil and why: one driver per sweep folder on a host at a time (two
+-- would launch the same problems twice). The claim is driver.json: host and process id.
+local function claim(plan)
+  local path = fs.join(plan.dir, "driver.json")
+  local host = (fs.read("/proc/sys/kernel/hostname") or "?"):gsub("%s+$", "")
+  local old = json.decode(fs.read(path) or "null")
+  if type(old) == "table" and old.host == host and old.pid then
+    local cmd = fs.read("/proc/" .. tostring(old.pid) .. "/cmdline") or ""
+    if cmd:find("sweep.lua", 1, true) then
+      return nil, string.format("another driver (pid %s) is running this sweep", tostring(old.pid))
+    end
+  end
+  local pid = (fs.read("/proc/self/stat") or ""):match("^(%d+)")
+  fs.write(path, json.encode({ host = host, pid = tonumber(pid), started = ktime.wall() }) .. "\n")
+  return true
+end
+
 local function main(argv)
   local own, extra = {}, {}
   local after = false
@@ -216,6 +233,9 @@ local function main(argv)
   for _, p in ipairs(plan.problems) do
     if require("agents.lib.sweep.task").run_state(plan, p).done then done_before = done_before + 1 end
   end
+  plan_lib.save(plan)
+  local claimed, cerr = claim(plan)
+  if not claimed then return fail(plan.dir .. ": " .. cerr) end
   plan.sessions = plan.sessions or {}
   local session = { started = ktime.wall() }
   plan.sessions[#plan.sessions + 1] = session

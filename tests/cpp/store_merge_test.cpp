@@ -1,16 +1,14 @@
 // merge_database on real SQLite files: rows copied once, references rewritten, idempotence,
 // resumed sources, seeded copies, rows without uids, and refusals.
-#include <unistd.h>
-
 #include <catch2/catch.hpp>
 #include <filesystem>
-#include <map>
 #include <set>
 #include <string>
 
 #include "store/memory_store.hpp"
 #include "store/merge.hpp"
 #include "store/schema.hpp"
+#include "store_test_util.hpp"
 
 namespace fs = std::filesystem;
 using kagent::store::Connection;
@@ -21,29 +19,15 @@ using kagent::store::MergeCounts;
 using kagent::store::Params;
 using kagent::store::Statement;
 using kagent::store::Value;
+using kagent::store::testing::count;
+using kagent::store::testing::TempDir;
 
 namespace {
-
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    char tmpl[] = "/tmp/kagent-merge-XXXXXX";
-    path = mkdtemp(tmpl);
-  }
-  ~TempDir() { fs::remove_all(path); }
-  std::string file(const char* name) const { return (path / name).string(); }
-};
 
 Params args(std::initializer_list<Value> values) {
   Params p;
   p.positional.assign(values);
   return p;
-}
-
-int64_t count(MemoryStore& db, const std::string& sql, const Params& p = {}) {
-  int64_t n = -1;
-  db.query(sql, p, [&](const Statement& st) { n = std::get<int64_t>(st.column(0)); });
-  return n;
 }
 
 std::set<std::string> column_set(MemoryStore& db, const std::string& sql) {
