@@ -29,13 +29,13 @@ local SPEC = {
   ["max-concurrent"] = { type = "number", help = "problems run at once here (default one per GPU; 1 in CPU mode)" },
   slurm = { type = "boolean", default = false, help = "run as a Slurm job array, one problem per task" },
   partition = { type = "string", help = "Slurm partition" },
-  ["gpus-per-task"] = { type = "number", default = 1, help = "Slurm: GPUs per task (none in CPU mode)" },
+  ["gpus-per-task"] = { type = "number", help = "Slurm: GPUs per task (default 1; none in CPU mode)" },
   ["cpus-per-task"] = { type = "number", help = "Slurm: CPUs per task" },
   ["array-limit"] = { type = "number", help = "Slurm: tasks running at once (--array=...%N)" },
   time = { type = "string", help = "Slurm: time limit per task (sbatch --time)" },
   ["sbatch-args"] = { type = "string", help = "Slurm: more sbatch arguments, space-separated" },
-  retries = { type = "number", default = 2, help = "Slurm: resubmissions of a task that ends without a finished run" },
-  poll = { type = "number", default = 30, help = "Slurm: seconds between squeue polls" },
+  retries = { type = "number", help = "Slurm: resubmissions of a task that ends without a finished run (default 2)" },
+  poll = { type = "number", help = "Slurm: seconds between squeue polls (default 30)" },
   task = { type = "number", help = "(run by Slurm tasks) run problem N of the sweep in --out" },
 }
 -- The options of the runs themselves, passed on as given (the policy's defaults apply otherwise).
@@ -89,15 +89,33 @@ local function resume_check(plan, opts, pass)
     return "the runs' options differ from the sweep's (" .. table.concat(plan.policy_args, " ") .. ")"
   end
   if opts.slurm and plan.mode ~= "slurm" then return "the sweep ran locally; --slurm cannot take it over" end
+  if opts.db and fs.abspath(opts.db) ~= plan.db then return "--db differs from the sweep's (" .. plan.db .. ")" end
+  if opts.devices and (opts.devices == "cpu") ~= (plan.devices == "cpu") then
+    return "--devices " .. opts.devices .. " changes between CPU mode and GPUs"
+  end
 end
 
-local function slurm_options(opts)
-  return { partition = opts.partition, gpus_per_task = opts.gpus_per_task, cpus_per_task = opts.cpus_per_task,
-    array_limit = opts.array_limit, time = opts.time, sbatch_args = opts.sbatch_args,
-    retries = opts.retries, poll = opts.poll }
+-- slurm_options(opts, base) -> the Slurm settings: base (the sweep's, or the defaults) with the
+-- options given on this command line over it, so a resumed sweep can change them.
+local SLURM_KEYS = { "partition", "gpus_per_task", "cpus_per_task", "array_limit", "time", "sbatch_args", "retries", "poll" }
+local function slurm_options(opts, base)
+  local o = {}
+  for k, v in pairs(base or { gpus_per_task = 1, retries = 2, poll = 30 }) do o[k] = v end
+  for _, k in ipairs(SLURM_KEYS) do if opts[k] ~= nil then o[k] = opts[k] end end
+  return o
 end
 
-local function run_local(plan, line)
+-- keep_alive(plan, session): notes every 15 s that this session still runs, so a session that
+-- is killed counts in the sweep's wall time up to then, not up to the next one.
+local function keep_alive(plan, session)
+  local now = ktime.wall()
+  if now - (session.alive or 0) >= 15 then
+    session.alive = now
+    plan_lib.save(plan)
+  end
+end
+
+local function run_local(plan, line, session)
   local local_run = require("agents.lib.sweep.local_run")
   local slots, warn = local_run.slots(plan.devices ~= json.null and plan.devices or nil,
     plan.max_concurrent ~= json.null and plan.max_concurrent or nil)
@@ -111,6 +129,7 @@ local function run_local(plan, line)
     local list = {}
     for _, p in ipairs(plan.problems) do if running[p] then list[#list + 1] = p end end
     line:show(report.status_text(plan, list))
+    keep_alive(plan, session)
   end
   local ticker = kagent.task.spawn(function()
     while true do
@@ -124,7 +143,7 @@ local function run_local(plan, line)
   return slots[1].devices == "cpu"
 end
 
-local function run_slurm(plan, line)
+local function run_slurm(plan, line, session)
   local slurm = require("agents.lib.sweep.slurm")
   local ok, why = slurm.available()
   if not ok then return nil, why end
@@ -146,6 +165,7 @@ local function run_slurm(plan, line)
       end
       line:show(report.status_text(plan, running, "slurm: " .. (#states > 0 and table.concat(states, ", ") or "none queued")
         .. (info.resubmitted > 0 and (", resubmitted " .. info.resubmitted) or "")))
+      keep_alive(plan, session)
     end })
   if not tries then return nil, err end
   local merged, merr = slurm.merge(plan, db)
@@ -205,15 +225,19 @@ local function main(argv)
     return require("agents.lib.sweep.slurm").task_main(plan, opts.task)
   end
 
+  if opts.max_concurrent and opts.max_concurrent < 1 then return fail("--max-concurrent must be at least 1") end
   local pass = passed_args(opts, extra)
   local plan = opts.out and plan_lib.load(opts.out)
   if plan then
     local why = resume_check(plan, opts, pass)
     if why then return fail(string.format("%s holds a sweep already, and %s; use another --out", opts.out, why)) end
+    -- how it runs may change; what it runs may not
+    if plan.mode == "slurm" then plan.slurm = slurm_options(opts, plan.slurm) end
+    if opts.max_concurrent then plan.max_concurrent = opts.max_concurrent end
+    if opts.devices then plan.devices = opts.devices end
   else
     if not opts.problems then return fail("--problems is required\n" .. args.usage(PROG, SPEC)) end
     if not opts.policy then return fail("--policy is required (beam, greedy, tune, skill or a policy file)") end
-    if opts.max_concurrent and opts.max_concurrent < 1 then return fail("--max-concurrent must be at least 1") end
     local out = opts.out or fs.join("runs", string.format("sweep_%s_%s", fs.basename(opts.policy):gsub("%.lua$", ""),
       os.date("!%Y%m%d-%H%M%S")))
     local perr
@@ -233,7 +257,7 @@ local function main(argv)
   for _, p in ipairs(plan.problems) do
     if require("agents.lib.sweep.task").run_state(plan, p).done then done_before = done_before + 1 end
   end
-  plan_lib.save(plan)
+  fs.mkdir_p(plan.dir)
   local claimed, cerr = claim(plan)
   if not claimed then return fail(plan.dir .. ": " .. cerr) end
   plan.sessions = plan.sessions or {}
@@ -246,11 +270,11 @@ local function main(argv)
 
   local line = report.line()
   local cpu, rerr
-  if plan.mode == "slurm" then cpu, rerr = run_slurm(plan, line) else cpu = run_local(plan, line) end
+  if plan.mode == "slurm" then cpu, rerr = run_slurm(plan, line, session) else cpu = run_local(plan, line, session) end
   line:finish()
   session.finished = ktime.wall()
   local wall = 0
-  for _, s in ipairs(plan.sessions) do wall = wall + ((s.finished or ktime.wall()) - s.started) end
+  for _, s in ipairs(plan.sessions) do wall = wall + ((s.finished or s.alive or s.started) - s.started) end
   local rows, agg = report.results(plan, { wall_s = wall, cpu = cpu == true })
   local text = report.write(plan, rows, agg)
   print(text)

@@ -207,6 +207,21 @@ describe("agents/sweep.lua on this machine (CPU mode, FAKE LLM server)", functio
       expect.eq(#sweep.record(out, n).launches, launches[n], n .. " is finished and not launched again")
     end
     expect.match(r3.stderr, "resumed: 3 finished before")
+
+    -- the folder's sweep cannot be changed into another, nor run by two drivers at once
+    local other = sweep.argv(out, db, { "relu_signed", "softmax" })
+    local r4 = run_sweep(other, env)
+    expect.eq(r4.code, 2)
+    expect.match(r4.stderr, "holds a sweep already, and %-%-problems differs")
+    local more_rounds = sweep.argv(out, db, names, { "--rounds", "3" })
+    expect.match(run_sweep(more_rounds, env).stderr, "the runs' options differ")
+    local host = fs.read("/proc/sys/kernel/hostname"):gsub("%s+$", "")
+    local holder = assert(proc.spawn({ "sh", "-c", "sleep 60", "agents/sweep.lua" }))
+    fs.write(out .. "/driver.json", json.encode({ host = host, pid = holder.pid }))
+    local r5 = run_sweep(argv, env)
+    holder:kill("KILL")
+    expect.eq(r5.code, 2)
+    expect.match(r5.stderr, "another driver %(pid " .. holder.pid .. "%) is running this sweep")
     server:kill()
     proc.run({ "rm", "-rf", dir })
   end, { timeout = 900 })

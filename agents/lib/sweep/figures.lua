@@ -19,7 +19,7 @@ M.DEFINITIONS = {
   mean = "arithmetic mean of the same speedups; min, median and max give the per-problem spread",
   tokens = "sum over problems of the run's LLM tokens (input + output + cache read + cache write)",
   cost_usd = "sum over problems of the run's LLM cost",
-  wall_s = "time the sweep driver ran (summed over its sessions when resumed)",
+  wall_s = "time the sweep driver ran, summed over its sessions (a killed session until its last note, every 15 s)",
   problem_s = "sum over problems of the time their runs ran (all launches; an interrupted launch until its last heartbeat)",
   gpu_hours = "sum over launches of run time x GPUs held by the launch, / 3600 (0 in CPU mode)",
 }

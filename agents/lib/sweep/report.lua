@@ -91,7 +91,11 @@ function M.results(plan, extra)
     local rec = task_lib.read_record(plan, p)
     local st = task_lib.run_state(plan, p)
     local summary = st.done and json.decode(fs.read(fs.join(st.done, "summary.json")) or "null")
-    if st.done and rec then rec.status = "done" end
+    -- the run folder decides: a run with a summary is finished whatever its last launch said
+    if st.done then
+      rec = rec or { launches = {} }
+      rec.status = "done"
+    end
     rows[i] = figures.row(p, type(summary) == "table" and summary or nil, rec)
     rows[i].run_dir = st.done or st.resume or json.null
     rows[i].run_uid = rec and rec.run_uid or json.null
