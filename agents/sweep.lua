@@ -6,9 +6,6 @@
 -- aggregates and their definitions) and table.md. Running it again on the same --out resumes:
 -- finished problems are kept, interrupted ones continue with their run's --resume.
 -- docs/sweeps.md defines every figure and says how to run on a cluster.
-local root = rawget(_G, "kagent") and kagent.root or "."
-package.path = root .. "/?.lua;" .. package.path
-
 local fs = require("kagent.fs")
 local json = require("kagent.json")
 local ktime = require("kagent.time")

@@ -19,7 +19,6 @@ using kagent::store::Migration;
 using kagent::store::Params;
 using kagent::store::Statement;
 using kagent::store::Value;
-
 using kagent::store::testing::count;
 using kagent::store::testing::TempDir;
 using kagent::store::testing::text;

@@ -1,6 +1,6 @@
 -- agents/sweep.lua: its figures and plan (pure), and a local sweep on the CPU against the FAKE
 -- LLM server that is interrupted and resumed (needs a python with torch: KAGENT_PYTHON).
-package.path = kagent.root .. "/?.lua;" .. kagent.root .. "/tests/fixtures/agent/?.lua;" .. package.path
+package.path = kagent.root .. "/tests/fixtures/agent/?.lua;" .. package.path
 local fs, json, proc, mem = kagent.fs, kagent.json, kagent.proc, kagent.mem
 local figures = require("agents.lib.sweep.figures")
 local plan_lib = require("agents.lib.sweep.plan")

@@ -5,7 +5,7 @@
 -- second round. Checks: both are resubmitted and resume their runs; every row of every task's
 -- database is in the merged database exactly once; a second merge adds nothing; each problem's
 -- attempts match the local run's.
-package.path = kagent.root .. "/?.lua;" .. kagent.root .. "/tests/fixtures/agent/?.lua;" .. package.path
+package.path = kagent.root .. "/tests/fixtures/agent/?.lua;" .. package.path
 local fs, json, proc, mem = kagent.fs, kagent.json, kagent.proc, kagent.mem
 local fake = require("fake_session")
 local sweep = require("sweep_session")

@@ -26,7 +26,7 @@ if ! "$PY" -c "import torch" >/dev/null 2>&1; then
   exit 77
 fi
 
-T=$(mktemp -d /tmp/kagent-slurm-XXXXXX)
+T=$(mktemp -d "${TMPDIR:-/tmp}/kagent-slurm-XXXXXX")
 chmod 755 "$T"
 pids=()
 cleanup() {

@@ -7,8 +7,6 @@ local json = require("kagent.json")
 
 local M = {}
 
-local root = rawget(_G, "kagent") and kagent.root or "."
-
 -- Policy name -> entry point under agents/. beam.lua also takes --policy NAME for the strategies
 -- it runs (beam, greedy, or a path to a policy file); tune.lua is the LLM-free tuner.
 local ENTRY = { beam = "beam.lua", greedy = "beam.lua", tune = "tune.lua", skill = "skill.lua" }
@@ -23,9 +21,10 @@ function M.entry(policy)
     return nil, string.format("unknown policy %q (known: beam, greedy, tune, skill, or a path to a policy .lua file)", policy)
   end
   if is_policy_file(policy) and not fs.exists(policy) then return nil, "no policy file " .. policy end
-  local path = fs.join(root, "agents", e)
-  if not fs.exists(path) then return nil, string.format("policy %s needs %s, which this checkout lacks", policy, path) end
-  return path
+  -- through the search path: a user's own copy of an entry point wins (docs/lua-api.md)
+  local path = kagent.resolve(fs.join("agents", e))
+  if not path then return nil, string.format("policy %s needs agents/%s, which is not on kagent.path", policy, e) end
+  return fs.abspath(path)
 end
 
 function M.needs_llm(policy) return NEEDS_LLM[policy] or is_policy_file(policy) end

@@ -64,7 +64,7 @@ function M.batch_script(plan)
   fs.write(path, table.concat({
     "#!/bin/sh",
     "# A kagent-rt sweep task: runs problem number $SLURM_ARRAY_TASK_ID of " .. plan.dir .. "/sweep.json",
-    "exec " .. shell_quote(bin) .. " " .. shell_quote(fs.join(kagent.root, "agents", "sweep.lua"))
+    "exec " .. shell_quote(bin) .. " " .. shell_quote(fs.abspath(kagent.resolve("agents/sweep.lua")))
       .. ' --task "$SLURM_ARRAY_TASK_ID" --out ' .. shell_quote(plan.dir),
     "" }, "\n"))
   proc.run({ "chmod", "+x", path })
