@@ -41,7 +41,8 @@ local PASS = {}
 for name, s in pairs(policy_options) do
   if not OWN[name] then
     PASS[#PASS + 1] = name
-    SPEC[name] = { type = s.type, help = s.help .. " (each run; default the policy's: " .. tostring(s.default) .. ")" }
+    SPEC[name] = { type = s.type, help = s.help .. (s.default ~= nil and (" (each run; its default " .. tostring(s.default) .. ")")
+      or " (each run)") }
   end
 end
 table.sort(PASS)
