@@ -150,26 +150,30 @@ describe("agents/sweep.lua on this machine (CPU mode, FAKE LLM server)", functio
   it("runs problems two at a time, resumes after being killed, and skips finished problems", function()
     if not have_torch() then skip("no torch for " .. spec.python .. " (set KAGENT_PYTHON)") end
     local dir = spec.tmpdir("sweep-local")
-    local server, port = fake.start(sweep.script(1.5), dir)
+    local server, port = fake.start(sweep.script(2.5), dir)
     local env = sweep.env(port, spec.python)
     local out, db = dir .. "/sweep", dir .. "/sweep.db"
     local names = { "relu_signed", "softmax", "matmul_small" }
     local argv = sweep.argv(out, db, names, { "--max-concurrent", "2" })
 
-    -- first session: killed once relu_signed has saved its first round
+    -- first session: the driver is killed with SIGKILL once relu_signed has saved its first
+    -- round, which leaves its runs running without it
     local p = sweep.spawn_sweep(argv, env)
     local run_dir = sweep.wait_for(function() return sweep.round_done(out, "relu_signed") end, 300, "relu_signed's first round")
-    p:kill("TERM")
+    p:kill("KILL")
     local r1 = p:wait(30)
-    expect.ne(r1.code, 0, "the killed sweep does not report success")
+    expect.eq(r1.signal, 9)
     local killed = sweep.record(out, "relu_signed")
     expect.eq(killed.status, "running", "the record shows the launch that was under way")
-    expect.truthy(killed.launches[1].pid, "the run's process id is recorded")
+    local orphan = killed.launches[1].pid
+    expect.truthy(orphan and fs.exists("/proc/" .. orphan), "the run outlived its driver")
 
     -- second session: same command; relu_signed resumes from its run folder
     local r2 = run_sweep(argv, env)
     if r2.code ~= 0 then error("resumed sweep exited " .. r2.code .. "\n" .. r2.stderr:sub(-3000)) end
     local rec = sweep.record(out, "relu_signed")
+    expect.falsy(fs.exists("/proc/" .. orphan) and (fs.read("/proc/" .. orphan .. "/cmdline") or ""):find(out, 1, true),
+      "the left-behind run was stopped before the problem started again")
     expect.eq(#rec.launches, 2)
     expect.eq(rec.launches[1].resumed, json.null)
     expect.eq(rec.launches[2].resumed, run_dir, "launch 2 resumed the interrupted run")

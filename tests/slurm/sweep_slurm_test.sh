@@ -31,6 +31,14 @@ chmod 755 "$T"
 pids=()
 cleanup() {
   local rc=$?
+  if [ -n "${check_pid:-}" ] && kill -0 "$check_pid" 2>/dev/null; then
+    kill "$check_pid" 2>/dev/null
+    wait "$check_pid" 2>/dev/null
+  fi
+  # runs of a sweep driver that was stopped mid-way: the sweeps' task records name their processes
+  for pid in $(cat "$T"/work/*/tasks/*.json 2>/dev/null | sed -n 's/.*"pid": *\([0-9][0-9]*\).*/\1/p'); do
+    if tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null | grep -qF "$T/"; then kill -9 "$pid" 2>/dev/null; fi
+  done
   if [ -f "$T/slurm.conf" ] && [ -n "${SLURM_CONF:-}" ]; then
     # jobs first (their processes belong to slurmstepd, not to us), then the daemons
     # the controller is this test's own: every job in it is ours
@@ -121,5 +129,8 @@ fi
 echo "slurm up: slurmctld :$ctld_port, slurmd :$slurmd_port, node kagent-node idle"
 
 mkdir -p "$T/work"
+# in the background, so a TERM to this script is handled at once (cleanup stops the check first)
 KAGENT_SLURM_TEST_DIR="$T/work" KAGENT_BIN="$(readlink -f "$BIN")" KAGENT_PYTHON="$PY" \
-  "$BIN" --env-file /dev/null --log-level warn tests/lua/run.lua tests/slurm/sweep_slurm_check.lua
+  "$BIN" --env-file /dev/null --log-level warn tests/lua/run.lua tests/slurm/sweep_slurm_check.lua &
+check_pid=$!
+wait "$check_pid"

@@ -69,6 +69,23 @@ local function hostname()
   return h and h:gsub("%s+$", "") or "?"
 end
 
+-- stop_stale(plan, p, rec): a launch that is still running here although no driver runs it (its
+-- driver was killed with SIGKILL, which leaves runs behind) is stopped before the problem starts
+-- again, so two runs never write one run folder. The process is recognised by its command line.
+local function stop_stale(plan, p, rec)
+  local last = rec.launches[#rec.launches]
+  if not (last and last.pid and last.finished == nil and last.host == hostname()) then return end
+  local cmd = fs.read("/proc/" .. tostring(last.pid) .. "/cmdline") or ""
+  if not cmd:find(plan_lib.runs_dir(plan, p), 1, true) then return end
+  for _, sig in ipairs({ "TERM", "KILL" }) do
+    proc.run({ "kill", "-" .. sig, tostring(last.pid) }, { timeout = 10 })
+    for _ = 1, 100 do
+      if not fs.exists("/proc/" .. tostring(last.pid)) then return end
+      task.sleep(0.1)
+    end
+  end
+end
+
 -- run(plan, p, o) -> record. o: db (KAGENT_DB for the run), devices ("0,1" | "cpu" | nil: what
 -- the run finds), gpus (GPUs held, for GPU-hours), slurm_job (id of the Slurm task), env (more
 -- variables for the child). The record is written at the start, on each heartbeat and at the end.
@@ -80,6 +97,7 @@ function M.run(plan, p, o)
     write_record(plan, p, rec)
     return rec
   end
+  stop_stale(plan, p, rec)
   local launch = { started = ktime.wall(), host = hostname(), resumed = st.resume or json.null,
     gpus = o.gpus or 0, slurm_job = o.slurm_job or json.null, devices = o.devices or json.null }
   rec.launches[#rec.launches + 1] = launch
