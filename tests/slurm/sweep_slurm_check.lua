@@ -80,9 +80,14 @@ describe("agents/sweep.lua --slurm on a single-node Slurm", function()
     local totals = {}
     for _, t in ipairs(TABLES) do totals[t] = 0 end
     local n_task_attempts = 0
+    local skill_tries, skill_wins = {}, {}
     for _, name in ipairs(sweep.PROBLEMS) do
       local tdb = assert(mem.open(out .. "/tasks/" .. name .. ".db"))
       for _, t in ipairs(TABLES) do totals[t] = totals[t] + count(tdb, "SELECT count(*) AS n FROM " .. t) end
+      for _, st in ipairs(tdb:skill_stats{}) do
+        skill_tries[st.skill] = (skill_tries[st.skill] or 0) + st.attempts
+        skill_wins[st.skill] = (skill_wins[st.skill] or 0) + st.successes
+      end
       for _, a in ipairs(tdb:query("SELECT uid, round, worker, role, source_hash, stage, time_ms FROM attempts")) do
         n_task_attempts = n_task_attempts + 1
         local m = merged:query("SELECT round, worker, role, source_hash, stage, time_ms FROM attempts WHERE uid = ?", { a.uid })
@@ -104,7 +109,15 @@ describe("agents/sweep.lua --slurm on a single-node Slurm", function()
       expect.eq(count(merged, "SELECT count(*) AS n FROM " .. t), totals[t], t .. ": merged = sum over tasks")
     end
     expect.eq(totals.runs, 4, "one run per problem: the killed ones resumed theirs")
-    expect.truthy(totals.reflexions > 0 and totals.lessons > 0 and totals.llm_cache > 0, "reflexions, lessons and replies recorded")
+    expect.truthy(totals.reflexions > 0 and totals.lessons > 0 and totals.llm_cache > 0 and totals.skill_outcomes > 0
+      and totals.archive > 0, "reflexions, lessons, replies, skill outcomes and archived kernels recorded")
+    -- the skills' learned record is the sum of the tasks' records
+    local merged_stats = merged:skill_stats{}
+    expect.truthy(#merged_stats > 0)
+    for _, st in ipairs(merged_stats) do
+      expect.eq(st.attempts, skill_tries[st.skill], st.skill .. ": attempts in the merged record")
+      expect.eq(st.successes, skill_wins[st.skill], st.skill .. ": successes in the merged record")
+    end
     expect.eq(count(merged, "SELECT count(*) AS n FROM runs WHERE status = 'done'"), 4)
     expect.eq(#merged:query("SELECT * FROM pragma_foreign_key_check"), 0)
 

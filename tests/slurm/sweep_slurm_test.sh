@@ -37,7 +37,7 @@ cleanup() {
   fi
   # runs of a sweep driver that was stopped mid-way: the sweeps' task records name their processes
   for pid in $(cat "$T"/work/*/tasks/*.json 2>/dev/null | sed -n 's/.*"pid": *\([0-9][0-9]*\).*/\1/p'); do
-    if tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null | grep -qF "$T/"; then kill -9 "$pid" 2>/dev/null; fi
+    if { tr '\0' ' ' < "/proc/$pid/cmdline"; } 2>/dev/null | grep -qF "$T/"; then kill -9 "$pid" 2>/dev/null; fi
   done
   if [ -f "$T/slurm.conf" ] && [ -n "${SLURM_CONF:-}" ]; then
     # jobs first (their processes belong to slurmstepd, not to us), then the daemons
