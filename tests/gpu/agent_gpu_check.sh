@@ -12,10 +12,7 @@
 # Usage: tests/gpu/agent_gpu_check.sh [out_dir]   (KAGENT_BIN overrides build/kagent-rt)
 set -u
 cd "$(dirname "$0")/../.."
-if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L 2>/dev/null | grep -q GPU; then
-  echo "SKIP: no GPU"
-  exit 77
-fi
+. tests/gpu/require_gpu.sh
 BIN="${KAGENT_BIN:-build/kagent-rt}"
 OUT="${1:-/tmp/kagent-agent-gpu-check}"
 rm -rf "$OUT" && mkdir -p "$OUT"
