@@ -273,6 +273,7 @@ end
 
 local function check_job(fname, job)
   if type(job) ~= "table" then error(fname .. ": job must be a table", 3) end
+  if fname == "pool:analyze" then return end  -- its fields depend on job.kind; the worker checks them
   if type(job.problem) ~= "string" then error(fname .. ": job.problem must be a path", 3) end
   if fname == "pool:compare" then
     if type(job.candidates) ~= "table" or #job.candidates < 2 then
@@ -330,6 +331,8 @@ function Pool:evaluate(job) return self:_job("evaluate", job) end
 function Pool:compare(job) return self:_job("compare", job) end
 --- sanitize(job) -> compute-sanitizer (memcheck, racecheck) on one forward. See docs/lua-api.md.
 function Pool:sanitize(job) return self:_job("sanitize", job) end
+--- analyze(job) -> static analysis (traced graph, hot path, merged sources). See docs/lua-api.md.
+function Pool:analyze(job) return self:_job("analyze", job) end
 
 --- peaks(device) -> measured peaks of a device ({ok=true, ...}) or {ok=false, error}
 function Pool:peaks(device)
