@@ -17,6 +17,7 @@ a problem or candidate that crashes or hangs takes only that child with it.
 """
 import math
 import operator
+import os
 import time
 
 from . import child_common, compare, inputs, loader, sandbox, source_merge
@@ -95,7 +96,6 @@ def handle(ev, job):
         spec["parts"] = [{"prefix": p.get("prefix", ""), "source": p["source"],
                           "label": str(p.get("label", i + 1))} for i, p in enumerate(parts)]
     else:
-        import os
         problem = job.get("problem")
         if not isinstance(problem, str) or not os.path.isfile(problem):
             raise BadRequest("problem must be the path of a file: %r" % (problem,))
@@ -165,8 +165,11 @@ def analyze_problem(torch, ch, spec):
         result["control_flow"] = "control flow" in text
         return result
     result["traced"] = True
-    # ops whose results nothing reads are left out (the fidelity check below catches an in-place
-    # op whose removal changes the outputs)
+    # an in-place op is written out of place below, which is the same only when nothing else
+    # reads the value it writes; found before dead code goes (an in-place op's own result is
+    # often unused)
+    conflicts = [{"node": n.name, "reason": "in-place `%s` writes a value that other ops read" % _target_label(n)}
+                 for n in gm.graph.nodes if _writes_read_value(torch, gm, n)]
     gm.graph.eliminate_dead_code()
     gm.recompile()
     ch.stage("run")
@@ -181,7 +184,7 @@ def analyze_problem(torch, ch, spec):
     state.update(dict(model.named_buffers()))
     graph = _Graph(torch, gm, rec.meta, set(state))
     result.update(graph.describe())
-    unsupported = list(graph.unsupported)
+    unsupported = conflicts + list(graph.unsupported)
     if fidelity is not True:
         unsupported.append({"node": None, "reason": "the traced graph does not reproduce the model: %s"
                             % fidelity})
@@ -277,7 +280,6 @@ class _Graph:
         self.params_of = {}   # get_attr node name -> qualname
         self.unsupported = []
         self.inputs, self.ops, self.placeholders = [], [], []
-        users = {n.name: len(n.users) for n in gm.graph.nodes}
         for n in gm.graph.nodes:
             m = meta.get(n.name, {})
             if n.op == "placeholder":
@@ -295,7 +297,7 @@ class _Graph:
                     self._refuse(n, "tensor `%s` is neither a parameter nor a buffer of the model "
                                  "(a constant, or computed from one while tracing)" % n.target)
             elif n.op in ("call_module", "call_function", "call_method"):
-                self._op(n, m, users)
+                self._op(n, m)
             elif n.op == "output":
                 try:
                     self.output_expr = self._render(n.args[0])
@@ -307,7 +309,7 @@ class _Graph:
     def _refuse(self, n, reason):
         self.unsupported.append({"node": n.name, "reason": reason})
 
-    def _op(self, n, m, users):
+    def _op(self, n, m):
         # a Python (non-tensor) result: folded when it only reads shapes
         if not m.get("tensor") and not m.get("tuple"):
             if self._metadata_only(n) and m.get("literal"):
@@ -316,7 +318,7 @@ class _Graph:
                 self._refuse(n, "its Python value depends on tensor data (%s)" % _target_label(n))
             return
         try:
-            op = self._form(n, users)
+            op = self._form(n)
         except Unsupported as e:
             self._refuse(n, str(e))
             return
@@ -369,20 +371,11 @@ class _Graph:
         parts += ["%s=%s" % (k, self._render(v)) for k, v in kwargs.items()]
         return ", ".join(parts)
 
-    def _inplace_ok(self, n, users):
-        """An in-place op is rewritten out of place; that is the same only when nothing else
-        reads the value it writes."""
-        target = n.args[0] if n.args else None
-        if isinstance(target, self.torch.fx.Node) and users.get(target.name, 0) > 1:
-            raise Unsupported("in-place `%s` writes a value that other ops read" % _target_label(n))
-
-    def _form(self, n, users):
+    def _form(self, n):
         torch = self.torch
         if n.op == "call_module":
             mod = self.gm.get_submodule(n.target)
             label = type(mod).__name__
-            if getattr(mod, "inplace", False):
-                self._inplace_ok(n, users)
             if len(n.args) != 1 or n.kwargs:
                 if any(True for _ in mod.parameters()) or any(True for _ in mod.buffers()):
                     raise Unsupported("layer `%s` (%s) is called with more than its input" % (n.target, label))
@@ -397,8 +390,7 @@ class _Graph:
                     "module_ctor": ctor}
         if n.op == "call_method":
             method = n.target
-            if method.endswith("_") and not method.endswith("__") and hasattr(torch.Tensor, method[:-1]):
-                self._inplace_ok(n, users)
+            if _inplace_method(torch, method):
                 method = method[:-1]
             expr = "%s.%s(%s)" % (self._render(n.args[0]), method, self._call_args(n.args[1:], n.kwargs))
             return {"op": method, "kind": "call_method", "target": n.target, "expr": expr,
@@ -406,7 +398,6 @@ class _Graph:
         fn = n.target
         kwargs = dict(n.kwargs)
         if kwargs.get("inplace") is True:
-            self._inplace_ok(n, users)
             kwargs["inplace"] = False
         if fn in _INFIX and len(n.args) == 2 and not kwargs:
             expr = "(%s %s %s)" % (self._render(n.args[0]), _INFIX[fn], self._render(n.args[1]))
@@ -451,6 +442,25 @@ _ELEMENTWISE = {"add", "sub", "mul", "div", "floordiv", "mod", "pow", "neg", "ex
                 "addcdiv", "masked_fill", "floor", "ceil", "round", "trunc", "fmod", "remainder",
                 "lt", "le", "gt", "ge", "eq", "ne", "logical_and", "logical_or", "logical_not",
                 "bitwise_and", "bitwise_or", "sigmoid_", "hypot", "atan2", "clamp_min", "clamp_max"}
+
+
+def _inplace_method(torch, name):
+    return name.endswith("_") and not name.endswith("__") and hasattr(torch.Tensor, name[:-1])
+
+
+def _writes_read_value(torch, gm, n):
+    """An in-place op (x.add_(..), F.relu(.., inplace=True), nn.ReLU(inplace=True)) whose
+    target value other ops read too."""
+    if n.op == "call_method":
+        inplace = _inplace_method(torch, n.target)
+    elif n.op == "call_function":
+        inplace = n.kwargs.get("inplace") is True
+    elif n.op == "call_module":
+        inplace = getattr(gm.get_submodule(n.target), "inplace", False) is True
+    else:
+        return False
+    target = n.args[0] if n.args else None
+    return inplace and isinstance(target, torch.fx.Node) and len(target.users) > 1
 
 
 def _dropout_active(n, kwargs):
