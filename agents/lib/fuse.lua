@@ -209,11 +209,10 @@ local function finish(run, st, best)
     static = r.static, vote = r.vote or json.null, fallback = r.fallback or json.null, final = r.final or json.null }
   s.stages = st.stages
   s.verified = best ~= nil
+  s.refused_decompositions = #(st.refusals or {})
   if st.dec then
-    local kernels = {}
-    for i, o in ipairs(st.sessions or {}) do kernels[i] = o end
-    s.subgraphs = { count = #st.dec.subgraphs, distinct = #st.unique, refused_proposals = #(st.refusals or {}),
-      kernels = #kernels > 0 and kernels or json.empty_array }
+    s.subgraphs = { count = #st.dec.subgraphs, distinct = #st.unique,
+      kernels = st.sessions and #st.sessions > 0 and st.sessions or json.empty_array }
   end
   if st.compose then
     s.compose = { ok = st.compose.ok, path = "compose/composed_kernel.py", proof = st.compose.proof, error = st.compose.error or json.null }

@@ -13,19 +13,10 @@ EXAMPLES = os.path.join(ROOT, "examples", "problems")
 FUSE = os.path.join(ROOT, "tests", "fixtures", "fuse", "problems")
 
 
-def _have_torch():
-    try:
-        import torch  # noqa: F401
-        return True
-    except ImportError:
-        return False
-
-
 def by_name(result):
     return {op["name"]: op for op in result["ops"]}
 
 
-@unittest.skipUnless(_have_torch(), "no torch")
 class AnalyzeProblem(unittest.TestCase):
     @classmethod
     def setUpClass(cls):

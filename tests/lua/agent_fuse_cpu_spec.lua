@@ -21,16 +21,9 @@ local function sg(name, ops, ins, outs, params)
 end
 local function v(name, shape) return { value = name, shape = shape } end
 
-local function env_for(dir, port)
-  local base = { KAGENT_PYTHON = spec.python, KAGENT_DB = dir .. "/mem.db", KAGENT_PROGRESS = "lines",
-    OPENAI_BASE_URL = false, ANTHROPIC_BASE_URL = false }
-  if port then return fake.env(port, base) end
-  base.ANTHROPIC_API_KEY, base.OPENAI_API_KEY, base.KAGENT_LLM_URL = false, false, false
-  base.KAGENT_MODEL, base.KAGENT_LLM_CACHE = false, false
-  return base
-end
+local env_for = cpu.env
 
-local function fuse(argv, env) return fake.run_agent("fuse.lua", argv, env, 600) end
+local function read_json(path) return json.decode(assert(fs.read(path), "cannot read " .. path)) end
 
 local function the_run(out)
   local rd = fake.newest_run(out)
@@ -38,7 +31,19 @@ local function the_run(out)
   return rd
 end
 
-local function read_json(path) return json.decode(assert(fs.read(path), "cannot read " .. path)) end
+-- fuse(server, port, dir, out, argv) -> run folder, summary of agents/fuse.lua on the CPU with one
+-- generation worker against the fake server (stopped, and the spec failed, when the run fails)
+local function fuse(server, port, dir, out, argv)
+  local a = { "--gen-workers", "1", "--devices", "cpu", "--out", dir .. "/" .. out }
+  for _, x in ipairs(argv) do a[#a + 1] = x end
+  local r = fake.run_agent("fuse.lua", a, env_for(dir, port), 600)
+  if r.code ~= 0 then
+    server:kill()
+    error("fuse.lua exited " .. r.code .. "\n" .. r.stderr:sub(-4000), 2)
+  end
+  local rd = the_run(dir .. "/" .. out)
+  return rd, read_json(rd .. "/summary.json")
+end
 
 -- index of the first request text containing `needle`, from the server's record
 local function first_request(texts, needle)
@@ -78,11 +83,8 @@ describe("agents/fuse.lua on CPU with the fake LLM server", function()
     if not cpu.have_torch() then skip("no torch for " .. spec.python .. " (set KAGENT_PYTHON)") end
     local dir = spec.tmpdir("fuse-gemm")
     local server, port = fake.start(gemm_script(), dir)
-    local r = fuse({ "--problem", gemm, "--gen-workers", "1", "--devices", "cpu", "--out", dir .. "/runs" }, env_for(dir, port))
+    local rd, s = fuse(server, port, dir, "runs", { "--problem", gemm })
     local texts = stats(port).texts
-    if r.code ~= 0 then server:kill(); error("fuse.lua exited " .. r.code .. "\n" .. r.stderr:sub(-4000)) end
-    local rd = the_run(dir .. "/runs")
-    local s = read_json(rd .. "/summary.json")
     expect.eq(s.mode, "fuse")
     expect.eq(s.verified, true)
     expect.eq(s.path, "decompose")
@@ -101,7 +103,7 @@ describe("agents/fuse.lua on CPU with the fake LLM server", function()
       "the second request carries the reasons")
     local second, gen = first_request(texts, "Proposal 1:"), first_request(texts, "# GENERATE KERNEL")
     expect.truthy(second and gen and second < gen, "no generation request before the decomposition was accepted")
-    expect.eq(s.subgraphs.refused_proposals, 1)
+    expect.eq(s.refused_decompositions, 1)
 
     -- the decomposition and one generation session per subgraph
     local sj = read_json(rd .. "/fuse/subgraphs.json")
@@ -145,11 +147,9 @@ describe("agents/fuse.lua on CPU with the fake LLM server", function()
     expect.eq(s.stages.compose.llm_calls, 0)
 
     -- a second run: the route comes from memory (no vote), the kernels from the archive
-    local r2 = fuse({ "--problem", gemm, "--gen-workers", "1", "--devices", "cpu", "--out", dir .. "/runs2" }, env_for(dir, port))
+    local _, s2 = fuse(server, port, dir, "runs2", { "--problem", gemm })
     local texts2 = stats(port).texts
     server:kill()
-    if r2.code ~= 0 then error("second fuse.lua exited " .. r2.code .. "\n" .. r2.stderr:sub(-4000)) end
-    local s2 = read_json(the_run(dir .. "/runs2") .. "/summary.json")
     expect.eq(s2.route.decided_by, "memory")
     expect.eq(s2.route.cached_from, s.memory_run_id)
     expect.eq(#texts2 - #texts, 2, "only the two decomposition calls: no vote, no generation")
@@ -186,13 +186,9 @@ describe("agents/fuse.lua on CPU with the fake LLM server", function()
       { match = "ops network_6.", text = code("linear.py") },
       { match = "# GENERATE KERNEL", text = code("linear_relu.py") },
     } }, dir)
-    local r = fuse({ "--problem", mlp, "--route-vote", "false", "--gen-workers", "1", "--devices", "cpu",
-      "--out", dir .. "/runs" }, env_for(dir, port))
+    local rd, s = fuse(server, port, dir, "runs", { "--problem", mlp, "--route-vote", "false" })
     local texts = stats(port).texts
     server:kill()
-    if r.code ~= 0 then error("fuse.lua exited " .. r.code .. "\n" .. r.stderr:sub(-4000)) end
-    local rd = the_run(dir .. "/runs")
-    local s = read_json(rd .. "/summary.json")
     expect.eq(s.route.decided_by, "rules")
     expect.eq(s.route.static.path, "decompose", "four GEMMs: the rules decompose")
     expect.eq(s.subgraphs.count, 4)
@@ -223,13 +219,9 @@ describe("agents/fuse.lua on CPU with the fake LLM server", function()
         sg("relu", { "relu" }, { v("bn", { 4, 8, 8, 8 }) }, { v("relu", { 4, 8, 8, 8 }) }) }) },
       { match = "# GENERATE KERNEL", text = code("conv_bn_relu_full.py") },
     } }, dir)
-    local r = fuse({ "--problem", conv, "--route", "decompose", "--decompose-tries", "2", "--gen-workers", "1",
-      "--devices", "cpu", "--out", dir .. "/runs" }, env_for(dir, port))
+    local rd, s = fuse(server, port, dir, "runs", { "--problem", conv, "--route", "decompose", "--decompose-tries", "2" })
     local texts = stats(port).texts
     server:kill()
-    if r.code ~= 0 then error("fuse.lua exited " .. r.code .. "\n" .. r.stderr:sub(-4000)) end
-    local rd = the_run(dir .. "/runs")
-    local s = read_json(rd .. "/summary.json")
     expect.eq(s.route.decided_by, "option")
     expect.eq(s.route.fallback.from, "decompose")
     expect.eq(s.route.fallback.to, "direct")
@@ -237,6 +229,7 @@ describe("agents/fuse.lua on CPU with the fake LLM server", function()
     expect.eq(s.route.final, "direct")
     expect.eq(s.path, "direct")
     expect.eq(s.verified, true)
+    expect.eq(s.refused_decompositions, 2)
     expect.match(table.concat(read_json(rd .. "/fuse/decompose_2_refused.json").reasons, "\n"), "names `softmax`, which is not an op")
     expect.falsy(fs.exists(rd .. "/fuse/subgraphs.json"), "nothing accepted, nothing generated for subgraphs")
     expect.eq(read_json(rd .. "/generate/summary.json").winner, 1, "the direct path's generation session")
@@ -246,7 +239,7 @@ describe("agents/fuse.lua on CPU with the fake LLM server", function()
     expect.match(analysis.ops[2].expr, "batch_norm%(%${v:conv}, None, None", "batch statistics in training mode")
     expect.eq(#texts, 3, "two decompositions, one generation")
 
-    local n = fuse({ "--problem", conv, "--devices", "cpu", "--out", dir .. "/none" }, env_for(dir))
+    local n = fake.run_agent("fuse.lua", { "--problem", conv, "--devices", "cpu", "--out", dir .. "/none" }, env_for(dir), 600)
     expect.eq(n.code, 2)
     expect.match(n.stderr, "no LLM is configured")
   end, { timeout = 900 })
