@@ -16,14 +16,18 @@ def fixture(*parts):
 
 
 class Worker:
-    def __init__(self, device="cpu", threads=2):
-        env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "src", "gpu", "eval"))
+    """env: variables added to the worker's environment; log: its --log file (default
+    KAGENT_WORKER_LOG); user: run it as this OS user (needs root)."""
+
+    def __init__(self, device="cpu", threads=2, env=None, log=None, user=None):
+        env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "src", "gpu", "eval"), **(env or {}))
         argv = [PYTHON, "-m", "kagent_eval.worker", "--device", str(device), "--threads", str(threads)]
-        if os.environ.get("KAGENT_WORKER_LOG"):
-            argv += ["--log", os.environ["KAGENT_WORKER_LOG"]]
+        log = log or os.environ.get("KAGENT_WORKER_LOG")
+        if log:
+            argv += ["--log", log]
         self.proc = subprocess.Popen(
-            argv,
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, cwd=ROOT)
+            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
+            cwd=ROOT, user=user)
         self.next_id = 0
         self.ready = self._read(120)
 

@@ -72,7 +72,7 @@ class Evaluator:
         if out is None:
             self.settle()
             out = sandbox.run_child(child_candidate.run, (cspec,), cspec["timeouts"],
-                                    self.close_fds)
+                                    self.close_fds, reads=cspec["reads"])
         return out
 
     # -- job normalisation -------------------------------------------------------------
@@ -112,6 +112,8 @@ class Evaluator:
             "profile": (job.get("profile") or {"metric_set": "sol"}) if profile else None,
             "sol_ms": job.get("sol_ms"), "device": self.device, "threads": self.threads,
             "sample_seed": self.sample_seed,
+            # the files the sandboxed children may read besides the system's (jail.narrow_reads)
+            "reads": [os.path.abspath(p) for p in (problem, candidate) if loader.source_of(p)[1]],
         }
 
     # -- reference (trusted child), cached per problem ------------------------------------
@@ -136,7 +138,8 @@ class Evaluator:
                          baselines=list(bench["baselines"]) if want_base else None)
             if want_base:
                 self.settle()
-            out = sandbox.run_child(child_reference.run, (rspec,), spec["timeouts"], self.close_fds)
+            out = sandbox.run_child(child_reference.run, (rspec,), spec["timeouts"], self.close_fds,
+                                    reads=spec["reads"], role="trusted")
             self.last_reference_s = out.elapsed
             err = out.failure or None
             e, _ = out.first("error")
