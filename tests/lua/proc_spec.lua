@@ -64,6 +64,30 @@ describe("proc", function()
     expect.eq(#r.stdout, 1000); expect.eq(r.stdout_dropped, 99000)
   end)
 
+  it("hands over stderr as it comes, with what was dropped", function()
+    local p = assert(proc.spawn({ "sh", "-c", "echo one >&2; read x; head -c 3000 /dev/zero >&2; echo two >&2" },
+      { stdin = true, max_output = 1000 }))
+    local text, dropped = "", 0
+    while not text:find("one") do
+      local more, d = p:take_stderr()
+      text, dropped = text .. more, dropped + d
+      kagent.task.sleep(0.01)
+    end
+    expect.eq(text, "one\n")
+    expect.eq(dropped, 0)
+    p:write("go\n")
+    local r = p:wait(10)
+    expect.eq(r.stderr, string.rep("\0", 1000), "what was taken is not returned again")
+    expect.eq(r.stderr_dropped, 3004 - 1000)
+  end)
+
+  it("lists the runtime's environment", function()
+    local env = proc.environ()
+    expect.eq(env.PATH, os.getenv("PATH"))
+    local r = proc.run({ "sh", "-c", "echo $PATH" }, { clear_env = true, env = { PATH = env.PATH } })
+    expect.eq(r.stdout, env.PATH .. "\n")
+  end)
+
   it("reports programs that cannot start", function()
     local p, err, code = proc.spawn({ "/nonexistent/program" })
     expect.eq(p, nil); expect.eq(code, "ESPAWN"); expect.match(err, "nonexistent")

@@ -1,7 +1,9 @@
 // native.proc: child processes for kagent.proc. A process is a userdata holding a
 // shared_ptr<ChildProcess>; every process still running when the runtime stops is killed.
 #include <signal.h>
+#include <unistd.h>
 
+#include <cstring>
 #include <memory>
 #include <set>
 #include <string>
@@ -213,6 +215,28 @@ int l_wait_start(lua_State* L) {
   return 1;
 }
 
+// take_stderr(p) -> text, dropped: the stderr buffered since the last call
+int l_take_stderr(lua_State* L) {
+  std::string text;
+  const size_t dropped = check_proc(L, 1).take_stderr(text);
+  lua_pushlstring(L, text.data(), text.size());
+  lua_pushnumber(L, static_cast<lua_Number>(dropped));
+  return 2;
+}
+
+// environ() -> {NAME = value}: this process's environment, .env values included
+int l_environ(lua_State* L) {
+  lua_newtable(L);
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    const char* eq = std::strchr(*e, '=');
+    if (eq == nullptr) continue;
+    lua_pushlstring(L, *e, static_cast<size_t>(eq - *e));
+    lua_pushstring(L, eq + 1);
+    lua_rawset(L, -3);
+  }
+  return 1;
+}
+
 int l_kill(lua_State* L) {
   ChildProcess& p = check_proc(L, 1);
   p.kill(static_cast<int>(luaL_optinteger(L, 2, SIGTERM)));
@@ -240,6 +264,8 @@ int open_native_proc(lua_State* L) {
                                  {"close_stdin", l_close_stdin},
                                  {"wait_start", l_wait_start},
                                  {"kill", l_kill},
+                                 {"take_stderr", l_take_stderr},
+                                 {"environ", l_environ},
                                  {nullptr, nullptr}};
   lua_newtable(L);
   set_functions(L, fns);

@@ -3,7 +3,7 @@ local native = require("kagent.native")
 
 local modules = {
   task = true, time = true, proc = true, http = true, llm = true, mem = true, gpu = true,
-  prompt = true, json = true, log = true, fs = true,
+  prompt = true, json = true, log = true, fs = true, secrets = true,
 }
 
 local kagent = {
