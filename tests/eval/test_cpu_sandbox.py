@@ -7,6 +7,7 @@ it (the worker's ready line says what it has)."""
 import glob
 import json
 import os
+import pwd
 import secrets
 import shutil
 import socket
@@ -15,43 +16,11 @@ import tempfile
 import threading
 import unittest
 
-from worker_client import PYTHON, ROOT, Worker, fixture
+from worker_client import PYTHON, ROOT, Worker, children_of, fixture, fixture_text, processes_with
 
 MEMORY_MB = 1024
 FAKE_KEYS = {name: "fake-%s-%s" % (name.lower(), secrets.token_hex(16)) for name in (
     "ANTHROPIC_API_KEY", "OPENAI_API_KEY", "KAGENT_LLM_KEY", "SERVICE_AUTH_TOKEN")}
-
-
-def candidate(name, **values):
-    with open(fixture("adversarial", name)) as f:
-        text = f.read()
-    for key, value in values.items():
-        text = text.replace("@%s@" % key, str(value))
-    return text
-
-
-def processes_with(token):
-    found = []
-    for path in glob.glob("/proc/[0-9]*/cmdline"):
-        try:
-            with open(path, "rb") as f:
-                if token.encode() in f.read():
-                    found.append(int(path.split("/")[2]))
-        except OSError:
-            pass
-    return found
-
-
-def children_of(pid):
-    found = []
-    for path in glob.glob("/proc/[0-9]*/stat"):
-        try:
-            with open(path) as f:
-                if int(f.read().rsplit(")", 1)[1].split()[1]) == pid:
-                    found.append(int(path.split("/")[2]))
-        except (OSError, IndexError, ValueError):
-            pass
-    return found
 
 
 class SandboxTest(unittest.TestCase):
@@ -88,7 +57,7 @@ class SandboxTest(unittest.TestCase):
                 self.assertNotIn(value, text, "%s leaked into the %s" % (name, where))
 
     def test_environment_is_the_allow_list(self):
-        r = self.job(candidate("cpu_env_leak.py"))
+        r = self.job(fixture_text("adversarial", "cpu_env_leak.py"))
         self.assertEqual(r["code"], "ELOAD", r)
         self.assertIn("PATH=", r["error"], "the candidate did print its environment")
         self.assertIn("HOME=%s/job-" % self.status["root"], r["error"], "HOME is the job folder")
@@ -96,7 +65,7 @@ class SandboxTest(unittest.TestCase):
 
     def test_ancestors_environment_is_unreadable(self):
         pids = [self.w.proc.pid, os.getpid()]
-        r = self.job(candidate("cpu_parent_environ.py", PIDS=",".join(map(str, pids))))
+        r = self.job(fixture_text("adversarial", "cpu_parent_environ.py", PIDS=",".join(map(str, pids))))
         self.assertEqual(r["code"], "ELOAD", r)
         for pid in pids:
             self.assertRegex(r["error"], r"pid %d refused: .*(Permission denied|No such file)" % pid)
@@ -107,13 +76,13 @@ class SandboxTest(unittest.TestCase):
 
     def test_a_setsid_daemon_dies_with_its_job(self):
         token = "kagent-escape-" + secrets.token_hex(8)
-        r = self.job(candidate("cpu_setsid_escape.py", TOKEN=token))
+        r = self.job(fixture_text("adversarial", "cpu_setsid_escape.py", TOKEN=token))
         self.assertTrue(r["ok"], r)
         self.assertEqual(processes_with(token), [], "the daemon outlived its job")
 
     def test_over_the_memory_limit_is_stopped_and_the_pool_goes_on(self):
         self.require("memory_mb", MEMORY_MB)
-        r = self.job(candidate("cpu_memory_hog.py"))
+        r = self.job(fixture_text("adversarial", "cpu_memory_hog.py"))
         self.assertEqual(r["code"], "EMEMORY", r)
         self.assertIn("memory limit of %d MB" % MEMORY_MB, r["error"])
         self.assertTrue(self.job(fixture("eval", "relu_good.py"))["ok"])
@@ -121,7 +90,7 @@ class SandboxTest(unittest.TestCase):
     def test_writes_outside_the_job_folder_fail(self):
         self.require("writes", "landlock")
         token = secrets.token_hex(8)
-        r = self.job(candidate("cpu_write_outside.py", TOKEN=token))
+        r = self.job(fixture_text("adversarial", "cpu_write_outside.py", TOKEN=token))
         self.assertEqual(r["code"], "ELOAD", r)
         self.assertIn("PermissionError: blocked: ", r["error"])
         self.assertEqual(r["error"].count("Permission denied"), 3, r["error"])
@@ -136,7 +105,7 @@ class SandboxTest(unittest.TestCase):
             path = os.path.join(folder, ".env")
             with open(path, "w") as f:
                 f.write("OPENAI_API_KEY=%s\n" % FAKE_KEYS["OPENAI_API_KEY"])
-            r = self.job(candidate("cpu_read_secret_file.py", PATH=path))
+            r = self.job(fixture_text("adversarial", "cpu_read_secret_file.py", PATH=path))
         finally:
             shutil.rmtree(folder)
         self.assertEqual(r["code"], "ELOAD", r)
@@ -149,7 +118,7 @@ class SandboxTest(unittest.TestCase):
             listener.bind(("127.0.0.1", 0))
             listener.listen(1)
             listener.settimeout(0.5)
-            r = self.job(candidate("cpu_network.py", PORT=listener.getsockname()[1]))
+            r = self.job(fixture_text("adversarial", "cpu_network.py", PORT=listener.getsockname()[1]))
             self.assertEqual(r["code"], "ELOAD", r)
             self.assertIn("Network is unreachable", r["error"])
             with self.assertRaises(socket.timeout):
@@ -196,7 +165,8 @@ class SecondUserTest(unittest.TestCase):
             for w in workers:
                 w.close()
         self.assertNotEqual(roots[0], roots[1])
-        self.assertEqual(os.stat(roots[1]).st_mode & 0o777, 0o700)
+        st = os.stat(roots[1])
+        self.assertEqual((st.st_uid, st.st_mode & 0o777), (pwd.getpwnam(self.user).pw_uid, 0o700))
         for r in results:
             self.assertTrue(r and r["ok"], r)
 

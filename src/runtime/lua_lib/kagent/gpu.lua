@@ -169,7 +169,7 @@ function Pool:_ensure()
   return true
 end
 
---- devices() -> array of {device, mode, gpu_name, torch, triton} | nil, "EWORKER: ...", "EWORKER"
+--- devices() -> array of {device, mode, gpu_name, torch, triton, sandbox} | nil, "EWORKER: ...", "EWORKER"
 function Pool:devices()
   task._running_task("pool:devices")
   local ok, err = self:_ensure()
@@ -180,7 +180,7 @@ function Pool:devices()
       seen[w.device] = true
       local i = w.info
       out[#out + 1] = { device = i.device, mode = i.mode, gpu_name = i.gpu_name, torch = i.torch,
-        triton = i.triton }
+        triton = i.triton, sandbox = i.sandbox }
     end
   end
   return out
