@@ -7,13 +7,7 @@ local fs, json, proc, mem = kagent.fs, kagent.json, kagent.proc, kagent.mem
 local fake = require("fake_session")
 local root = kagent.root
 local fx = root .. "/tests/fixtures/agent/cpu/"
-local problem = root .. "/examples/problems/rmsnorm_small.py"
-if not fs.exists(problem) then problem = root .. "/tests/fixtures/agent/problem_rmsnorm_small.py" end
-
-local function have_torch()
-  local r = proc.run({ spec.python, "-c", "import torch" }, { timeout = 60 })
-  return r and r.code == 0
-end
+local problem = fake.cpu_problem()
 
 local function code_block(name)
   return "Changed the kernel.\n```python\n" .. assert(fs.read(fx .. name)) .. "```\n"
@@ -79,7 +73,7 @@ local TRACE = { "input_ncu_metrics.json", "bottleneck_prompt.txt", "bottleneck_r
 
 describe("agents/beam.lua on CPU with the fake LLM server", function()
   it("keeps the right kernels, writes every trace file and records attempts and reflexions", function()
-    if not have_torch() then skip("no torch for " .. spec.python .. " (set KAGENT_PYTHON)") end
+    fake.need_torch()
     local dir = tmpdir("agent-e2e")
     local server, port = start_fake(dir)
     local env = base_env(dir)
@@ -155,7 +149,7 @@ end)
 
 describe("agents/beam.lua with no LLM configured", function()
   it("says so and falls back to the tuner, which raises POS_CHUNK", function()
-    if not have_torch() then skip("no torch for " .. spec.python .. " (set KAGENT_PYTHON)") end
+    fake.need_torch()
     local dir = tmpdir("agent-nollm")
     local r = run_agent({ "--problem", problem, "--kernel", fx .. "tunable.py", "--rounds", "3", "--devices", "cpu",
       "--tune-candidates", "2", "--out", dir .. "/runs" }, base_env(dir))

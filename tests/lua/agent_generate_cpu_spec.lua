@@ -9,11 +9,6 @@ local root = kagent.root
 local fx = root .. "/tests/fixtures/agent/cpu/"
 local problem = root .. "/examples/problems/rmsnorm_small.py"
 
-local function have_torch()
-  local r = proc.run({ spec.python, "-c", "import torch" }, { timeout = 60 })
-  return r and r.code == 0
-end
-
 local function code_block(name)
   return "One program per row.\n```python\n" .. assert(fs.read(fx .. name)) .. "```\n"
 end
@@ -58,7 +53,7 @@ local trim = function(t) return (t:gsub("%s+$", "")) end
 
 describe("agents/generate.lua on CPU with the fake LLM server", function()
   it("verifies a first kernel, refining a wrong one, archives it, and beam.lua starts from it", function()
-    if not have_torch() then skip("no torch for " .. spec.python .. " (set KAGENT_PYTHON)") end
+    fake.need_torch()
     local dir = tmpdir("gen-e2e")
     local server, port = fake.start(script(0), dir)
     local r = run_script("generate.lua", { "--problem", problem, "--gen-workers", "2", "--refine", "2",
@@ -97,7 +92,7 @@ describe("agents/generate.lua on CPU with the fake LLM server", function()
   end, { timeout = 900 })
 
   it("is what beam.lua runs first when it has no --kernel and nothing archived", function()
-    if not have_torch() then skip("no torch for " .. spec.python .. " (set KAGENT_PYTHON)") end
+    fake.need_torch()
     local dir = tmpdir("gen-beam")
     local server, port = fake.start(script(0), dir)
     local r = run_script("beam.lua", { "--problem", problem, "--rounds", "0", "--gen-workers", "2",
@@ -113,7 +108,7 @@ describe("agents/generate.lua on CPU with the fake LLM server", function()
   end, { timeout = 900 })
 
   it("cancels a worker still waiting on the LLM once another has won", function()
-    if not have_torch() then skip("no torch for " .. spec.python .. " (set KAGENT_PYTHON)") end
+    fake.need_torch()
     local dir = tmpdir("gen-cancel")
     local server, port = fake.start(script(120), dir)
     local t0 = kagent.time.now()
@@ -129,7 +124,7 @@ describe("agents/generate.lua on CPU with the fake LLM server", function()
   end, { timeout = 900 })
 
   it("fails with each worker's reason when no kernel verifies, and needs an LLM", function()
-    if not have_torch() then skip("no torch for " .. spec.python .. " (set KAGENT_PYTHON)") end
+    fake.need_torch()
     local dir = tmpdir("gen-fail")
     local server, port = fake.start({ replies = {
       { match = "# GENERATE KERNEL", text = code_block("broken_w2.py") },

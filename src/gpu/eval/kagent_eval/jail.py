@@ -10,8 +10,9 @@ the job's files are known.
                     the worker is a subreaper and kills what a job left (reaper.py)
   private folders   <base>/kagent-eval-<uid>/ (0700, owned by the user, else a fresh random one),
                     a `job-<worker pid>-<random>` folder per child (its HOME, TMPDIR and cwd), and
-                    per-user caches for Triton, TorchInductor and CUDA, one for candidates and one
-                    for the trusted children, so a candidate cannot plant entries a baseline reads
+                    per-user caches for Triton, TorchInductor, CUDA and the measured GPU peaks,
+                    one for candidates and one for the trusted children, so a candidate cannot
+                    plant entries a baseline reads
   memory            RLIMIT_DATA (private writable memory: heap, malloc'd mmaps); not RLIMIT_AS,
                     which counts the address space CUDA reserves and would break every GPU job;
                     oom_score_adj 1000 makes a child the kernel's first choice when memory runs out
@@ -29,7 +30,7 @@ import stat
 import sys
 import tempfile
 
-from . import capabilities, landlock, pidns, syscall_filter
+from . import capabilities, landlock, pidns, profiling, syscall_filter
 
 SYSTEM_READ_ROOTS = ("/usr", "/lib", "/lib32", "/lib64", "/libx32", "/bin", "/sbin", "/etc", "/opt",
                      "/proc", "/sys", "/dev", "/run", "/snap", "/nix")
@@ -99,6 +100,7 @@ def _python_read_roots():
     for name, value in os.environ.items():
         if name.startswith(("CUDA_", "TRITON_")) and os.path.isabs(value):
             roots.add(value)
+    roots.update(os.path.dirname(p) for p in profiling.library_candidates())  # the CUPTI profiler
     return sorted(roots)
 
 
@@ -197,6 +199,7 @@ def enter(role, job_dir):
         "HOME": job_dir, "TMPDIR": job_dir, "TRITON_CACHE_DIR": os.path.join(cache, "triton"),
         "TORCHINDUCTOR_CACHE_DIR": os.path.join(cache, "inductor"),
         "CUDA_CACHE_PATH": os.path.join(cache, "nv"), "XDG_CACHE_HOME": os.path.join(cache, "xdg"),
+        "KAGENT_CACHE_DIR": os.path.join(cache, "kagent"),  # measured GPU peaks (roofline.py)
         "PYTHONDONTWRITEBYTECODE": "1"})
     tempfile.tempdir = job_dir
     os.chdir(job_dir)
