@@ -2,8 +2,6 @@
 --   kagent-rt agents/beam.lua --problem P [--kernel K] [--rounds 8] [--beam 2] [--directions 2] ...
 -- Each round: per distinct parent profile once -> diagnose M bottlenecks in one call -> M workers
 -- (optimize -> verify/refine -> benchmark -> profile -> reflect) -> keep the N best distinct.
-local root = rawget(_G, "kagent") and kagent.root or "."
-package.path = root .. "/?.lua;" .. package.path
 
 local llm = require("kagent.llm")
 local log = require("kagent.log")

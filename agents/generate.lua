@@ -4,8 +4,6 @@
 -- first verified one is timed against eager and torch.compile, written as best_kernel.py in a run
 -- directory, and archived in memory, so `agents/beam.lua --problem P` (no --kernel) starts from it.
 -- beam.lua runs the same generation itself when it has no kernel and nothing archived.
-local root = rawget(_G, "kagent") and kagent.root or "."
-package.path = root .. "/?.lua;" .. package.path
 
 local json = require("kagent.json")
 local llm = require("kagent.llm")

@@ -1,7 +1,5 @@
 -- agents/tune.lua: improve a kernel with no LLM — profile-guided search over its knobs.
 --   kagent-rt agents/tune.lua --problem P --kernel K [--rounds 8] [--tune-candidates 8]
-local root = rawget(_G, "kagent") and kagent.root or "."
-package.path = root .. "/?.lua;" .. package.path
 
 local run = require("agents.lib.run")
 

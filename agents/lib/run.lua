@@ -85,9 +85,8 @@ function M.setup(prog, opts, mode, spec)
   if not rd then return die(prog .. ": run directory: " .. tostring(rerr)) end
   local m = state and state.mem_run_id and memory.resume(db, state.mem_run_id, info) or memory.open(db, info)
 
-  local root = rawget(_G, "kagent") and kagent.root or "."
   local S = context.new({ opts = opts, pool = pool, rd = rd, mem = m, db = db, mode = mode,
-    skills = skills_lib.load(fs.join(root, "skills")), problem_path = opts.problem, problem_code = problem_code,
+    skills = skills_lib.load(), problem_path = opts.problem, problem_code = problem_code,
     device_name = device_name, gpu_text = gpu_text, devices = devs, t0 = t0,
     can_profile = d1.mode ~= "cpu", known = {}, known_src = {}, attempts = {}, seq = 0,
     usage_base = state and state.usage or nil })

@@ -16,11 +16,16 @@ local function list_lua(dir)
   return names
 end
 
--- load(dir) -> array of skill tables (each validated), or raises naming the bad file.
+-- load(dir) -> array of skill tables (each validated), or raises naming the bad file. Without
+-- `dir`: skills/*.lua on kagent.path, where a user's skill shadows a shipped one of the same name.
 function M.load(dir)
-  local out = {}
-  for _, n in ipairs(list_lua(dir)) do
-    local path = dir .. "/" .. n
+  local out, paths = {}, {}
+  if dir then
+    for _, n in ipairs(list_lua(dir)) do paths[#paths + 1] = dir .. "/" .. n end
+  else
+    paths = kagent.files("skills", ".lua")
+  end
+  for _, path in ipairs(paths) do
     local chunk, err = loadfile(path)
     if not chunk then error("skills: " .. err) end
     local s = chunk()

@@ -1,12 +1,13 @@
 #include <catch2/catch.hpp>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <string>
 
 #include "util/dotenv.hpp"
 
 TEST_CASE(".env sets unset variables and never overrides the environment", "[env]") {
-  const std::string path = "/tmp/kagent-dotenv-test.env";
+  const std::string path = (std::filesystem::temp_directory_path() / "kagent-dotenv-test.env").string();
   {
     std::ofstream f(path);
     f << "# comment\n"
@@ -26,4 +27,5 @@ TEST_CASE(".env sets unset variables and never overrides the environment", "[env
   REQUIRE(std::string(std::getenv("KAGENT_T_C")) == "plain");
   REQUIRE(std::string(std::getenv("KAGENT_T_KEEP")) == "from-env");
   REQUIRE(kagent::load_dotenv("/nonexistent/.env") == -1);
+  std::filesystem::remove(path);
 }

@@ -18,13 +18,23 @@ using kagent::EventLoop;
 using kagent::HttpClient;
 using kagent::HttpRequest;
 using kagent::HttpResponse;
+using kagent::HttpSink;
 
 namespace {
 
 // The fake server as a child process; killed when the test ends.
 class FakeServer {
  public:
-  explicit FakeServer(double latency) {
+  // `script`: the fake's JSON script (tests/fixtures/fake_llm/README.md), written to a temp file.
+  explicit FakeServer(double latency, const std::string& script = "") {
+    if (!script.empty()) {
+      char path[] = "/tmp/kagent-fake-script-XXXXXX";
+      const int fd = mkstemp(path);
+      REQUIRE(fd >= 0);
+      REQUIRE(write(fd, script.data(), script.size()) == static_cast<ssize_t>(script.size()));
+      close(fd);
+      script_path_ = path;
+    }
     int fds[2];
     REQUIRE(pipe(fds) == 0);
     pid_ = fork();
@@ -35,7 +45,11 @@ class FakeServer {
       const std::string script = std::string(KAGENT_SOURCE_DIR) + "/tests/fixtures/fake_llm/server.py";
       const std::string lat = std::to_string(latency);
       const char* py = std::getenv("KAGENT_TEST_PYTHON") ? std::getenv("KAGENT_TEST_PYTHON") : "python3";
-      execlp(py, py, script.c_str(), "--port", "0", "--latency", lat.c_str(), (char*)nullptr);
+      if (script_path_.empty())
+        execlp(py, py, script.c_str(), "--port", "0", "--latency", lat.c_str(), (char*)nullptr);
+      else
+        execlp(py, py, script.c_str(), "--port", "0", "--latency", lat.c_str(), "--script",
+               script_path_.c_str(), (char*)nullptr);
       _exit(127);
     }
     close(fds[1]);
@@ -49,6 +63,7 @@ class FakeServer {
   ~FakeServer() {
     kill(pid_, SIGTERM);
     waitpid(pid_, nullptr, 0);
+    if (!script_path_.empty()) unlink(script_path_.c_str());
   }
   std::string url(const std::string& path) const {
     return "http://127.0.0.1:" + std::to_string(port_) + path;
@@ -57,6 +72,7 @@ class FakeServer {
  private:
   pid_t pid_ = -1;
   int port_ = 0;
+  std::string script_path_;
 };
 
 HttpRequest openai_call(const FakeServer& srv, const std::string& text) {
@@ -169,4 +185,78 @@ TEST_CASE("timeouts, refused connections and cancellation", "[net]") {
   run_until(loop, [] { return false; }, 0.3);
   CHECK_FALSE(c_done);
   CHECK(client.stats().canceled == 1);
+}
+
+TEST_CASE("an idle timeout ends a stalled transfer, before or during the reply", "[net]") {
+  FakeServer srv(0, R"({"replies": [{"match": "hang", "fault": "hang"},
+                                    {"match": "stall", "fault": "stall", "text": "abcdefghijklmnop"},
+                                    {"match": "slow", "chunk_delay": 0.2, "text": "abcdefghijklmnop"}]})");
+  EventLoop loop;
+  HttpClient client(loop);
+  auto streamed = [&](const std::string& text) {
+    HttpRequest r = openai_call(srv, text);
+    r.body.insert(1, R"("stream":true,)");
+    r.idle_timeout = 0.3;
+    r.timeout = 10;
+    return r;
+  };
+  HttpResponse hang, stall, slow;
+  int done = 0;
+  const double t0 = EventLoop::monotonic_now();
+  double hang_at = 0;
+  client.start(streamed("hang"), [&](HttpResponse&& r) {
+    hang = std::move(r);
+    hang_at = EventLoop::monotonic_now() - t0;
+    ++done;
+  });
+  client.start(streamed("stall"), [&](HttpResponse&& r) { stall = std::move(r); ++done; });
+  client.start(streamed("slow"), [&](HttpResponse&& r) { slow = std::move(r); ++done; });
+  run_until(loop, [&] { return done == 3; }, 10);
+  REQUIRE(done == 3);
+  CHECK(hang.error_code == "ETIMEDOUT");
+  CHECK(hang.error_message.find("sent no reply for 0.3 s (idle timeout)") != std::string::npos);
+  CHECK(hang_at < 1.0);
+  CHECK(stall.error_code == "ETIMEDOUT");
+  CHECK(stall.error_message.find("the reply stalled") != std::string::npos);
+  // Chunks 0.2 s apart keep a 0.3 s idle timeout from firing: a slow reply is not a stall.
+  CHECK(slow.error_code.empty());
+  CHECK(slow.body.find("[DONE]") != std::string::npos);
+  CHECK(client.stats().failed == 2);
+}
+
+TEST_CASE("a sink receives the head, then the body bytes as they arrive", "[net]") {
+  FakeServer srv(0, R"({"replies": [{"chunk_delay": 0.05, "text": "abcdefghijklmnopqrst"}]})");
+  EventLoop loop;
+  HttpClient client(loop);
+  HttpRequest r = openai_call(srv, "x");
+  r.body.insert(1, R"("stream":true,)");
+  std::vector<std::string> events;
+  std::string streamed;
+  long head_status = 0;
+  HttpResponse final_resp;
+  bool done = false;
+  HttpSink sink;
+  sink.on_head = [&](long status, const kagent::HttpHeaders& headers) {
+    head_status = status;
+    bool sse = false;
+    for (const auto& [k, v] : headers) sse |= (k == "content-type" && v == "text/event-stream");
+    CHECK(sse);
+    events.push_back("head");
+  };
+  sink.on_data = [&](std::string_view bytes) {
+    streamed.append(bytes);
+    if (events.back() != "data") events.push_back("data");
+  };
+  client.start(r, [&](HttpResponse&& resp) {
+    final_resp = std::move(resp);
+    events.push_back("done");
+    done = true;
+  }, sink);
+  run_until(loop, [&] { return done; }, 10);
+  REQUIRE(done);
+  CHECK(events == std::vector<std::string>{"head", "data", "done"});
+  CHECK(head_status == 200);
+  CHECK(final_resp.status == 200);
+  CHECK(final_resp.body.empty());  // streamed bytes went to the sink only
+  CHECK(streamed.find("data: [DONE]") != std::string::npos);
 }

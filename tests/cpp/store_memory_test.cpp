@@ -25,8 +25,8 @@ namespace {
 struct TempDir {
   fs::path path;
   TempDir() {
-    char tmpl[] = "/tmp/kagent-store-XXXXXX";
-    path = mkdtemp(tmpl);
+    std::string tmpl = (fs::temp_directory_path() / "kagent-store-XXXXXX").string();
+    path = mkdtemp(tmpl.data());
   }
   ~TempDir() { fs::remove_all(path); }
   std::string file(const char* name) const { return (path / name).string(); }

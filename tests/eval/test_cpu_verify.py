@@ -22,7 +22,10 @@ class CpuVerifyTest(unittest.TestCase):
         r = self.w.job("verify", "relu_problem.py", fixture("eval", "relu_good.py"))
         self.assertTrue(r["ok"], r)
         self.assertEqual(r["trials"], 5)
-        for key in ("shape", "dtype", "values", "magnitude", "inputs_unchanged", "no_alias", "no_cache"):
+        self.assertEqual(r["property_trials"], 3)  # zeros, negative, huge; non-finite reported
+        self.assertIsInstance(r["replay_seed"], int)
+        for key in ("shape", "dtype", "values", "magnitude", "inputs_unchanged", "no_alias",
+                    "no_cache", "properties", "nonfinite"):
             self.assertTrue(r["checks"][key], key)
         self.assertEqual(r["max_abs_err"], 0.0)
         self.assertEqual(r["audit"]["applicable"], False)
@@ -78,11 +81,32 @@ class CpuVerifyTest(unittest.TestCase):
         r = self.w.request("frobnicate", {})
         self.assertEqual(r["code"], "EBADREQ")
 
-    def test_beyond_sol_is_flagged(self):
+    def test_beyond_sol_is_rejected_after_a_remeasure(self):
         r = self.w.job("benchmark", "relu_problem.py", fixture("eval", "relu_good.py"),
                        sol_ms=1e6, bench={"min_time": 0.05, "baselines": []})
+        self.assertFalse(r["ok"], r)
+        self.assertEqual((r["stage"], r["code"]), ("timing", "EUNTRUSTED"))
+        self.assertIn("speed-of-light", r["error"])
+        self.assertTrue(r["trust"]["remeasured"])
+        for key in ("time_ms", "roofline", "speedup_vs_eager"):
+            self.assertNotIn(key, r)  # an untrusted figure is not reported at all
+
+    def test_a_bound_below_the_time_is_accepted_without_remeasure(self):
+        r = self.w.job("benchmark", "relu_problem.py", fixture("eval", "relu_good.py"),
+                       sol_ms=1e-6, bench={"min_time": 0.05, "baselines": []})
         self.assertTrue(r["ok"], r)
-        self.assertIn("beyond_sol", r["flags"])
+        self.assertFalse(r["trust"]["remeasured"])
+        self.assertLess(r["roofline"]["sol_pct"], 100)
+
+    def test_confirm_remeasures_in_a_fresh_process_and_keeps_the_second_figure(self):
+        # a call of milliseconds: microsecond CPU calls move with whatever ran before them
+        r = self.w.job("benchmark", "matmul_problem.py", fixture("eval", "matmul_good.py"),
+                       confirm=True, bench={"min_time": 0.2, "baselines": []})
+        self.assertTrue(r["ok"], r)
+        self.assertTrue(r["trust"]["remeasured"])
+        self.assertEqual(r["trust"]["second_flags"], [])
+        self.assertTrue(r["time_ms"]["hardened"])
+        self.assertFalse(r["time_ms_first"]["hardened"])
 
 
 if __name__ == "__main__":

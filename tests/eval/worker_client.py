@@ -55,7 +55,9 @@ class Worker:
     KAGENT_WORKER_LOG); user: run it as this OS user (needs root)."""
 
     def __init__(self, device="cpu", threads=2, env=None, log=None, user=None):
-        env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "src", "gpu", "eval"), **(env or {}))
+        # KAGENT_EVAL_PYTHONPATH: another copy of the evaluator (a benchmark's "before")
+        env = dict(os.environ, PYTHONPATH=os.environ.get("KAGENT_EVAL_PYTHONPATH")
+                   or os.path.join(ROOT, "src", "gpu", "eval"), **(env or {}))
         argv = [PYTHON, "-m", "kagent_eval.worker", "--device", str(device), "--threads", str(threads)]
         log = log or os.environ.get("KAGENT_WORKER_LOG")
         if log:

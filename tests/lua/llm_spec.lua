@@ -2,31 +2,13 @@
 -- HTTP on loopback). Each case runs a fresh kagent-rt with its own environment (keys, base
 -- URLs), so what reads the environment is tested as users meet it.
 local fake = dofile(kagent.root .. "/tests/fixtures/fake_llm/fake.lua")
-local json = kagent.json
 
 local SECRET = "sk-ant-test-SECRET-0123456789abcdef"
-local srv
+local h = fake.cases{ python = spec.python, key = SECRET }
+local run = h.run
 
-local function anthropic_env(extra)
-  local e = { ANTHROPIC_API_KEY = SECRET, ANTHROPIC_BASE_URL = srv.url,
-              KAGENT_MODEL = "anthropic:claude-sonnet-4-5" }
-  for k, v in pairs(extra or {}) do e[k] = v end
-  return e
-end
-
--- Runs `body` (Lua source whose last line prints JSON) and returns the decoded output.
-local function run(body, env, opts)
-  local r = fake.run_script(body, env or anthropic_env(), opts)
-  if r.code ~= 0 or not r.out then
-    error("case script failed (code " .. tostring(r.code) .. "):\n" .. r.stdout .. r.stderr, 2)
-  end
-  return r.out, r
-end
-
-local function with_server(script)
-  if not srv then srv = fake.start{ python = spec.python } end
-  srv:set_script(script or {})
-end
+local function anthropic_env(extra) return h.env("anthropic", extra) end
+local function with_server(script) h.server(script) end
 
 describe("llm.chat", function()
   it("calls Anthropic with the key, caches the shared prefix and accounts usage", function()
@@ -43,7 +25,7 @@ describe("llm.chat", function()
       end
       print(kagent.json.encode({ r = res, usage = llm.usage(), ok = {llm.configured()} }))
     ]])
-    local st = srv:stats(true)
+    local st = h.srv:stats(true)
     expect.eq(out.r[1].text, "```python\nprint(2)\n```")
     expect.eq(out.r[1].provider, "anthropic")
     expect.eq(out.r[1].model, "claude-sonnet-4-5")
@@ -75,8 +57,8 @@ describe("llm.chat", function()
       local b = assert(kagent.llm.chat{ model = "openai:o4-mini", reasoning_effort = "high",
                                         messages = { { role = "user", content = "think" } }, max_tokens = 60 })
       print(kagent.json.encode({ a = a, b = b, u = kagent.llm.usage() }))
-    ]], { OPENAI_API_KEY = "sk-openai-test", KAGENT_LLM_URL = srv.url .. "/v1", KAGENT_MODEL = "qwen2.5:7b" })
-    local st = srv:stats(true)
+    ]], { OPENAI_API_KEY = "sk-openai-test", KAGENT_LLM_URL = h.srv.url .. "/v1", KAGENT_MODEL = "qwen2.5:7b" })
+    local st = h.srv:stats(true)
     expect.eq(out.a.text, "compat ok")
     expect.eq(out.a.provider, "openai")
     expect.eq(out.a.model, "qwen2.5:7b")
@@ -118,7 +100,7 @@ describe("llm.chat", function()
     expect.no_match(r.log, SECRET, "log")
     expect.no_match(r.stdout .. r.stderr, SECRET, "output")
     expect.lt(out.dt, 0.5)
-    expect.eq(srv:stats().total_requests, 1)
+    expect.eq(h.srv:stats().total_requests, 1)
   end)
 
   it("maps bad replies and statuses to EPARSE, EBADREQ, ENOTFOUND, ERATELIMIT without crashing", function()
@@ -149,7 +131,7 @@ describe("llm.chat", function()
     expect.eq(out.busy.code, "ERATELIMIT")
     expect.eq(out.closed.code, "EHTTP")
     local seen = {}
-    for _, t in ipairs(srv:stats(true).texts) do seen[t] = (seen[t] or 0) + 1 end
+    for _, t in ipairs(h.srv:stats(true).texts) do seen[t] = (seen[t] or 0) + 1 end
     -- Not retried: parse faults, 400, 404. Retried: 500 (twice, then a reply), 529 (1 + 3 retries).
     for _, w in ipairs({ "trunc", "badjson", "html", "bad400", "nf404" }) do expect.eq(seen[w], 1, w) end
     expect.eq(seen.flaky, 3)
@@ -191,7 +173,7 @@ describe("llm.chat", function()
       print(kagent.json.encode({ codes = codes, u = kagent.llm.usage() }))
     ]])
     expect.same(out.codes, { "ok", "ok", "EBUDGET", "EBUDGET" })
-    expect.eq(srv:stats().total_requests, 2)
+    expect.eq(h.srv:stats().total_requests, 2)
     expect.eq(out.u.input_tokens, 1200)
   end)
 
@@ -214,7 +196,7 @@ describe("llm.chat", function()
     ]], anthropic_env(), { timeout = 60 })
     expect.lt(out.wide, 3.0, "200 concurrent calls with 1 s latency")
     expect.truthy(out.narrow >= 1.9, "10 calls through 5 slots take two rounds, took " .. out.narrow)
-    local st = srv:stats()
+    local st = h.srv:stats()
     expect.eq(st.total_requests, 210)
     expect.eq(out.u.calls, 210)
     expect.eq(out.u.input_tokens, st.usage.input_tokens)
@@ -264,10 +246,10 @@ describe("llm record/replay", function()
     expect.eq(rec.http, 4)
     expect.eq(rec.out[3].text, "first")
     expect.eq(rec.out[4].text, "second")
-    srv:reset()
+    h.srv:reset()
     local rep = run(body, anthropic_env({ KAGENT_LLM_CACHE = "replay", KAGENT_LLM_DB = db }))
     expect.eq(rep.http, 0, "HTTP requests during replay")
-    expect.eq(srv:stats().total_requests, 0)
+    expect.eq(h.srv:stats().total_requests, 0)
     for i = 1, 4 do
       expect.eq(rep.out[i].text, rec.out[i].text)
       expect.eq(rep.out[i].cached, true)
@@ -295,7 +277,5 @@ describe("llm record/replay", function()
 end)
 
 describe("llm teardown", function()
-  it("stops the fake server", function()
-    if srv then srv:stop() end
-  end)
+  it("stops the fake server", function() h.stop() end)
 end)

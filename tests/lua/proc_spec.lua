@@ -81,6 +81,21 @@ describe("proc", function()
     expect.eq(r.stderr_dropped, 3004 - 1000)
   end)
 
+  it("gives children still running at shutdown a TERM before the KILL", function()
+    local dir = spec.tmpdir("shutdown")
+    kagent.fs.write(dir .. "/t.lua", string.format([[
+      kagent.proc.spawn({ "sh", "-c", "trap 'touch %s/cleaned; exit 0' TERM; echo up; sleep 30 & wait" })
+      kagent.proc.spawn({ "sh", "-c", "trap '' TERM; sleep 30" })  -- ignores TERM: killed after the grace
+      kagent.task.sleep(0.3)
+    ]], dir))
+    local t0 = kagent.time.now()
+    local r = assert(proc.run({ spec.build_dir .. "/kagent-rt", dir .. "/t.lua" }, { timeout = 20 }))
+    expect.eq(r.code, 0, r.stderr)
+    expect.truthy(kagent.fs.exists(dir .. "/cleaned"), "the child ran its TERM handler")
+    expect.lt(kagent.time.now() - t0, 5, "the one ignoring TERM did not hold the exit up")
+    proc.run({ "rm", "-rf", dir })
+  end)
+
   it("lists the runtime's environment", function()
     local env = proc.environ()
     expect.eq(env.PATH, os.getenv("PATH"))

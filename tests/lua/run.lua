@@ -93,10 +93,28 @@ spec = {
   build_dir = os.getenv("KAGENT_BUILD_DIR") or (kagent.root .. "/build"),
   python = os.getenv("KAGENT_PYTHON") or "python3",
 }
+-- Folders from spec.tmpdir are removed when the specs end (KAGENT_KEEP_TMP=1 keeps them).
+local tmpdirs = {}
 function spec.tmpdir(tag)
-  local dir = string.format("/tmp/kagent-spec-%s-%d-%d", tag or "x", math.floor(kagent.time.wall() * 1e3), math.random(1, 1e9))
+  local base = os.getenv("TMPDIR")
+  if base == nil or base == "" then base = "/tmp" end
+  local dir = string.format("%s/kagent-spec-%s-%d-%d", base, tag or "x", math.floor(kagent.time.wall() * 1e3), math.random(1, 1e9))
   kagent.fs.mkdir_p(dir)
+  tmpdirs[#tmpdirs + 1] = dir
   return dir
+end
+
+-- remove_tree(path) -> true, or nil, err naming what could not be removed
+local function remove_tree(path)
+  local fs = kagent.fs
+  if fs.is_dir(path) then
+    for _, n in ipairs(fs.list(path) or {}) do
+      local ok, err = remove_tree(path .. "/" .. n)
+      if not ok then return nil, err end
+    end
+  end
+  if not fs.exists(path) then return true end
+  return fs.remove(path)
 end
 
 io.stdout:setvbuf("line")
@@ -136,6 +154,17 @@ for _, c in ipairs(cases) do
       failed = failed + 1
       if tostring(err):find("ECANCELED") then err = "timed out after " .. timeout .. " s" end
       print(string.format("FAIL %s (%.2fs)\n     %s", c.name, dt, tostring(err):gsub("\n", "\n     ")))
+    end
+  end
+end
+for _, dir in ipairs(tmpdirs) do
+  if os.getenv("KAGENT_KEEP_TMP") == "1" then
+    print("kept " .. dir)
+  else
+    local ok, err = remove_tree(dir)
+    if not ok or kagent.fs.exists(dir) then
+      failed = failed + 1
+      print("FAIL cleanup: cannot remove " .. dir .. ": " .. tostring(err))
     end
   end
 end

@@ -22,9 +22,10 @@ namespace {
 
 const char* kDescription =
     "kagent-rt: an embedded LuaJIT runtime for GPU-kernel optimization agents.\n"
-    "Runs SCRIPT as the main task; arguments after SCRIPT reach it as kagent.args.\n"
+    "Runs SCRIPT as the main task; arguments after SCRIPT reach it as kagent.args. A relative\n"
+    "SCRIPT that is not a file here is looked up in the user folder, then the installed files.\n"
     "Main job: kagent-rt agents/beam.lua --problem PROBLEM.py [--kernel KERNEL.py] (see its --help).\n"
-    "Environment: KAGENT_LOG_LEVEL, KAGENT_ROOT, KAGENT_DB, KAGENT_PYTHON, KAGENT_MODEL,\n"
+    "Environment: KAGENT_LOG_LEVEL, KAGENT_ROOT, KAGENT_HOME, NO_COLOR, KAGENT_DB, KAGENT_PYTHON, KAGENT_MODEL,\n"
     "KAGENT_LLM_URL, ANTHROPIC_API_KEY, OPENAI_API_KEY, OPENAI_BASE_URL (also read from .env).";
 
 }  // namespace
@@ -36,19 +37,22 @@ int main(int argc, char** argv) {
   std::string log_level;
   std::string log_file;
   std::string env_file = ".env";
+  std::string color = "auto";
   bool show_version = false;
   app.add_flag("--version", show_version, "Print the version and exit");
   app.add_option("--log-level", log_level, "trace|debug|info|warn|error|off (default info or KAGENT_LOG_LEVEL)");
   app.add_option("--log-file", log_file, "Also write the log to this file");
   app.add_option("--env-file", env_file, "Load variables from this file if it exists (default ./.env)");
-  app.add_option("script", script, "Lua script to run")->check(CLI::ExistingFile);
+  app.add_option("--color", color, "Log colours: auto (on a terminal, unless NO_COLOR is set), always, never")
+      ->check(CLI::IsMember({"auto", "always", "never"}));
+  app.add_option("script", script, "Lua script to run (a path, or e.g. agents/beam.lua from the search path)");
   // Everything after the script belongs to the script (its own --help included), so split
   // argv at the first word that is neither an option nor an option's value.
   int split = 1;
   while (split < argc) {
     std::string a = argv[split];
     if (a.rfind("-", 0) != 0) break;
-    const bool takes_value = (a == "--log-level" || a == "--log-file" || a == "--env-file");
+    const bool takes_value = (a == "--log-level" || a == "--log-file" || a == "--env-file" || a == "--color");
     split += takes_value ? 2 : 1;
   }
   if (split < argc) ++split;  // the script itself
@@ -77,7 +81,7 @@ int main(int argc, char** argv) {
     const char* env = std::getenv("KAGENT_LOG_LEVEL");
     log_level = env != nullptr && *env != '\0' ? env : "info";
   }
-  if (std::string err = kagent::setup_logging(log_level, log_file); !err.empty()) {
+  if (std::string err = kagent::setup_logging(log_level, log_file, color); !err.empty()) {
     std::fprintf(stderr, "kagent-rt: %s\n", err.c_str());
     return 2;
   }

@@ -1,10 +1,13 @@
 // native.proc: child processes for kagent.proc. A process is a userdata holding a
-// shared_ptr<ChildProcess>; every process still running when the runtime stops is killed.
+// shared_ptr<ChildProcess>; every process still running when the runtime stops is stopped (TERM,
+// then KILL).
 #include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstring>
 #include <memory>
+#include <vector>
 #include <set>
 #include <string>
 
@@ -243,6 +246,35 @@ int l_kill(lua_State* L) {
   return 0;
 }
 
+// At shutdown every process still running gets TERM, and KILL once it has had kShutdownGrace
+// seconds: a child that cleans up on TERM (an evaluator worker removing its sandboxes' folders)
+// can, and none outlives kagent-rt.
+constexpr double kShutdownGrace = 1.0;
+
+bool has_exited(pid_t pid) {
+  siginfo_t info{};
+  // WNOWAIT: leaves the zombie for the ChildProcess to reap
+  return waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) != 0 || info.si_pid == pid;
+}
+
+void stop_all() {
+  std::vector<std::shared_ptr<ChildProcess>> live;
+  for (const auto& w : registry()) {
+    auto p = w.lock();
+    if (p && p->running() && !has_exited(p->pid())) {
+      ::kill(-p->pid(), SIGTERM);
+      live.push_back(std::move(p));
+    }
+  }
+  const double deadline = EventLoop::monotonic_now() + kShutdownGrace;
+  while (!live.empty() && EventLoop::monotonic_now() < deadline) {
+    std::erase_if(live, [](const auto& p) { return has_exited(p->pid()); });
+    if (!live.empty()) usleep(10000);
+  }
+  for (const auto& w : registry())
+    if (auto p = w.lock()) p->kill_now();  // the stragglers of every group too
+}
+
 }  // namespace
 
 int open_native_proc(lua_State* L) {
@@ -251,8 +283,7 @@ int open_native_proc(lua_State* L) {
   lua_setfield(L, -2, "__gc");
   lua_pop(L, 1);
   Runtime::from(L).at_shutdown([] {
-    for (const auto& w : registry())
-      if (auto p = w.lock()) p->kill_now();
+    stop_all();
     registry().clear();
   });
   static const luaL_Reg fns[] = {{"spawn", l_spawn},

@@ -1,7 +1,11 @@
 #include "lua/runtime.hpp"
 
 #include <spdlog/spdlog.h>
+#include <sys/random.h>
+#include <unistd.h>
 
+#include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <stdexcept>
@@ -41,6 +45,26 @@ int load_embedded(lua_State* L) {
   return 1;
 }
 
+// Seeds math.random once per process from the kernel's entropy, so that processes started
+// together (workers, several clients of one LLM server) do not draw the same numbers and retry in
+// lockstep. KAGENT_SEED=N fixes the seed for a reproducible run.
+void seed_random(lua_State* L) {
+  uint64_t seed = 0;
+  const char* fixed = std::getenv("KAGENT_SEED");
+  if (fixed != nullptr && *fixed != '\0') {
+    seed = std::strtoull(fixed, nullptr, 10);
+  } else if (getrandom(&seed, sizeof seed, GRND_NONBLOCK) != static_cast<ssize_t>(sizeof seed)) {
+    seed = static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()) ^
+           (static_cast<uint64_t>(getpid()) << 32);
+  }
+  lua_getglobal(L, "math");
+  lua_getfield(L, -1, "randomseed");
+  // A double holds 53 bits exactly; LuaJIT mixes all of them into its generator's state.
+  lua_pushnumber(L, static_cast<lua_Number>(seed >> 11));
+  lua_call(L, 1, 0);
+  lua_pop(L, 1);
+}
+
 int traceback_handler(lua_State* L) {
   const char* msg = lua_tostring(L, 1);
   luaL_traceback(L, L, msg ? msg : "(error object is not a string)", 1);
@@ -56,6 +80,7 @@ Runtime::Runtime(RuntimeOptions opts) : opts_(std::move(opts)) {
   lua_pushlightuserdata(L_, this);
   lua_rawset(L_, LUA_REGISTRYINDEX);
   luaL_openlibs(L_);
+  seed_random(L_);
   open_libraries();
 }
 

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <mutex>
 
@@ -14,15 +16,25 @@ struct HttpClient::Transfer {
   uint64_t id = 0;
   CURL* easy = nullptr;
   curl_slist* header_list = nullptr;
+  EventLoop* loop = nullptr;
   HttpResponse resp;
+  HttpSink sink;
   size_t max_body = 0;
+  size_t received = 0;  // body bytes, collected or streamed
   bool too_big = false;
+  bool head_done = false;  // the final header block has ended
+  long head_status = 0;    // from the last status line
+  double timeout = 0, connect_timeout = 0, idle_timeout = 0;
   double t0 = 0;
+  double last_activity = 0;  // monotonic time a byte last moved
+  curl_off_t sent_seen = 0;
+  uint64_t idle_timer = 0;
   std::string safe_url;
   Done done;
   char errbuf[CURL_ERROR_SIZE] = {0};
 
   ~Transfer() {
+    if (idle_timer != 0) loop->cancel_timer(idle_timer);
     if (header_list != nullptr) curl_slist_free_all(header_list);
     if (easy != nullptr) curl_easy_cleanup(easy);
   }
@@ -33,11 +45,17 @@ namespace {
 size_t write_body(char* data, size_t size, size_t n, void* userp) {
   auto* t = static_cast<HttpClient::Transfer*>(userp);
   const size_t len = size * n;
-  if (t->resp.body.size() + len > t->max_body) {
+  t->last_activity = EventLoop::monotonic_now();
+  if (t->received + len > t->max_body) {
     t->too_big = true;
     return 0;  // makes curl fail the transfer with CURLE_WRITE_ERROR
   }
-  t->resp.body.append(data, len);
+  t->received += len;
+  if (t->sink.on_data) {
+    t->sink.on_data(std::string_view(data, len));
+  } else {
+    t->resp.body.append(data, len);
+  }
   return len;
 }
 
@@ -51,10 +69,21 @@ std::string trim(std::string s) {
 size_t write_header(char* data, size_t size, size_t n, void* userp) {
   auto* t = static_cast<HttpClient::Transfer*>(userp);
   const size_t len = size * n;
+  t->last_activity = EventLoop::monotonic_now();
   std::string line(data, len);
   // A new status line (after a 100 Continue or a redirect) starts a new header set.
   if (line.rfind("HTTP/", 0) == 0) {
     t->resp.headers.clear();
+    const auto sp = line.find(' ');
+    t->head_status = sp == std::string::npos ? 0 : std::strtol(line.c_str() + sp + 1, nullptr, 10);
+    return len;
+  }
+  // The blank line ends a header block; an interim (1xx) block is followed by the real one.
+  if (trim(line).empty()) {
+    if (t->head_status >= 200 && !t->head_done) {
+      t->head_done = true;
+      if (t->sink.on_head) t->sink.on_head(t->head_status, t->resp.headers);
+    }
     return len;
   }
   auto colon = line.find(':');
@@ -64,6 +93,49 @@ size_t write_header(char* data, size_t size, size_t n, void* userp) {
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   t->resp.headers.emplace_back(trim(name), trim(line.substr(colon + 1)));
   return len;
+}
+
+// Upload progress counts as activity, so a large request body on a slow link is not a stall.
+int on_progress(void* userp, curl_off_t, curl_off_t, curl_off_t, curl_off_t sent) {
+  auto* t = static_cast<HttpClient::Transfer*>(userp);
+  if (sent != t->sent_seen) {
+    t->sent_seen = sent;
+    t->last_activity = EventLoop::monotonic_now();
+  }
+  return 0;
+}
+
+std::string seconds(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", s);
+  return buf;
+}
+
+bool connected(CURL* easy) {
+  curl_off_t us = 0;
+  curl_easy_getinfo(easy, CURLINFO_PRETRANSFER_TIME_T, &us);
+  return us > 0;
+}
+
+// What stalled, for an idle timeout: the connection, the reply's start, or the reply mid-way.
+std::string stall_message(HttpClient::Transfer& t) {
+  const std::string idle = seconds(t.idle_timeout);
+  if (!connected(t.easy) && t.received == 0 && !t.head_done)
+    return "no connection after " + idle + " s (idle timeout)";
+  if (!t.head_done)
+    return "the server accepted the request but sent no reply for " + idle + " s (idle timeout)";
+  return "the reply stalled: no data for " + idle + " s after " + std::to_string(t.received) +
+         " body bytes (idle timeout)";
+}
+
+// What ran out, for curl's own timeouts: connecting, or the whole transfer.
+std::string timeout_message(HttpClient::Transfer& t) {
+  if (!connected(t.easy))
+    return "could not connect within " + seconds(std::min(t.connect_timeout, t.timeout)) +
+           " s (connect timeout)";
+  if (!t.head_done) return "no reply within the " + seconds(t.timeout) + " s timeout";
+  return "the reply was not complete within the " + seconds(t.timeout) + " s timeout (" +
+         std::to_string(t.received) + " body bytes received)";
 }
 
 std::once_flag curl_init_once;
@@ -178,9 +250,13 @@ void HttpClient::finish(Transfer* t, CURLcode rc) {
       default:
         r.error_code = "EHTTP";
     }
-    r.error_message = t->too_big ? "reply larger than max_body (" + std::to_string(t->max_body) +
-                                       " bytes) from " + t->safe_url
-                                 : what + " (" + t->safe_url + ")";
+    std::string message = what;
+    if (t->too_big) {
+      message = "reply larger than max_body (" + std::to_string(t->max_body) + " bytes)";
+    } else if (rc == CURLE_OPERATION_TIMEDOUT) {
+      message = timeout_message(*t);
+    }
+    r.error_message = message + " (" + t->safe_url + ")";
     ++stats_.failed;
   } else {
     ++stats_.completed;
@@ -192,14 +268,57 @@ void HttpClient::finish(Transfer* t, CURLcode rc) {
   done(std::move(resp));
 }
 
-uint64_t HttpClient::start(HttpRequest req, Done done) {
+void HttpClient::fail(uint64_t id, const std::string& code, const std::string& message) {
+  auto it = transfers_.find(id);
+  if (it == transfers_.end()) return;
+  auto owned = std::move(it->second);
+  transfers_.erase(it);
+  curl_multi_remove_handle(multi_, owned->easy);  // fine for a handle the multi never took
+  ++stats_.failed;
+  stats_.in_flight = transfers_.size();
+  HttpResponse r = std::move(owned->resp);
+  r.body.clear();
+  r.elapsed = EventLoop::monotonic_now() - owned->t0;
+  curl_easy_getinfo(owned->easy, CURLINFO_RESPONSE_CODE, &r.status);
+  r.error_code = code;
+  r.error_message = message + " (" + owned->safe_url + ")";
+  Done done = std::move(owned->done);
+  owned.reset();
+  done(std::move(r));
+}
+
+// The idle timer is re-armed for the quiet time left rather than reset on every byte, so a
+// fast stream costs one timer per idle period, not one per chunk.
+void HttpClient::arm_idle_timer(Transfer* t, double secs) {
+  const uint64_t id = t->id;
+  t->idle_timer = loop_.add_timer(secs, [this, id] {
+    auto it = transfers_.find(id);
+    if (it == transfers_.end()) return;
+    Transfer* tr = it->second.get();
+    tr->idle_timer = 0;
+    const double quiet = EventLoop::monotonic_now() - tr->last_activity;
+    if (quiet + 1e-3 < tr->idle_timeout) {
+      arm_idle_timer(tr, tr->idle_timeout - quiet);
+      return;
+    }
+    fail(id, "ETIMEDOUT", stall_message(*tr));
+  });
+}
+
+uint64_t HttpClient::start(HttpRequest req, Done done, HttpSink sink) {
   auto t = std::make_unique<Transfer>();
   t->id = next_id_++;
   t->easy = curl_easy_init();
+  t->loop = &loop_;
   t->max_body = req.max_body;
   t->t0 = EventLoop::monotonic_now();
+  t->last_activity = t->t0;
+  t->timeout = req.timeout;
+  t->connect_timeout = req.connect_timeout;
+  t->idle_timeout = req.idle_timeout;
   t->safe_url = redact_url(req.url);
   t->done = std::move(done);
+  t->sink = std::move(sink);
   CURL* e = t->easy;
   curl_easy_setopt(e, CURLOPT_URL, req.url.c_str());
   curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
@@ -214,6 +333,11 @@ uint64_t HttpClient::start(HttpRequest req, Done done) {
                    static_cast<long>(std::ceil(req.connect_timeout * 1000.0)));
   curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "");  // any encoding curl can decode
   curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+  if (req.idle_timeout > 0) {
+    curl_easy_setopt(e, CURLOPT_XFERINFOFUNCTION, on_progress);
+    curl_easy_setopt(e, CURLOPT_XFERINFODATA, t.get());
+    curl_easy_setopt(e, CURLOPT_NOPROGRESS, 0L);
+  }
   if (req.method == "HEAD") {
     curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
   } else if (req.method != "GET" || !req.body.empty()) {
@@ -232,24 +356,12 @@ uint64_t HttpClient::start(HttpRequest req, Done done) {
   transfers_.emplace(id, std::move(t));
   ++stats_.started;
   stats_.in_flight = transfers_.size();
+  if (req.idle_timeout > 0) arm_idle_timer(raw, req.idle_timeout);
   const CURLMcode mc = curl_multi_add_handle(multi_, raw->easy);
   if (mc != CURLM_OK) {
     // Deliver the failure from the loop: callers expect `done` after start returns.
     std::string msg = curl_multi_strerror(mc);
-    loop_.post([this, id, msg] {
-      auto it = transfers_.find(id);
-      if (it == transfers_.end()) return;
-      auto owned = std::move(it->second);
-      transfers_.erase(it);
-      ++stats_.failed;
-      stats_.in_flight = transfers_.size();
-      HttpResponse r;
-      r.error_code = "EHTTP";
-      r.error_message = msg + " (" + owned->safe_url + ")";
-      Done done = std::move(owned->done);
-      owned.reset();
-      done(std::move(r));
-    });
+    loop_.post([this, id, msg] { fail(id, "EHTTP", msg); });
   }
   return id;
 }

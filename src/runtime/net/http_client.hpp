@@ -1,6 +1,7 @@
 // HttpClient: many HTTP transfers in flight from the one loop thread, on a libcurl multi handle
 // whose sockets and timer are driven by the EventLoop (curl's "multi_socket" API), so a slow
-// reply costs a file descriptor, not a thread.
+// reply costs a file descriptor, not a thread. A transfer may stream: its header block and body
+// bytes are handed to a sink as they arrive instead of being collected.
 #pragma once
 
 #include <curl/curl.h>
@@ -9,6 +10,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -17,24 +19,35 @@
 
 namespace kagent {
 
+using HttpHeaders = std::vector<std::pair<std::string, std::string>>;
+
 struct HttpRequest {
   std::string method = "GET";
   std::string url;
-  std::vector<std::pair<std::string, std::string>> headers;
+  HttpHeaders headers;
   std::string body;
   double timeout = 600;         // whole transfer, seconds
   double connect_timeout = 10;  // connection set-up, seconds
-  size_t max_body = 256u << 20;
+  double idle_timeout = 0;      // seconds with no byte moving either way (a stall); 0: none
+  size_t max_body = 256u << 20; // reply bytes, collected or streamed
 };
 
 struct HttpResponse {
   long status = 0;
-  std::vector<std::pair<std::string, std::string>> headers;  // names lower-cased
+  HttpHeaders headers;  // names lower-cased
   std::string body;
   double elapsed = 0;
   // Empty on success (any status); else ETIMEDOUT, ECONNECT or EHTTP with a message.
   std::string error_code;
   std::string error_message;
+};
+
+// Receives a streaming transfer as it arrives. Both run inside curl's callbacks: they must not
+// start or cancel transfers (post to the loop for that). The final `Done` still runs, with an
+// empty body.
+struct HttpSink {
+  std::function<void(long status, const HttpHeaders& headers)> on_head;  // once, headers complete
+  std::function<void(std::string_view bytes)> on_data;                   // body bytes, in order
 };
 
 class HttpClient {
@@ -52,7 +65,7 @@ class HttpClient {
 
   // Starts a transfer; `done` runs from a loop callback when it ends (never from inside start).
   // Returns an id for cancel. A request curl refuses outright still completes through `done`.
-  uint64_t start(HttpRequest req, Done done);
+  uint64_t start(HttpRequest req, Done done, HttpSink sink = {});
   // Aborts a transfer; its `done` never runs. Unknown ids are ignored.
   void cancel(uint64_t id);
   const Stats& stats() const { return stats_; }
@@ -65,6 +78,9 @@ class HttpClient {
   void socket_action(curl_socket_t s, int flags);
   void collect_done();
   void finish(Transfer* t, CURLcode rc);
+  void arm_idle_timer(Transfer* t, double seconds);
+  // Ends a transfer that curl has not finished (idle timeout, refused by the multi handle).
+  void fail(uint64_t id, const std::string& code, const std::string& message);
 
   EventLoop& loop_;
   CURLM* multi_ = nullptr;

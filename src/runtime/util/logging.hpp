@@ -5,7 +5,8 @@
 
 namespace kagent {
 
-// Returns an error message, or "" on success.
-std::string setup_logging(const std::string& level, const std::string& file);
+// `color` is "auto" (colours on a terminal, none when NO_COLOR is set and not empty), "always" or
+// "never". Returns an error message, or "" on success.
+std::string setup_logging(const std::string& level, const std::string& file, const std::string& color = "auto");
 
 }  // namespace kagent

@@ -12,6 +12,18 @@ def setup_torch(device, threads):
     return torch
 
 
+def activity_tracer(device):
+    """The all-stream activity trace for the timing (``profiling.ActivityTrace``), or None
+    where this process cannot have one (CPU mode, no libkagent_prof)."""
+    if not device.startswith("cuda"):
+        return None
+    try:
+        from . import profiling
+        return profiling.activity_trace(0)
+    except Exception:
+        return None
+
+
 def sync(torch, device):
     if device.startswith("cuda"):
         torch.cuda.synchronize()

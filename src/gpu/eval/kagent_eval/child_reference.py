@@ -1,10 +1,34 @@
 """Trusted child: runs only the problem's reference Model (never candidate code).
 
-Sends, per trial, the digests of the inputs and of the reference outputs, and on request the
-eager / torch.compile baseline timings measured with the same Timer the candidate gets.
+Sends, per trial, the digests of the inputs and of the reference outputs (regular trials,
+property trials and resized problems, see ``trial_plan``), the roofline's inputs (FLOPs,
+parameter bytes, the GPU's measured peaks), and on request the eager / torch.compile baseline
+timings measured with the same Timer the candidate gets.
 """
 from . import child_common, digest, inputs, loader
 from .timing import Timer, do_bench_mean
+
+
+def trial_plan(spec, problem=None):
+    """The trials of a job, in order: [{trial, seed, dist, sizes, kind, late}]. Regular trials
+    use the job's seed; property trials and resized problems use the replay seed. Reference and
+    candidate children build the same plan from the same spec. "late" trials (non-finite inputs,
+    resized problems) report rather than reject by default, so the candidate runs them after its
+    timed stages and a crash there cannot take the timing with it."""
+    plan = []
+    for t in range(spec["trials"]):
+        plan.append({"trial": t, "seed": spec["seed"] + t, "dist": inputs.distribution(t),
+                     "sizes": None, "kind": "regular", "late": False})
+    base = spec.get("replay_seed", spec["seed"])
+    if spec.get("properties", True):
+        for k, dist in enumerate(inputs.PROPERTIES):
+            plan.append({"trial": len(plan), "seed": base + 101 + k, "dist": dist, "sizes": None,
+                         "kind": "property", "late": dist == "nonfinite"})
+    if spec.get("generalize") and problem is not None:
+        for k, sizes in enumerate(inputs.size_variants(problem)):
+            plan.append({"trial": len(plan), "seed": base + 211 + k, "dist": "signed",
+                         "sizes": sizes, "kind": "resized", "late": True})
+    return plan
 
 
 def run(ch, spec):
@@ -16,23 +40,37 @@ def run(ch, spec):
     init_inputs = list(problem.get_init_inputs())
     model = loader.build_model(torch, problem.Model, init_inputs, spec["seed"], dtype, device)
     if spec.get("want_outputs"):
-        for trial in range(spec["trials"]):
+        for entry in trial_plan(spec, problem):
             ch.stage("run")
-            args, dist = inputs.make_inputs(torch, problem, spec["seed"] + trial, trial, dtype, device)
-            in_metas, in_arrays = digest.digest_list(torch, args, spec["sample_seed"])
-            with torch.no_grad():
-                out = model(*args)
-            child_common.sync(torch, device)
+            try:
+                args, dist = inputs.make_inputs(torch, problem, entry["seed"], entry["trial"],
+                                                dtype, device, entry["dist"], entry["sizes"])
+                in_metas, in_arrays = digest.digest_list(torch, args, spec["sample_seed"])
+                with torch.no_grad():
+                    out = model(*args)
+                child_common.sync(torch, device)
+            except Exception as e:
+                if entry["kind"] == "regular":
+                    raise
+                # a resizing (or property) the reference itself rejects says nothing of the
+                # candidate: that trial is left out
+                ch.send({"type": "trial", "trial": entry["trial"], "skipped": True,
+                         "reason": "%s: %s" % (type(e).__name__, str(e)[:300])})
+                args = out = None
+                continue
             outs = digest.flatten_outputs(torch, out)
             out_metas, out_arrays = digest.digest_list(torch, outs, spec["sample_seed"])
-            ch.send({"type": "trial", "trial": trial, "dist": dist, "inputs": in_metas,
-                     "outputs": out_metas}, in_arrays + out_arrays)
+            ch.send({"type": "trial", "trial": entry["trial"], "dist": dist,
+                     "kind": entry["kind"], "sizes": entry["sizes"], "seed": entry["seed"],
+                     "inputs": in_metas, "outputs": out_metas}, in_arrays + out_arrays)
             del args, out, outs
         if device != "cpu":
-            # The roofline's FLOP count, once per problem: the counter's first use costs seconds,
-            # and the count is the reference's, so candidates neither pay for it nor supply it.
+            # The roofline's inputs, once per problem: the FLOP counter's first use costs
+            # seconds, and the figures are the reference's, so candidates neither pay for them
+            # nor supply them.
             ch.stage("flops")
-            ch.send({"type": "flops", "value": _flops(torch, problem, model, spec, dtype, device)})
+            ch.send({"type": "flops", "value": _flops(torch, problem, model, spec, dtype, device),
+                     "param_bytes": _param_bytes(model), "peaks": _peaks()})
     if spec.get("baselines"):
         ch.stage("baseline")
         ch.send({"type": "baselines", "result": baselines(torch, problem, model, spec, dtype, device)})
@@ -45,12 +83,28 @@ def _flops(torch, problem, model, spec, dtype, device):
         with torch.no_grad():
             return roofline.flops(model, args)
     except Exception:
-        return None  # the candidate's sandbox counts them itself
+        return None
+
+
+def _param_bytes(model):
+    try:
+        from . import roofline
+        return roofline.nbytes(list(model.parameters()))
+    except Exception:
+        return 0
+
+
+def _peaks():
+    try:
+        from . import roofline
+        return roofline.measure_peaks(0)
+    except Exception as e:
+        return {"error": "EROOFLINE: %s: %s" % (type(e).__name__, str(e)[:300])}
 
 
 def baselines(torch, problem, model, spec, dtype, device):
     bench = spec.get("bench") or {}
-    timer = Timer(torch, device)
+    timer = Timer(torch, device, child_common.activity_tracer(device))
     args, _ = inputs.make_inputs(torch, problem, spec["seed"], 0, dtype, device)
     res = {}
     want_do_bench = bench.get("do_bench") and device.startswith("cuda")

@@ -46,14 +46,7 @@ def tensor_digest(torch, t, sample_seed, force_full=False):
         base = torch.view_as_real(base)
         name = meta["dtype"] = _dtype_name(torch, base)
     if base.numel():
-        work = base.reshape(-1)
-        as_float = work.is_floating_point()
-        finite = torch.isfinite(work) if as_float else None
-        meta["stats"] = {
-            "sum": float(work.sum(dtype=torch.float64)) if as_float or work.dtype != torch.bool else float(work.sum()),
-            "abs_sum": float(work.abs().sum(dtype=torch.float64)) if as_float else None,
-            "nonfinite": int(work.numel() - int(finite.sum())) if as_float else 0,
-        }
+        meta["stats"] = _stats(torch, base.reshape(-1))
     full = force_full or base.numel() * base.element_size() <= FULL_LIMIT_BYTES
     flat = base.reshape(-1)
     if not full:
@@ -69,6 +62,25 @@ def tensor_digest(torch, t, sample_seed, force_full=False):
         wire_name = "uint8"
     arr = flat.numpy()
     return meta, [(wire_name, [arr.size], arr)]
+
+
+STATS_CHUNK = 1 << 26  # elements per step: temporaries stay small beside a multi-GB tensor
+
+
+def _stats(torch, flat):
+    """Whole-tensor sum, absolute sum and non-finite count, a chunk at a time (float64 sums)."""
+    as_float = flat.is_floating_point()
+    total = abs_total = 0.0
+    nonfinite = 0
+    for start in range(0, flat.numel(), STATS_CHUNK):
+        c = flat[start:start + STATS_CHUNK]
+        if as_float:
+            total += float(c.sum(dtype=torch.float64))
+            abs_total += float(c.abs().sum(dtype=torch.float64))
+            nonfinite += int(c.numel() - int(torch.isfinite(c).sum()))
+        else:
+            total += float(c.sum() if c.dtype == torch.bool else c.sum(dtype=torch.float64))
+    return {"sum": total, "abs_sum": abs_total if as_float else None, "nonfinite": nonfinite}
 
 
 def value_digest(torch, value, sample_seed):

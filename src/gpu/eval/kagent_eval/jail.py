@@ -5,9 +5,10 @@ Worker side: `setup()` once (probes what the kernel offers, makes the per-user f
 Child side: `enter()` right after fork, while the child has one thread, and `narrow_reads()` once
 the job's files are known.
 
-  processes         a PID namespace with its own /proc where the kernel allows one (pidns.py):
-                    nothing outside the job is visible, and all of it dies with the job; else
-                    the worker is a subreaper and kills what a job left (reaper.py)
+  processes         PID, mount and network namespaces where the kernel allows them
+                    (namespaces.py): nothing outside the job is visible or reachable, and all of
+                    it dies with the job; else the worker is a subreaper and kills what a job
+                    left (reaper.py)
   private folders   <base>/kagent-eval-<uid>/ (0700, owned by the user, else a fresh random one),
                     a `job-<worker pid>-<random>` folder per child (its HOME, TMPDIR and cwd), and
                     per-user caches for Triton, TorchInductor, CUDA and the measured GPU peaks,
@@ -18,7 +19,8 @@ the job's files are known.
                     oom_score_adj 1000 makes a child the kernel's first choice when memory runs out
   writes            Landlock: the job folder, the caches, /dev/shm and the GPU's device files
   reads             Landlock, once the job is known: system folders, Python's, the job's files
-  network           a seccomp filter on socket() (syscall_filter.py)
+  network           its own network namespace (loopback only), else a seccomp filter on
+                    socket() (syscall_filter.py)
   root              a child run by root drops the capabilities that would undo the above
                     (capabilities.py)
 """
@@ -30,7 +32,7 @@ import stat
 import sys
 import tempfile
 
-from . import capabilities, landlock, pidns, profiling, syscall_filter
+from . import capabilities, landlock, namespaces, profiling, syscall_filter
 
 SYSTEM_READ_ROOTS = ("/usr", "/lib", "/lib32", "/lib64", "/libx32", "/bin", "/sbin", "/etc", "/opt",
                      "/proc", "/sys", "/dev", "/run", "/snap", "/nix")
@@ -137,15 +139,18 @@ def setup(environ=os.environ):
         missing.append("Landlock ABI %d (need >= %d): writes and reads are not confined" % (
             abi, landlock.MIN_ABI))
         abi = 0
+    namespace, why = None, "KAGENT_EVAL_NAMESPACES=0"
+    if enabled and environ.get("KAGENT_EVAL_NAMESPACES", "1") != "0":
+        namespace, why = namespaces.probe()
+    if enabled and not namespace:
+        missing.append("no namespaces (%s): a candidate sees the machine's processes, and the "
+                       "worker reaps what it leaves" % why)
     net = enabled and syscall_filter.supported()
     if enabled and not net:
-        missing.append("no system call filter for this architecture: candidates keep the network")
-    namespace, why = pidns.probe() if enabled else (None, None)
-    if enabled and not namespace:
-        missing.append("no PID namespace (%s): a candidate sees the machine's processes and the "
-                       "worker reaps what it leaves" % why)
+        missing.append("no system call filter for this architecture: io_uring and bpf stay open%s"
+                       % ("" if namespace else ", and so does the network"))
     _state = {"enabled": enabled, "root": root, "caches": caches, "landlock": abi, "net": net,
-              "pidns": namespace, "memory_mb": memory,
+              "namespaces": namespace, "memory_mb": memory,
               "read_roots": list(SYSTEM_READ_ROOTS) + _python_read_roots(), "missing": missing}
     if not enabled:
         missing.append("KAGENT_EVAL_SANDBOX=0: no confinement (private folders and reaping only)")
@@ -157,8 +162,9 @@ def status():
     return {"enabled": s["enabled"], "root": s["root"], "landlock_abi": s["landlock"],
             "writes": "landlock" if s["landlock"] else "open",
             "reads": "landlock" if s["landlock"] else "open",
-            "network": "seccomp" if s["net"] else "open", "memory_mb": s["memory_mb"] or None,
-            "processes": ("pid namespace (%s)" % s["pidns"]) if s["pidns"] else "subreaper",
+            "network": "namespace" if s["namespaces"] else "seccomp" if s["net"] else "open",
+            "memory_mb": s["memory_mb"] or None,
+            "processes": ("namespace (%s)" % s["namespaces"]) if s["namespaces"] else "subreaper",
             "missing": list(s["missing"])}
 
 
@@ -192,8 +198,8 @@ def enter(role, job_dir):
     limits, then the write and network confinement, which then hold for every thread and process
     it starts."""
     s = _state
-    if s["pidns"]:
-        pidns.enter(user=s["pidns"] == "user")
+    if s["namespaces"]:
+        namespaces.enter(user=s["namespaces"] == "user")
     cache = s["caches"]["trusted" if role != "candidate" else "candidate"]
     os.environ.update({
         "HOME": job_dir, "TMPDIR": job_dir, "TRITON_CACHE_DIR": os.path.join(cache, "triton"),
@@ -215,9 +221,9 @@ def enter(role, job_dir):
         limit = s["memory_mb"] << 20
         resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
     if os.geteuid() == 0 and role == "candidate":
-        capabilities.drop()
+        capabilities.drop(keep_profiling=bool(s["namespaces"]))
     if s["net"]:
-        syscall_filter.install()
+        syscall_filter.install(sockets=bool(s["namespaces"]))
     if s["landlock"]:
         handled = landlock.writes(s["landlock"])
         grants = [(job_dir, handled), (cache, handled), ("/dev/shm", handled),
@@ -225,6 +231,14 @@ def enter(role, job_dir):
         for pattern in DEVICE_FILES:
             grants += [(p, landlock.WRITE_FILE | landlock.TRUNCATE) for p in glob.glob(pattern)]
         landlock.restrict(handled, grants)
+
+
+def job_files(spec):
+    """The files a job names (its problem, its candidate or candidates, where they are paths
+    rather than source text): what its children may read besides the system's."""
+    from .loader import source_of
+    names = [spec.get("problem"), spec.get("candidate")] + list(spec.get("candidates") or ())
+    return [os.path.abspath(n) for n in names if isinstance(n, str) and n and source_of(n)[1]]
 
 
 def narrow_reads(files=()):

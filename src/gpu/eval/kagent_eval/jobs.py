@@ -1,13 +1,12 @@
 """Job orchestration in the worker: static checks, reference child, candidate child, verdict."""
-import collections
-import json
 import os
 import random
 import time
 
-from . import child_candidate, child_reference, compare, fingerprint, loader, sandbox
+from . import child_candidate, compare, fingerprint, loader, sandbox, sanitizer
 from . import spare as spare_mod
-from . import static_checks, verdict
+from . import static_checks, timing, verdict
+from .reference import ReferenceCache
 
 OPS_WITH = {  # op -> (audit, bench, profile)
     "verify": (False, False, False),
@@ -30,9 +29,10 @@ class Evaluator:
         self.close_fds = [protocol_fd] if protocol_fd is not None else []
         # secret to the candidate until it is forked: where multi-GB outputs are sampled
         self.sample_seed = random.SystemRandom().randrange(1, 2 ** 31)
-        self.ref_cache = collections.OrderedDict()
-        self.base_cache = {}
-        self.flops_cache = {}  # problem key -> FLOPs of one reference forward
+        # the seed of property trials and resized problems: new per worker, reported with every
+        # result so a failure can be replayed (job "replay_seed")
+        self.replay_seed = random.SystemRandom().randrange(1, 2 ** 31)
+        self.refs = ReferenceCache(self.close_fds, self.settle)
         # a candidate sandbox prepared ahead of the next job (KAGENT_EVAL_SPARE=0 turns it off)
         self.use_spare = os.environ.get("KAGENT_EVAL_SPARE", "1") != "0"
         self.spare = None
@@ -72,7 +72,7 @@ class Evaluator:
         if out is None:
             self.settle()
             out = sandbox.run_child(child_candidate.run, (cspec,), cspec["timeouts"],
-                                    self.close_fds, reads=cspec["reads"])
+                                    self.close_fds)
         return out
 
     # -- job normalisation -------------------------------------------------------------
@@ -112,53 +112,17 @@ class Evaluator:
             "profile": (job.get("profile") or {"metric_set": "sol"}) if profile else None,
             "sol_ms": job.get("sol_ms"), "device": self.device, "threads": self.threads,
             "sample_seed": self.sample_seed,
-            # the files the sandboxed children may read besides the system's (jail.narrow_reads)
-            "reads": [os.path.abspath(p) for p in (problem, candidate) if loader.source_of(p)[1]],
+            "replay_seed": int(job.get("replay_seed", self.replay_seed)),
+            "properties": bool(job.get("properties", True)),
+            "nonfinite": _choice(job, "nonfinite", ("report", "require"), "report"),
+            "generalize": bool(job.get("generalize", False)),
+            "require_generalize": bool(job.get("require_generalize", False)),
+            # confirm: always re-measure in a fresh process and require the two to agree
+            "confirm": bool(job.get("confirm", False)),
+            "max_spread": float(job["max_spread"]) if job.get("max_spread") else None,
+            "sanitize": _sanitize_tools(job.get("sanitize")),
+            "job": {k: v for k, v in job.items() if k != "sanitize"},
         }
-
-    # -- reference (trusted child), cached per problem ------------------------------------
-    def _problem_key(self, spec):
-        st = os.stat(spec["problem"])
-        return (spec["problem"], st.st_mtime_ns, st.st_size, spec["dtype"], spec["seed"])
-
-    def reference(self, spec):
-        """(trials, baselines or None, error or None)."""
-        pkey = self._problem_key(spec)
-        rkey = pkey + (spec["trials"],)
-        bench = spec["bench"]
-        bkey = None
-        if bench is not None:
-            bkey = pkey + (json.dumps(bench, sort_keys=True),)
-        trials = self.ref_cache.get(rkey)
-        base = self.base_cache.get(bkey) if bkey else None
-        want_outputs = trials is None
-        want_base = bench is not None and base is None and bench.get("baselines")
-        if want_outputs or want_base:
-            rspec = dict(spec, want_outputs=want_outputs,
-                         baselines=list(bench["baselines"]) if want_base else None)
-            if want_base:
-                self.settle()
-            out = sandbox.run_child(child_reference.run, (rspec,), spec["timeouts"], self.close_fds,
-                                    reads=spec["reads"], role="trusted")
-            self.last_reference_s = out.elapsed
-            err = out.failure or None
-            e, _ = out.first("error")
-            if err or e:
-                msg = err[1] if err else "%s: %s" % (e.get("error_type"), e.get("message"))
-                return None, None, "EREFERENCE: the reference failed in stage %s: %s" % (out.stage, msg)
-            if want_outputs:
-                f, _ = out.first("flops")
-                if f is not None and f.get("value") is not None:
-                    self.flops_cache[pkey] = f["value"]
-                trials = verdict.reference_trials(out)
-                self.ref_cache[rkey] = trials
-                while len(self.ref_cache) > 2:
-                    self.ref_cache.popitem(last=False)
-            if want_base:
-                b, _ = out.first("baselines")
-                base = (b or {}).get("result")
-                self.base_cache[bkey] = base
-        return trials, base, None
 
     # -- one job ------------------------------------------------------------------------
     def run(self, op, job):
@@ -180,8 +144,7 @@ class Evaluator:
         result["audit"]["static_findings"] = findings
         for f in findings:
             tag = "static:" + f["rule"]
-            if tag not in result["flags"] and (self.cuda or f["rule"] not in (
-                    "torch_compute_in_wrapper", "calls_reference")):
+            if tag in verdict.TRUST_RULES and tag not in result["flags"]:
                 result["flags"].append(tag)
         rejects = static_checks.rejecting(findings, not self.cuda)
         if rejects:
@@ -189,18 +152,17 @@ class Evaluator:
             return verdict.fail(result, "audit", "ESTATIC", "%s at line %d: %s" % (
                 f["rule"], f["line"], f["text"]))
 
-        self.last_reference_s = 0.0
-        ref_trials, base, err = self.reference(spec)
-        result["reference_s"] = self.last_reference_s
+        ref_trials, base, err = self.refs.get(spec)
+        result["reference_s"] = self.refs.last_s
         if err:
-            return verdict.fail(result, "load", "EREFERENCE", err.split(": ", 1)[1])
+            return verdict.fail(result, "load", "EREFERENCE", err)
+        result["replay_seed"] = spec["replay_seed"]
         rtol, atol = compare.tolerances(spec["dtype"], spec["rtol"], spec["atol"])
         result["tolerance"] = {"rtol": rtol, "atol": atol}
-        poison = 0
-        for m in ref_trials[0]["outputs"]:
-            if m.get("kind") == "tensor":
-                poison += m["numel"] * 4
-        cspec = dict(spec, poison_bytes=poison, ref_flops=self.flops_cache.get(self._problem_key(spec)))
+        trial0 = ref_trials[0]
+        poison = sum(m["numel"] * 4 for m in trial0["outputs"] if m.get("kind") == "tensor")
+        skipped = [i for i, t in ref_trials.items() if t.get("skipped")]
+        cspec = dict(spec, poison_bytes=poison, skip_trials=skipped)
         out = self._run_candidate(cspec)
         result["stage_s"] = _stage_durations(out)
         if getattr(out, "exit_s", None) is not None:
@@ -212,13 +174,21 @@ class Evaluator:
         loaded, _ = out.first("loaded")
         if loaded:
             result["candidate_kind"] = loaded.get("kind")
-        if not verdict.check_trials(result, ref_trials, out, rtol, atol, self.sample_seed):
+        if not verdict.check_trials(result, ref_trials, out, rtol, atol, self.sample_seed,
+                                    spec["nonfinite"]):
             return result
         if verdict.failure_from_outcome(result, out):
             return result
         if result.get("trials", 0) < spec["trials"]:
             return verdict.fail(result, "run", "ERUN", "only %d of %d trials ran" % (
                 result.get("trials", 0), spec["trials"]))
+        if spec["generalize"]:
+            verdict.check_generalization(result, ref_trials, out, rtol, atol, self.sample_seed)
+            if spec["require_generalize"] and result["generalizes"] == "no":
+                return verdict.fail(result, "correctness", "EGENERALIZE",
+                                    "the kernel fails on the problem resized to %s: %s" % (
+                                        result["generalization"][0].get("sizes"),
+                                        result["generalization"][0].get("reason")))
         th, _ = out.first("threads")
         if th and th.get("after", 0) > th.get("before", 0):
             result["flags"].append("threads_started")
@@ -236,18 +206,13 @@ class Evaluator:
             b, arrays = out.first("benchmark")
             if b is None:
                 return verdict.fail(result, "benchmark", "ERUN", "no benchmark report")
-            loop_ms = self._loop_ms(out)
-            if verdict.apply_benchmark(result, b, arrays, loop_ms, ref_trials[0], rtol, atol,
+            if verdict.apply_benchmark(result, b, arrays, self._loop_ms(out), trial0, rtol, atol,
                                        self.sample_seed, "cuda" if self.cuda else "cpu"):
                 return result
             verdict.apply_baselines(result, base)
-            r, _ = out.first("roofline")
-            if r is not None:
-                result["roofline"] = r.get("result")
-            sol = spec.get("sol_ms") or (result.get("roofline") or {}).get("lower_bound_ms")
-            med = result["time_ms"].get("median")
-            if sol and med and med < 0.98 * float(sol):
-                result["flags"].append("beyond_sol")
+            self._apply_roofline(spec, result, trial0)
+            if not self._confirm_figures(spec, result, trial0, rtol, atol):
+                return result
         if spec["profile"] is not None:
             p, _ = out.first("profile")
             if p is not None:
@@ -256,7 +221,178 @@ class Evaluator:
                     result["metrics"] = p["result"]["metrics"]
             elif not self.cuda:
                 result["profile"] = {"ok": False, "error": "ENOTSUP: profiling needs a GPU"}
+        if spec["sanitize"] and not self._sanitize_verdict(spec, result):
+            return result
         result.update(ok=True, stage="done")
+        return result
+
+    def _apply_roofline(self, spec, result, trial0):
+        roof = self.refs.roofline(spec, trial0, result["time_ms"].get("median"))
+        if roof is not None:
+            result["roofline"] = roof
+        verdict.speedups(result)
+
+    # -- fail closed: no figure is accepted before it is confirmed -------------------------
+    def _confirm_figures(self, spec, result, trial0, rtol, atol):
+        """Applies verdict.TRUST_RULES to the timing; re-measures in a fresh process where a
+        flag asks for it. False (and the job failed) when a figure stays untrusted."""
+        peaks = self.refs.peaks(spec)
+        first = result["time_ms"]
+        flags = verdict.figure_flags(first, result.get("roofline"), peaks, self.cuda,
+                                     spec["max_spread"])
+        triggers = [f for f in result["flags"]
+                    if verdict.TRUST_RULES.get(f, ("",))[0] == "trigger"]
+        result["trust"] = {"first_flags": flags + triggers, "remeasured": False}
+        if not (spec["confirm"] or verdict.needs_remeasure(flags + triggers)):
+            return True
+        self.settle()
+        hspec = dict(spec, hardened=True, audit=False, profile=None,
+                     bench=dict(spec["bench"] or {}, reps=max(10, min(200, first.get("n") or 50))))
+        out = sandbox.run_child(child_candidate.run, (hspec,), spec["timeouts"], self.close_fds)
+        result["trust"]["remeasured"] = True
+        probe = {"checks": {}, "flags": [], "audit": {}}
+        if verdict.failure_from_outcome(probe, out):
+            return not verdict.fail(result, probe["stage"], probe["code"],
+                                    "in the hardened re-measure: " + probe["error"].split(": ", 1)[1])
+        b, arrays = out.first("benchmark")
+        if b is None:
+            return not verdict.fail(result, "timing", "ERUN", "the hardened re-measure sent no timing")
+        if verdict.apply_benchmark(probe, b, arrays, self._loop_ms(out), trial0, rtol, atol,
+                                   self.sample_seed, "cuda" if self.cuda else "cpu"):
+            return not verdict.fail(result, probe["stage"], probe["code"],
+                                    "in the hardened re-measure: " + probe["error"].split(": ", 1)[1])
+        second = probe["time_ms"]
+        roof2 = self.refs.roofline(spec, trial0, second.get("median"))
+        flags2 = verdict.figure_flags(second, roof2, peaks, self.cuda, spec["max_spread"])
+        if not self.cuda:
+            flags2 += [f for f in triggers if f == "threads_started"]  # nothing traces threads
+        if not verdict.agree(first, second, self.cuda):
+            flags2.append("remeasure_disagrees")
+        result["trust"]["second_flags"] = flags2
+        if flags2:
+            verdict.reject_untrusted(result, flags2, _trust_detail(first, second))
+            return False
+        result["time_ms_first"] = first
+        result["time_ms"] = second
+        self._apply_roofline(spec, result, trial0)
+        result["flags"] = [f for f in result["flags"] if f not in verdict.TRUST_RULES]
+        return True
+
+    # -- sanitize: compute-sanitizer on one forward -------------------------------------------
+    def sanitize(self, job):
+        """memcheck and racecheck (or job["tools"]) on one forward of the candidate. ok is True
+        (clean), False (the tools found errors) or None (they could not judge: no GPU, no
+        compute-sanitizer, the forward failed under them)."""
+        t0 = time.monotonic()
+        spec = self.normalize("verify", job)
+        tools = (job or {}).get("tools") or list(sanitizer.TOOLS)
+        if not isinstance(tools, list) or not all(t in sanitizer.TOOLS for t in tools):
+            raise BadRequest("tools must be a list of %s" % ", ".join(sanitizer.TOOLS))
+        spec.update(tools=tools, tool_timeout=float((job or {}).get("tool_timeout", 600)))
+        if not self.cuda:
+            return {"ok": None, "error": "ENOTSUP: compute-sanitizer needs a GPU (CPU mode)",
+                    "elapsed": time.monotonic() - t0}
+        self.settle()
+        limit = spec["tool_timeout"] * len(tools) + 60
+        out = sandbox.run_child(sanitizer.run_child, (spec,), dict(spec["timeouts"],
+                                                                    sanitize=limit),
+                                self.close_fds)
+        res, _ = out.first("sanitize")
+        result = dict((res or {}).get("result") or {})
+        if res is None:
+            result = {"ok": None, "error": "%s: %s" % (out.failure or ("EWORKER", "no report"))}
+        result["elapsed"] = time.monotonic() - t0
+        return result
+
+    def _sanitize_verdict(self, spec, result):
+        """For jobs with "sanitize": a kernel the tools find errors in is rejected; one they
+        cannot judge is rejected too (fail closed), with their reason."""
+        report = self.sanitize(dict(spec["job"], tools=spec["sanitize"]))
+        result["sanitizer"] = report
+        if report.get("ok"):
+            return True
+        if report.get("ok") is False:
+            bad = [t for t, r in (report.get("tools") or {}).items() if r.get("ok") is False]
+            return not verdict.fail(result, "sanitize", "ESANITIZE", "%s found %s" % (
+                " and ".join(bad), "; ".join(
+                    "%s error(s) in %s" % (report["tools"][t].get("errors"), t) for t in bad)))
+        return not verdict.fail(result, "sanitize", "ESANITIZE",
+                                "compute-sanitizer could not check the kernel: %s" % (
+                                    report.get("error") or "; ".join(
+                                        r.get("report", "")[:300]
+                                        for r in (report.get("tools") or {}).values())))
+
+    # -- compare: interleaved timing of several verified candidates ------------------------
+    def compare(self, job):
+        """Times candidates interleaved in one process (blocks A B ... B A on the same inputs)
+        and reports each one's timing and its speedup over the first, per block."""
+        t0 = time.monotonic()
+        cands = (job or {}).get("candidates") if isinstance(job, dict) else None
+        if not isinstance(cands, list) or len(cands) < 2 or len(cands) > 8 or not all(
+                isinstance(c, str) and c for c in cands):
+            raise BadRequest("candidates must be a list of 2 to 8 paths or source texts")
+        spec = self.normalize("benchmark", dict(job, candidate=cands[0]))
+        spec.update(op="compare", candidates=cands, audit=False,
+                    rounds=_int_in(job, "rounds", 8, 2, 100),
+                    calls_per_block=_int_in(job, "calls_per_block", 5, 1, 100))
+        result = {"ok": False, "stage": "load", "checks": {}, "flags": [], "audit": {},
+                  "device": self.device, "dtype": spec["dtype"]}
+        try:
+            self._compare(spec, result)
+        finally:
+            result["elapsed"] = time.monotonic() - t0
+        return result
+
+    def _compare(self, spec, result):
+        for k, cand in enumerate(spec["candidates"]):
+            source, _ = loader.source_of(cand)
+            rejects = static_checks.rejecting(static_checks.scan(source), not self.cuda)
+            if rejects:
+                return verdict.fail(result, "audit", "ESTATIC", "candidate %d: %s at line %d" % (
+                    k + 1, rejects[0]["rule"], rejects[0]["line"]))
+        ref_trials, _, err = self.refs.get(spec)
+        if err:
+            return verdict.fail(result, "load", "EREFERENCE", err)
+        rtol, atol = compare.tolerances(spec["dtype"], spec["rtol"], spec["atol"])
+        out = self._run_candidate(spec)
+        if verdict.failure_from_outcome(result, out):
+            return result
+        timed = sorted(out.of_type("timed"), key=lambda m: m[0].get("index", 0))
+        if len(timed) != len(spec["candidates"]):
+            return verdict.fail(result, "benchmark", "ERUN", "%d of %d candidates were timed" % (
+                len(timed), len(spec["candidates"])))
+        peaks = self.refs.peaks(spec)
+        entries, untrusted = [], []
+        for k, (msg, arrays) in enumerate(timed):
+            entry = {"flags": []}
+            if verdict.apply_benchmark(entry, {"time_ms": msg["time_ms"],
+                                               "last_outputs": msg.get("last_outputs")}, arrays,
+                                       None, ref_trials[0], rtol, atol, self.sample_seed,
+                                       "cuda" if self.cuda else "cpu"):
+                return verdict.fail(result, entry["stage"], entry["code"], "candidate %d: %s" % (
+                    k + 1, entry["error"].split(": ", 1)[1]))
+            roof = self.refs.roofline(spec, ref_trials[0], entry["time_ms"].get("median"))
+            # the spread is not a reason to refuse here: it is reported (cv, the block ratios'
+            # p10..p90) and the promotion gate that asked for the comparison judges it
+            flags = [f for f in verdict.figure_flags(entry["time_ms"], roof, peaks, self.cuda,
+                                                     spec["max_spread"]) if f != "spread"]
+            if flags:
+                untrusted.append((k, flags))
+            entries.append({"time_ms": entry["time_ms"], "blocks": msg.get("blocks") or [],
+                            "roofline": roof})
+        if untrusted:
+            k, flags = untrusted[0]
+            verdict.reject_untrusted(result, flags, "candidate %d" % (k + 1))
+            return result
+        base = entries[0]["blocks"]
+        result["candidates"] = []
+        for entry in entries:
+            ratios = sorted(b0 / bk for b0, bk in zip(base, entry["blocks"]) if bk > 0)
+            entry["speedup"] = {"median": _median(ratios), "p10": timing.percentile(ratios, 0.1),
+                                "p90": timing.percentile(ratios, 0.9), "blocks": len(ratios)}
+            result["candidates"].append(entry)
+        result.update(ok=True, stage="done", rounds=spec["rounds"],
+                      calls_per_block=spec["calls_per_block"])
         return result
 
     @staticmethod
@@ -268,6 +404,50 @@ class Evaluator:
             if obj.get("type") == "stage" and obj.get("stage") == "benchmark_check":
                 end = obj["t"]
         return (end - start) * 1e3 if start is not None and end is not None else None
+
+
+def _trust_detail(first, second):
+    """Counts that explain a rejection without repeating an untrusted figure."""
+    parts = []
+    for name, t in (("first", first), ("re-measure", second)):
+        s = (t or {}).get("all_streams") or {}
+        if s.get("escaped_calls") or s.get("outside_windows"):
+            parts.append("%s: %d of %d calls with work outside the events, %d records outside "
+                         "every call" % (name, s.get("escaped_calls", 0), s.get("calls", 0),
+                                         s.get("outside_windows", 0)))
+    return "; ".join(parts) or None
+
+
+def _median(values):
+    return timing.percentile(sorted(values), 0.5) if values else None
+
+
+def _int_in(job, key, default, lo, hi):
+    try:
+        value = int(job.get(key, default))
+    except (TypeError, ValueError):
+        raise BadRequest("%s must be an integer" % key)
+    if not lo <= value <= hi:
+        raise BadRequest("%s must be %d..%d" % (key, lo, hi))
+    return value
+
+
+def _sanitize_tools(value):
+    """job["sanitize"]: false/absent, true (memcheck and racecheck) or a list of tools."""
+    if not value:
+        return None
+    if value is True:
+        return list(sanitizer.TOOLS)
+    if isinstance(value, list) and value and all(t in sanitizer.TOOLS for t in value):
+        return value
+    raise BadRequest("sanitize must be true or a list of %s" % ", ".join(sanitizer.TOOLS))
+
+
+def _choice(job, key, allowed, default):
+    value = job.get(key, default)
+    if value not in allowed:
+        raise BadRequest("%s must be one of %s" % (key, ", ".join(allowed)))
+    return value
 
 
 def _stage_durations(out):

@@ -105,33 +105,64 @@ def module_lookup(torch, model):
     return table
 
 
+# what KernelAgent's harness passes to kernel_function by keyword, taken from the reference
+# model's layers (its benchmark.py binds the same names)
+KA_PARAM_NAMES = ("weight", "bias", "kernel_size", "stride", "padding", "dilation",
+                  "output_padding", "groups", "eps")
+
+
+def ka_params(torch, model):
+    """The first weight and bias tensors and the first of each layer setting found, outermost
+    module first. A setting given per dimension is passed as one value when all its entries are
+    equal, as KernelAgent passes it; unequal ones stay tuples (one value would be wrong)."""
+    found = {}
+    modules = list(model.named_modules()) if hasattr(model, "named_modules") else [("", model)]
+    for _, mod in modules:
+        for name in ("weight", "bias"):
+            value = getattr(mod, name, None)
+            if isinstance(value, torch.Tensor):
+                found.setdefault(name, value)
+        for name in KA_PARAM_NAMES[2:]:
+            value = getattr(mod, name, None)
+            if value is None or name in found:
+                continue
+            if isinstance(value, (tuple, list)) and value and all(v == value[0] for v in value):
+                value = value[0]
+            found[name] = value
+    return found
+
+
 class KernelFunctionModel:
-    """Calls kernel_function(...) with inputs and parameters bound by name from the
-    reference Model (KernelAgent's convention)."""
+    """Calls kernel_function(...) the way KernelAgent's harness does: the problem's inputs in
+    order, the reference Model's parameters and settings by name (any attribute whose name a
+    parameter has), and, for a signature with **kwargs, KernelAgent's parameter set as keywords
+    (``ka_params``)."""
 
     def __init__(self, torch, fn, ref_model):
         self.fn = fn
-        self.lookup = module_lookup(torch, ref_model)
+        self.ka = ka_params(torch, ref_model)
+        self.lookup = dict(module_lookup(torch, ref_model), **self.ka)
         self.signature = inspect.signature(fn)
 
     def bind(self, inputs):
         args, kwargs, pending = [], {}, list(inputs)
+        takes_kwargs = False
         for p in self.signature.parameters.values():
             if p.kind == p.VAR_POSITIONAL:
                 args.extend(pending)
                 pending = []
             elif p.kind == p.VAR_KEYWORD:
-                continue
+                takes_kwargs = True
             elif p.name in self.lookup:
                 kwargs[p.name] = self.lookup[p.name]
             elif pending:
-                if p.kind == p.KEYWORD_ONLY:
+                if p.kind == p.KEYWORD_ONLY or kwargs:
                     kwargs[p.name] = pending.pop(0)
                 else:
-                    if kwargs:
-                        kwargs[p.name] = pending.pop(0)
-                    else:
-                        args.append(pending.pop(0))
+                    args.append(pending.pop(0))
+        if takes_kwargs:
+            for name, value in self.ka.items():
+                kwargs.setdefault(name, value)
         return args, kwargs
 
     def __call__(self, *inputs):

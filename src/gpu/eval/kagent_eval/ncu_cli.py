@@ -16,6 +16,7 @@ import tempfile
 import time
 
 from . import ncu_metrics
+from .profiler_error import ProfilerError
 
 _EVAL_ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 
@@ -150,8 +151,7 @@ def profile_with_ncu(problem_path, candidate_path, job=None, metrics="full", tim
     """Profile `candidate_path` (None: the reference) on the problem's inputs under ncu.
 
     `job` may carry dtype, seed, device, warmup; `ncu_args` are extra ncu options.
-    Raises profiling.ProfilerError."""
-    from .profiling import ProfilerError
+    Raises ProfilerError."""
     ok, why = ncu_available()
     if not ok:
         raise ProfilerError("ENOTSUP", why)

@@ -16,6 +16,13 @@ Interface (stable):
     ``gpu__time_duration.sum``. ``sol``: a cheap set for ranking (time, both speed-of-light
     figures, DRAM traffic, occupancy).
 
+``activity_trace(device_index) -> ActivityTrace``
+    ``begin()``, ``mark()`` (host time on the records' clock, ns), ``stream_id(handle)`` (the
+    records' id of a CUDA stream) and ``end() -> [record...]``:
+    every kernel, copy and fill on any stream between begin and end, each with ``kind``,
+    ``start_ns``, ``end_ns``, ``stream`` and ``name``. Raises ``ProfilerError(ENOTSUP)`` without
+    the library. The timing's all-stream check uses it.
+
 ``trace_kernels(fn, device_index) -> [launch...]``
     Runs ``fn()`` once under CUPTI activity tracing (all streams) and returns every kernel launch
     in start order: ``{name, mangled, duration_ms, grid, block, registers, shared_mem,
@@ -64,18 +71,14 @@ import glob
 import os
 import time
 
-from . import ncu_metrics
+from . import ncu_cli, ncu_metrics
 from .ncu_metrics import METRIC_SETS  # noqa: F401  (part of this module's interface)
+from .profiler_error import ProfilerError  # noqa: F401  (part of this module's interface)
 
 _CODES = {1: "ENOTSUP", 2: "EPERM", 3: "EINVAL", 4: "ESTATE", 5: "ECUDA", 6: "ECUPTI"}
 _ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
 
 
-class ProfilerError(Exception):
-    def __init__(self, code, message):
-        super().__init__("%s: %s" % (code, message))
-        self.code = code
-        self.message = message
 
 
 def library_candidates():
@@ -104,6 +107,10 @@ class _Lib:
         self.dll.kp_profile_begin.argtypes = [ctypes.c_char_p, ctypes.c_int, ctypes.c_int]
         self.dll.kp_metrics_check.argtypes = [ctypes.c_char_p]
         self.dll.kp_profile_pass_end.argtypes = [ctypes.POINTER(ctypes.c_int)]
+        self.abi = int(self.dll.kp_abi_version())
+        if self.abi >= 3:
+            self.dll.kp_timestamp.argtypes = [ctypes.POINTER(ctypes.c_ulonglong)]
+            self.dll.kp_stream_id.argtypes = [ctypes.c_ulonglong, ctypes.POINTER(ctypes.c_uint)]
         self.device = None
 
     def call(self, name, *args):
@@ -176,7 +183,6 @@ def available(device_index=0):
         reason = str(e)
         if e.code == "ENOTSUP" and "CPU mode" in e.message:
             return False, reason
-    from . import ncu_cli
     ok, why = ncu_cli.ncu_available()
     if ok:
         return True, "ncu: " + reason
@@ -217,7 +223,45 @@ def trace_kernels(fn, device_index=0):
         torch.cuda.synchronize()
     finally:
         lib.call("kp_trace_end")
-    return lib.result()
+    return [r for r in lib.result() if r.get("kind", "kernel") == "kernel"]
+
+
+class ActivityTrace:
+    """Every piece of device work (kernels, copies, fills, on any stream, from any thread)
+    between begin() and end(), with host marks on the records' own clock; the timing's
+    all-stream check (``timing.py``) reads it."""
+
+    def __init__(self, lib):
+        self.lib = lib
+
+    def begin(self):
+        self.lib.call("kp_trace_begin")
+
+    def mark(self):
+        """Now, in ns on the clock of the records' start_ns/end_ns."""
+        ns = ctypes.c_ulonglong(0)
+        self.lib.call("kp_timestamp", ctypes.byref(ns))
+        return ns.value
+
+    def stream_id(self, handle):
+        """The ``stream`` value records carry for a CUDA stream handle (``Stream.cuda_stream``)."""
+        out = ctypes.c_uint(0)
+        self.lib.call("kp_stream_id", ctypes.c_ulonglong(int(handle)), ctypes.byref(out))
+        return out.value
+
+    def end(self):
+        """The records, in start order (the caller synchronizes the device first)."""
+        self.lib.call("kp_trace_end")
+        return self.lib.result()
+
+
+def activity_trace(device_index=0):
+    """An ActivityTrace, or raises ProfilerError(ENOTSUP) where the library cannot give one."""
+    _, lib = _ready(device_index)
+    if lib.abi < 3:
+        raise ProfilerError("ENOTSUP", "libkagent_prof ABI %d has no kp_timestamp (rebuild it)"
+                            % lib.abi)
+    return ActivityTrace(lib)
 
 
 def check_metrics(metrics, device_index=0):
@@ -367,7 +411,6 @@ def _join(launches, ranges, launch_names, capability):
 
 
 def profile_with_ncu(problem_path, candidate_path, job, metrics="full", ncu_args=()):
-    from . import ncu_cli
     return ncu_cli.profile_with_ncu(problem_path, candidate_path, job, metrics,
                                     ncu_args=ncu_args)
 
@@ -384,7 +427,6 @@ def profile_any(fn, metrics="full", device_index=0, problem_path=None, candidate
         cupti_error = e
     if not problem_path:
         raise cupti_error
-    from . import ncu_cli
     ok, why = ncu_cli.ncu_available()
     if not ok:
         raise ProfilerError("ENOTSUP", "%s; %s" % (cupti_error.message, why))

@@ -6,8 +6,10 @@
     flops(model, inputs) -> int or None
         torch.utils.flop_counter.FlopCounterMode when present (torch >= 2.1), else an analytic
         count for single conv/linear modules, else None.
-    measure_peaks(device_index) -> {"device", "dram_bytes_per_s", "flops_per_s": {fp32,bf16,fp16}}
-        a large device-to-device copy (read + write bytes) and a large matmul per dtype,
+    measure_peaks(device_index) -> {"device", "dram_bytes_per_s", "dram_read_bytes_per_s",
+        "flops_per_s": {fp32,bf16,fp16}}
+        a large device-to-device copy (read + write bytes), a large read-only sum, and a large
+        matmul per dtype,
         best of a few runs; cached in memory and in ~/.cache/kagent/peaks-<gpu-name>.json.
     roofline(bytes, flops, peaks, measured_ms, dtype="bf16") -> {bytes, flops, lower_bound_ms,
         memory_bound_ms, compute_bound_ms, sol_pct, binding: "memory"|"compute"}
@@ -96,7 +98,7 @@ def _cache_path(name):
     safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", name)
     root = os.environ.get("KAGENT_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache",
                                                                "kagent")
-    return os.path.join(root, "peaks-%s.json" % safe)
+    return os.path.join(root, "peaks-v2-%s.json" % safe)  # v2: with the read bandwidth
 
 
 def _best_ms(torch, fn, reps=5, inner=10):
@@ -133,9 +135,13 @@ def measure_peaks(device_index=0, refresh=False):
     src = torch.empty(n_bytes, dtype=torch.uint8, device=device).fill_(1)
     dst = torch.empty_like(src)
     copy_ms = _best_ms(torch, lambda: dst.copy_(src))
-    del src, dst
+    # a read-only pass: how far a read-heavy kernel can legitimately beat the copy bandwidth
+    # the bound is made of (the speed-of-light check's headroom)
+    words = src.view(torch.float32)
+    read_ms = _best_ms(torch, lambda: words.sum())
+    del src, dst, words
     peaks = {"device": name, "dram_bytes_per_s": 2 * n_bytes / (copy_ms * 1e-3),
-             "flops_per_s": {}}
+             "dram_read_bytes_per_s": n_bytes / (read_ms * 1e-3), "flops_per_s": {}}
     n = 8192
     for key, dtype in (("fp32", torch.float32), ("bf16", torch.bfloat16),
                        ("fp16", torch.float16)):

@@ -128,15 +128,25 @@ def _in_child(rfd, *child_main_args):
     _child_main(*child_main_args)
 
 
-def run_child(target, args=(), timeouts=None, close_fds=(), stage_names=None, reads=(),
-              role="candidate"):
-    """Fork, run target(channel, *args) in the child, collect its frames until it exits.
-    reads: the job's files the child may read (jail.narrow_reads); role "candidate" or
-    "trusted" (the reference and measurement children: their own caches)."""
+# children that never run candidate code: they get the trusted caches (jail), which candidates
+# cannot write; any other child is a candidate's
+TRUSTED_TARGETS = {"kagent_eval.child_reference.run", "kagent_eval.peaks.run"}
+
+
+def role_of(target):
+    name = "%s.%s" % (getattr(target, "__module__", ""), getattr(target, "__name__", ""))
+    return "trusted" if name in TRUSTED_TARGETS else "candidate"
+
+
+def run_child(target, args=(), timeouts=None, close_fds=(), stage_names=None):
+    """Fork, run target(channel, *args) in the child, collect its frames until it exits. The
+    child may read the files its job names (jail.job_files of the first dict in args)."""
     rfd, wfd = os.pipe()
     job_dir = jail.new_job_dir()
+    spec = next((a for a in args if isinstance(a, dict)), {})
     try:
-        pid = fork_child(_in_child, rfd, wfd, close_fds, target, args, job_dir, role, list(reads))
+        pid = fork_child(_in_child, rfd, wfd, close_fds, target, args, job_dir, role_of(target),
+                         jail.job_files(spec))
         os.close(wfd)
         return collect(pid, rfd, timeouts)
     finally:

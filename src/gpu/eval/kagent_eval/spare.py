@@ -133,7 +133,7 @@ def _spare_main(ch, spec_fd, prepare, target, prep_args):
     warmed = state.get("warmed") if isinstance(state, dict) else None
     ch.send({"type": "ready", "prepare_s": time.monotonic() - t0, "warmed": warmed})
     obj, _ = wire.recv(spec_fd)
-    jail.narrow_reads(obj["spec"].get("reads"))
+    jail.narrow_reads(jail.job_files(obj["spec"]))
     if isinstance(state, dict):
         state["gate"] = lambda: _wait_gate(ch, spec_fd)
     target(ch, obj["spec"], state)

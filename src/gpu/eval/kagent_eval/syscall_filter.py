@@ -1,7 +1,7 @@
 """The sandboxed children's seccomp filter:
 
-  socket()          fails with ENETUNREACH for every address family but AF_UNIX and AF_NETLINK:
-                    no network
+  socket()          (unless the child has a network namespace of its own) fails with ENETUNREACH
+                    for every address family but AF_UNIX and AF_NETLINK: no network
   io_uring_setup()  fails (ENETUNREACH): io_uring can open sockets without the socket call
   bpf()             fails with EPERM: kernel programs can read any process's memory
 
@@ -40,10 +40,10 @@ def supported():
     return platform.machine() in _ARCHES
 
 
-def _program(arch, nr_socket, nr_io_uring, nr_bpf):
-    """Classic BPF; jump offsets count from the next instruction."""
+def _program(arch, nr_socket, nr_io_uring, nr_bpf, sockets):
+    """Classic BPF; jump offsets count from the next instruction. sockets: leave socket() alone."""
     no_net = _RET_ERRNO | errno.ENETUNREACH
-    return [
+    program = [
         (_LD_W_ABS, 0, 0, _OFF_ARCH),
         (_JEQ_K, 1, 0, arch),
         (_RET_K, 0, 0, no_net),                       # another ABI
@@ -54,21 +54,25 @@ def _program(arch, nr_socket, nr_io_uring, nr_bpf):
         (_RET_K, 0, 0, no_net),
         (_JEQ_K, 0, 1, nr_bpf),
         (_RET_K, 0, 0, _RET_ERRNO | errno.EPERM),
-        (_JEQ_K, 0, 4, nr_socket),                    # any other call: allowed
-        (_LD_W_ABS, 0, 0, _OFF_ARG0),
-        (_JEQ_K, 2, 0, _AF_UNIX),
-        (_JEQ_K, 1, 0, _AF_NETLINK),
-        (_RET_K, 0, 0, no_net),
-        (_RET_K, 0, 0, _RET_ALLOW),
     ]
+    if not sockets:
+        program += [
+            (_JEQ_K, 0, 4, nr_socket),                # any other call: allowed
+            (_LD_W_ABS, 0, 0, _OFF_ARG0),
+            (_JEQ_K, 2, 0, _AF_UNIX),
+            (_JEQ_K, 1, 0, _AF_NETLINK),
+            (_RET_K, 0, 0, no_net),
+        ]
+    return program + [(_RET_K, 0, 0, _RET_ALLOW)]
 
 
-def install():
-    """Installs the filter on the calling thread (and its future threads and children).
-    Raises OSError where the kernel refuses, NotImplementedError on an unknown architecture."""
+def install(sockets=False):
+    """Installs the filter on the calling thread (and its future threads and children); with
+    sockets=True socket() is left alone (a child whose network namespace is its own). Raises
+    OSError where the kernel refuses, NotImplementedError on an unknown architecture."""
     if not supported():
         raise NotImplementedError("no system call filter for %s" % platform.machine())
-    insns = _program(*_ARCHES[platform.machine()])
+    insns = _program(*_ARCHES[platform.machine()], sockets=sockets)
     table = (_Insn * len(insns))(*[_Insn(*i) for i in insns])
     prog = _Prog(len(insns), table)
     libc = ctypes.CDLL(None, use_errno=True)

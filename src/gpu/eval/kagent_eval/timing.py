@@ -1,36 +1,61 @@
 """One timing method for the reference (eager, torch.compile) and the candidate.
 
-Warm-up (a number of calls and a minimum duration, so clocks settle), then per timed call: flush
-L2 (write a 256 MB buffer), a short GPU spin that covers the call's host launch time, CUDA events
-around the call, a device-wide sync after it, and a sync-bounded host clock as well; the host
-clock catches work that escapes the events (side streams, threads). Timing primitives are bound
-at import, before any candidate code runs in the process, so a candidate that patches them later
-does not reach this module.
+Warm-up (a number of calls and a minimum duration, so clocks settle), then per timed call: a
+device-wide sync, flush L2 (write a 256 MB buffer), a short GPU spin that covers the call's host
+launch time, CUDA events around the call, a device-wide sync after it, and a sync-bounded host
+clock as well. The figure is the events' time; it is only trusted once the all-stream check
+agrees that no device work of the call lay outside the events (see ``all_stream_check``).
+Timing primitives are bound at import, before any candidate code runs in the process, so a
+candidate that patches them later does not reach this module.
+
+All-stream check: the timed loop runs under an activity trace (CUPTI: every kernel, copy and
+fill on any stream, from any thread) with host marks on the trace's clock, taken while the device
+is idle, that open and close each call's window. In a window, the first records are the
+harness's flush and spin on the timed stream; the call starts when they end (h). Work of the
+call that began before h ran beside the harness, not after it, and work that ended after h + the
+events' time ran beyond the end event: either is time the events did not see. Work between
+windows (a thread launching after the call returned) is outside every window. Honest kernels,
+on one stream or on side streams joined back to the timed one, leave none of either.
 """
+import ctypes
 import math
 import statistics
 import time
 
 _perf_counter = time.perf_counter
+_sleep = time.sleep
 L2_FLUSH_BYTES = 256 << 20
 MAX_PAD_MS = 1.0  # longest spin put before a timed call to hide its launch
+# device work outside the events beyond this is an escape: event and trace timestamps of one
+# kernel agree to well under a microsecond; a few-microsecond kernel on a side stream exceeds it
+ESCAPE_ABS_MS = 0.0015
+ESCAPE_REL = 0.002
+# names of the harness's own kernels (the flush is a fill of the flush buffer, the spin is
+# torch.cuda._sleep); only the first of each in a window, on one stream, is the harness's
+_FLUSH_NAME = "FillFunctor"
+_SPIN_NAME = "spin_kernel"
 
 
 class Timer:
-    def __init__(self, torch, device):
+    def __init__(self, torch, device, tracer=None):
+        """tracer: an object with begin(), mark() and end() (``profiling.ActivityTrace``) that
+        sees all device work; without one on a GPU the figures carry no all-stream check."""
         self.torch = torch
         self.cuda = device.startswith("cuda")
+        self.tracer = tracer if self.cuda else None
         if self.cuda:
             self._sync = torch.cuda.synchronize
             self._event = torch.cuda.Event
             self._flush_buf = torch.empty(L2_FLUSH_BYTES // 4, dtype=torch.int32, device=device)
             self._spin = getattr(torch.cuda, "_sleep", None)
+            self._reset_persisting_l2 = _persisting_l2_reset()
             self.flush_ms = self._flush_time()
             self.cycles_per_ms = self._spin_rate()
         else:
             self.flush_ms = 0.0
             self._sync = lambda: None
             self._spin = None
+            self._reset_persisting_l2 = None
             self.cycles_per_ms = None
         self.pad_cycles, self.pad_ms = 0, 0.0
 
@@ -83,14 +108,18 @@ class Timer:
         self.pad_cycles = int(want * self.cycles_per_ms)
         self.pad_ms = want if self.pad_cycles > 0 else 0.0
 
-    def time_once(self, fn):
+    def time_once(self, fn, mark=None):
         """(event_ms, wall_ms) of one call with a cold L2.
 
         No sync between the flush and the call: the CPU launches the call while the GPU is still
         flushing, so Python launch overhead is hidden as in triton's do_bench. The host clock
-        covers flush + call up to a device-wide sync; the flush's own time is taken off."""
+        covers flush + call up to a device-wide sync; the flush's own time is taken off.
+        mark(), if given, runs while the device is idle, just before the flush and after the
+        closing sync: it opens and closes the call's window in the all-stream trace."""
         if self.cuda:
             self._sync()
+            if mark is not None:
+                mark()
             start, end = self._event(enable_timing=True), self._event(enable_timing=True)
             self.flush()
             t0 = _perf_counter()
@@ -101,6 +130,8 @@ class Timer:
             end.record()
             self._sync()
             t1 = _perf_counter()
+            if mark is not None:
+                mark()
             return start.elapsed_time(end), max(0.0, (t1 - t0) * 1e3 - self.flush_ms - self.pad_ms)
         t0 = _perf_counter()
         fn()
@@ -121,24 +152,157 @@ class Timer:
         return done
 
     def measure(self, fn, warmup=3, reps=None, min_reps=10, max_reps=1000, min_time=1.0,
-                warmup_time=0.1):
-        """Timing summary in ms; reps chosen so the timed calls take about min_time."""
+                warmup_time=0.1, before_call=None, hardened=False):
+        """Timing summary in ms; reps chosen so the timed calls take about min_time.
+
+        before_call(i), if given, runs untimed before timed call i (fresh inputs). hardened:
+        the persisting-L2 set-aside is reset before every call as well, so no data a candidate
+        pinned in L2 survives the flush."""
         done = self.warm(fn, warmup, warmup_time)
         self.fit_pad(fn)
         first_event, _ = self.time_once(fn)
         if reps is None:
             est = max(first_event, 1e-3)
             reps = int(min(max_reps, max(min_reps, math.ceil(min_time * 1e3 / est))))
+        tracer = self.tracer
+        marks = []
+        mark = (lambda: marks.append(tracer.mark())) if tracer is not None else None
+        prep_stream, gap_streams = None, ()
+        if before_call is not None and self.cuda:
+            # fresh inputs are made on a stream of their own, so the trace can tell that work
+            # between calls from work a candidate's thread left there
+            prep_stream = self.torch.cuda.Stream()
+            if tracer is not None:
+                gap_streams = (tracer.stream_id(prep_stream.cuda_stream),)
         events, walls = [], []
+        records = end_mark = None
+        if tracer is not None:
+            tracer.begin()
         t_begin = _perf_counter()
-        for _ in range(reps):
-            e, w = self.time_once(fn)
-            events.append(e)
-            walls.append(w)
-        elapsed_ms = (_perf_counter() - t_begin) * 1e3
+        try:
+            for i in range(reps):
+                if before_call is not None:
+                    self._prepare_call(before_call, i, prep_stream)
+                if hardened and self._reset_persisting_l2 is not None:
+                    self._reset_persisting_l2()
+                e, w = self.time_once(fn, mark)
+                events.append(e)
+                walls.append(w)
+            elapsed_ms = (_perf_counter() - t_begin) * 1e3
+            if tracer is not None:
+                # work a thread launches after the last call still lands in the trace
+                _sleep(min(0.05, max(0.002, 4e-3 * statistics.median(events))))
+                self._sync()
+                end_mark = tracer.mark()
+        finally:
+            if tracer is not None:
+                records = tracer.end()
         out = summarize(events, walls, elapsed_ms)
         out["warmup_calls"], out["pad_ms"] = done, round(self.pad_ms, 4)
+        out["hardened"] = bool(hardened)
+        if tracer is not None:
+            windows = list(zip(marks[0::2], marks[1::2]))
+            out["all_streams"] = all_stream_check(records, windows, end_mark, events,
+                                                  has_spin=self.pad_cycles > 0,
+                                                  gap_streams=gap_streams)
+        elif self.cuda:
+            out["all_streams"] = {"checked": False, "ok": False,
+                                  "why": "no activity trace in this process (libkagent_prof)"}
         return out
+
+    def _prepare_call(self, before_call, i, stream):
+        if stream is None:
+            before_call(i)
+            return
+        with self.torch.cuda.stream(stream):
+            before_call(i)
+        stream.synchronize()
+
+
+def _persisting_l2_reset():
+    """cuCtxResetPersistingL2Cache from the driver, or None where it cannot be called."""
+    try:
+        fn = ctypes.CDLL("libcuda.so.1").cuCtxResetPersistingL2Cache
+        fn.restype = ctypes.c_int
+        return lambda: fn()
+    except (OSError, AttributeError):
+        return None
+
+
+def _is_flush(record):
+    """The flush buffer's zeroing: a fill kernel, or a memset of its size where torch uses one."""
+    if record.get("kind", "kernel") == "kernel":
+        return _FLUSH_NAME in record.get("name", "")
+    return record.get("kind") == "memset" and record.get("name") == "memset %d B" % L2_FLUSH_BYTES
+
+
+def _harness(window, has_spin):
+    """(end of the harness's flush and spin in ns, their records) in one call's window."""
+    flush = next((r for r in window if _is_flush(r)), None)
+    if flush is None:
+        return None, ()
+    if not has_spin:
+        return flush["end_ns"], (flush,)
+    spin = next((r for r in window if r is not flush and r.get("stream") == flush.get("stream")
+                 and _SPIN_NAME in r.get("name", "") and r["start_ns"] >= flush["start_ns"]),
+                None)
+    if spin is None:
+        return None, ()
+    return spin["end_ns"], (flush, spin)
+
+
+def all_stream_check(records, windows, end_mark, events_ms, has_spin=True, gap_streams=(),
+                     per_call=False):
+    """Device work the events did not see, per timed call (see the module's docstring).
+
+    windows: one (open_ns, close_ns) per call; end_mark: the end of the grace period after the
+    last call. Work between windows is allowed only on gap_streams (the harness's own input
+    preparation). Returns {checked, ok, calls, escaped_calls, unchecked_calls, outside_windows,
+    max_uncovered_ms, median_uncovered_ms, streams}; ok is False when a call had work outside
+    its events (beyond ESCAPE_ABS_MS + ESCAPE_REL of its time), work fell between or after the
+    windows, or a window's harness could not be found (the call cannot be checked)."""
+    records = sorted(records or [], key=lambda r: r["start_ns"])
+    n = len(events_ms)
+    res = {"checked": True, "calls": n, "escaped_calls": 0, "unchecked_calls": 0,
+           "max_uncovered_ms": 0.0, "median_uncovered_ms": 0.0, "outside_windows": 0,
+           "streams": sorted({r.get("stream") for r in records if r.get("stream") is not None})}
+    if len(windows) != n or end_mark is None:
+        res.update(checked=False, ok=False, why="%d windows for %d calls" % (len(windows), n))
+        return res
+    per_call_ms = []
+    idx = 0
+    for i, (lo, hi) in enumerate(windows):
+        while idx < len(records) and records[idx]["start_ns"] < lo:
+            r = records[idx]  # between the last window and this one
+            if not (r.get("stream") in gap_streams and r["end_ns"] <= lo):
+                res["outside_windows"] += 1
+            idx += 1
+        window = []
+        while idx < len(records) and records[idx]["start_ns"] <= hi:
+            window.append(records[idx])
+            idx += 1
+        h, harness = _harness(window, has_spin)
+        if h is None:
+            res["unchecked_calls"] += 1
+            per_call_ms.append(0.0)
+            continue
+        work = [r for r in window if not any(r is x for x in harness)]
+        uncovered = 0.0
+        if work:
+            pre = max(0, h - min(r["start_ns"] for r in work))
+            post = max(0, max(r["end_ns"] for r in work) - (h + events_ms[i] * 1e6))
+            uncovered = (pre + post) * 1e-6
+        per_call_ms.append(uncovered)
+        if uncovered > ESCAPE_ABS_MS + ESCAPE_REL * events_ms[i]:
+            res["escaped_calls"] += 1
+    res["outside_windows"] += len(records) - idx  # in the grace period after the last call
+    res["max_uncovered_ms"] = max(per_call_ms) if per_call_ms else 0.0
+    res["median_uncovered_ms"] = statistics.median(per_call_ms) if per_call_ms else 0.0
+    res["ok"] = (res["escaped_calls"] == 0 and res["outside_windows"] == 0
+                 and res["unchecked_calls"] == 0)
+    if per_call:
+        res["per_call"] = per_call_ms
+    return res
 
 
 def percentile(sorted_vals, q):
@@ -158,13 +322,11 @@ def summarize(events, walls, elapsed_ms):
         "wall_median": statistics.median(wl), "elapsed_ms": elapsed_ms,
     }
     out["spread"] = out["p90"] / out["p10"] if out["p10"] and out["p10"] > 0 else None
-    # host-observed time far above the events: work escaped the timed stream
+    out["cv"] = (statistics.pstdev(ev) / out["mean"]) if out["mean"] > 0 and len(ev) > 1 else 0.0
+    # host-observed time far above the events: work escaped the timed stream (a coarse check
+    # that needs no trace; the all-stream check is the fine one)
     if out["wall_median"] > 1.5 * out["median"] + 0.05:
         out["untimed_work"] = True
-        out["event_median"] = out["median"]
-        out["median"] = out["wall_median"]
-        out["p10"], out["p90"] = percentile(wl, 0.1), percentile(wl, 0.9)
-        out["mean"] = sum(wl) / len(wl)
     return out
 
 

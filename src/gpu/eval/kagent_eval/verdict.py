@@ -9,6 +9,8 @@ from .timing import MAX_PAD_MS
 # fresh copies is cold only in TLBs and caches, so a ratio of 2 leaves a wide margin; tiny
 # kernels also need an absolute margin
 CACHE_RATIO = 0.5
+TIME_KEYS = ("median", "p10", "p90", "mean", "n", "spread", "cv", "wall_median", "all_streams",
+             "hardened")
 CACHE_MIN_GAP_MS = {"cuda": 0.1, "cpu": 1.0}
 
 
@@ -23,10 +25,13 @@ def _attach(obj, arrays, keys):
 
 
 def reference_trials(outcome):
-    trials = []
+    """{trial index: reference trial}; a trial the reference itself could not run (a resizing
+    the problem does not allow) is kept as {"skipped": True, "reason"} and skipped by both."""
+    trials = {}
     for obj, arrays in outcome.of_type("trial"):
-        _attach(obj, arrays, ("inputs", "outputs"))
-        trials.append(obj)
+        if not obj.get("skipped"):
+            _attach(obj, arrays, ("inputs", "outputs"))
+        trials[obj["trial"]] = obj
     return trials
 
 
@@ -35,47 +40,109 @@ def fail(result, stage, code, message):
     return result
 
 
-def check_trials(result, ref_trials, cand_outcome, rtol, atol, sample_seed):
-    """Fills checks/max errors; returns False (and sets the failure) on the first bad trial."""
+def _changed_inputs(after, ref_inputs):
+    """Indices of the inputs a call left different from what it was given."""
+    if len(after) != len(ref_inputs):
+        return list(range(len(ref_inputs)))
+    return [k for k, (a, b) in enumerate(zip(after, ref_inputs)) if not compare.same_digest(a, b)]
+
+
+def check_trials(result, ref_trials, cand_outcome, rtol, atol, sample_seed, nonfinite="report"):
+    """Fills checks/max errors from the regular and property trials; returns False (and sets
+    the failure) on the first bad one. A "nonfinite" property trial (NaN/inf inputs) only
+    rejects when nonfinite == "require"; otherwise its outcome is the check of that name."""
     checks = result["checks"]
-    passed = 0
+    passed = properties = 0
+    replay = result.get("replay_seed")
     for obj, arrays in cand_outcome.of_type("trial"):
-        _attach(obj, arrays, ("outputs", "inputs_after"))
         i = obj.get("trial")
-        if not isinstance(i, int) or not 0 <= i < len(ref_trials):
-            return not fail(result, "correctness", "EMISMATCH", "unexpected trial report")
-        ref = ref_trials[i]
+        ref = ref_trials.get(i) if isinstance(i, int) else None
+        if ref is None or ref.get("skipped") or ref.get("kind") == "resized":
+            continue
+        where = "trial %d (%s inputs%s)" % (i, ref.get("dist"), ", replay seed %s" % replay
+                                            if ref.get("kind") == "property" else "")
+        soft = ref.get("dist") == "nonfinite" and nonfinite != "require"
+        if obj.get("error"):
+            if soft:
+                checks["nonfinite"] = False
+                result["nonfinite_mismatch"] = obj["error"]
+                continue
+            return not fail(result, "correctness", "ERUN", "%s: %s" % (where, obj["error"]))
+        _attach(obj, arrays, ("outputs", "inputs_after"))
         ok, summary = compare.compare_outputs(obj.get("outputs") or [], ref["outputs"], rtol, atol,
                                               sample_seed)
+        if soft:
+            checks["nonfinite"] = bool(ok)
+            if not ok:
+                result["nonfinite_mismatch"] = summary.get("reason")
+            continue
         result["max_abs_err"] = max(result.get("max_abs_err") or 0.0, summary["max_abs_err"])
         result["max_rel_err"] = max(result.get("max_rel_err") or 0.0, summary["max_rel_err"])
         if not ok:
             check = summary.get("check", "values")
             checks[check] = False
             mm = dict(summary.get("mismatch") or {})
-            mm.update(trial=i, distribution=ref.get("dist"), reason=summary.get("reason"))
+            mm.update(trial=i, distribution=ref.get("dist"), reason=summary.get("reason"),
+                      seed=ref.get("seed"))
             result["mismatch"] = mm
-            return not fail(result, "correctness", "EMISMATCH", "trial %d (%s inputs): %s" % (
-                i, ref.get("dist"), summary.get("reason")))
-        after = obj.get("inputs_after") or []
-        if len(after) != len(ref["inputs"]) or not all(
-                compare.same_digest(a, b) for a, b in zip(after, ref["inputs"])):
+            return not fail(result, "correctness", "EMISMATCH", "%s: %s" % (
+                where, summary.get("reason")))
+        changed = _changed_inputs(obj.get("inputs_after") or [], ref["inputs"])
+        if changed:
             checks["inputs_unchanged"] = False
             return not fail(result, "correctness", "EMISMATCH",
-                            "trial %d: the candidate changed its inputs" % i)
+                            "%s: the candidate wrote into its input%s %s (it works in place; "
+                            "the inputs must be left as they were given)" % (
+                                where, "s" if len(changed) > 1 else "",
+                                ", ".join(str(k) for k in changed)))
         if obj.get("alias_input") or obj.get("alias_prev"):
             checks["no_alias"] = False
             what = "an input" if obj.get("alias_input") else "an earlier call's output"
             return not fail(result, "correctness", "EMISMATCH",
-                            "trial %d: an output shares memory with %s" % (i, what))
-        passed += 1
+                            "%s: an output shares memory with %s" % (where, what))
+        if ref.get("kind") == "property":
+            properties += 1
+        else:
+            passed += 1
     result["trials"] = passed
+    if properties:
+        result["property_trials"] = properties
+        checks["properties"] = True
     if passed:
         for key in ("shape", "dtype", "values", "magnitude", "plain_tensor", "inputs_unchanged",
                     "no_alias"):
             checks.setdefault(key, True)
         checks["no_cache"] = passed >= 2
     return True
+
+
+def check_generalization(result, ref_trials, cand_outcome, rtol, atol, sample_seed):
+    """result["generalizes"]: "yes" when the candidate verifies on every resized problem the
+    reference could run, "no" when one mismatches or fails, "n/a" when none was run."""
+    resized = {i: r for i, r in ref_trials.items()
+               if r.get("kind") == "resized" and not r.get("skipped")}
+    seen, failures = 0, []
+    for obj, arrays in cand_outcome.of_type("trial"):
+        ref = resized.get(obj.get("trial"))
+        if ref is None:
+            continue
+        seen += 1
+        if obj.get("error"):
+            failures.append({"sizes": ref.get("sizes"), "reason": obj["error"]})
+            continue
+        _attach(obj, arrays, ("outputs", "inputs_after"))
+        ok, summary = compare.compare_outputs(obj.get("outputs") or [], ref["outputs"], rtol, atol,
+                                              sample_seed)
+        if not ok:
+            failures.append({"sizes": ref.get("sizes"), "reason": summary.get("reason")})
+    if not resized or not seen:
+        result["generalizes"] = "n/a"
+    elif failures or seen < len(resized):
+        result["generalizes"] = "no"
+        result["generalization"] = failures or [{"reason": "not every resized trial ran"}]
+    else:
+        result["generalizes"] = "yes"
+        result["generalization"] = [{"sizes": r.get("sizes")} for r in resized.values()]
 
 
 def failure_from_outcome(result, outcome, stage_map=None):
@@ -119,8 +186,7 @@ def apply_audit(result, kernels, policy, threshold):
 def apply_benchmark(result, bench_msg, bench_arrays, loop_ms, ref_trial0, rtol, atol, sample_seed,
                     mode="cuda"):
     t = bench_msg.get("time_ms") or {}
-    result["time_ms"] = {k: t.get(k) for k in ("median", "p10", "p90", "mean", "n", "spread",
-                                                "fresh_ms", "repeat_ms", "wall_median")}
+    result["time_ms"] = {k: t.get(k) for k in TIME_KEYS + ("fresh_ms", "repeat_ms")}
     result["time_ms"]["loop_ms"] = loop_ms
     metas = bench_msg.get("last_outputs") or []
     attach_arrays(metas, bench_arrays)
@@ -146,10 +212,6 @@ def apply_benchmark(result, bench_msg, bench_arrays, loop_ms, ref_trial0, rtol, 
             return fail(result, "benchmark", "ETAMPER",
                         "timed calls took %.4g ms each by the worker's clock, %.4g ms reported" % (
                             per_call, median))
-    if t.get("untimed_work"):
-        result["flags"].append("untimed_work")
-    if t.get("spread") and t["spread"] > 1.1:
-        result["flags"].append("noisy")
     return None
 
 
@@ -160,14 +222,114 @@ def apply_baselines(result, base):
         if isinstance(base.get(name), dict):
             result[name + "_ms"] = base[name]["median"]
             result.setdefault("baseline_times", {})[name] = {
-                k: base[name].get(k) for k in ("median", "p10", "p90", "mean", "n", "spread")}
+                k: base[name].get(k) for k in TIME_KEYS}
+            if base.get("do_bench", {}).get(name):
+                result["baseline_times"][name]["do_bench_mean"] = base["do_bench"][name]
         if base.get(name + "_error"):
             result.setdefault("baseline_errors", {})[name] = base[name + "_error"]
     if base.get("do_bench"):
         result["do_bench"] = base["do_bench"]
+    speedups(result)
+
+
+def speedups(result):
     med = (result.get("time_ms") or {}).get("median")
-    if med:
-        if result.get("eager_ms"):
-            result["speedup_vs_eager"] = result["eager_ms"] / med
-        if result.get("compile_ms"):
-            result["speedup_vs_compile"] = result["compile_ms"] / med
+    if not med:
+        return
+    for name in ("eager", "compile", "compile_max_autotune"):
+        if result.get(name + "_ms"):
+            result["speedup_vs_" + name] = result[name + "_ms"] / med
+
+
+# -- fail closed ---------------------------------------------------------------------------
+# Every flag that says a timing cannot be trusted, what it sets off, and the reason given when a
+# candidate is rejected for it. "remeasure": a hardened re-measure in a fresh process (fresh
+# inputs before every call, persisting L2 reset, all streams traced); the figure is accepted only
+# if the re-measure raises none of these flags and agrees with the first. "trigger": a property
+# of the code, not of the figure; it sets off the re-measure, whose own flags then decide.
+# "reject": final.
+TRUST_RULES = {
+    "outside_timed_stream": ("remeasure", "device work ran outside the timed events (on another "
+                                          "stream or after the call returned)"),
+    "all_streams_unchecked": ("remeasure", "the timing could not check every stream"),
+    "untimed_work": ("remeasure", "the host clock saw far more time than the events"),
+    "beyond_sol": ("remeasure", "faster than the speed-of-light bound allows"),
+    "spread": ("remeasure", "the timed calls vary too much (p90/p10 above the limit)"),
+    "threads_started": ("trigger", "the candidate started threads"),
+    "static:streams_threads": ("trigger", "the candidate uses streams or threads"),
+    "remeasure_disagrees": ("reject", "a fresh hardened re-measure disagrees with the first"),
+}
+# p90/p10 of honest GPU timings stays far below 1.5. CPU mode's wall clock on a shared machine
+# measures the machine as much as the kernel (sub-millisecond calls, the OS scheduler, other
+# jobs on two cores), so only a spread no scheduler explains is refused there
+MAX_SPREAD = {"cuda": 1.5, "cpu": 10.0}
+SOL_TOLERANCE = 0.05   # beyond the measured read/copy bandwidth ratio and the timing's own spread
+# a re-measure may differ from the first by this much (or by their spreads); CPU mode's
+# microsecond wall-clock calls move with whatever ran just before them
+AGREE_TOLERANCE = {"cuda": 0.10, "cpu": 0.5}
+
+
+def sol_limit_pct(time_ms, peaks):
+    """Highest speed-of-light % a figure may show: 100 plus the read-over-copy bandwidth headroom
+    measured on this GPU (a read-heavy kernel can beat the copy bandwidth the bound is made of),
+    the timing's own spread and a floor."""
+    headroom = 0.0
+    copy, read = (peaks or {}).get("dram_bytes_per_s"), (peaks or {}).get("dram_read_bytes_per_s")
+    if copy and read:
+        headroom = max(0.0, read / copy - 1.0)
+    spread = max(0.0, ((time_ms or {}).get("spread") or 1.0) - 1.0)
+    return 100.0 * (1.0 + SOL_TOLERANCE + headroom + spread)
+
+
+def figure_flags(time_ms, roofline, peaks, cuda, max_spread=None):
+    """Flags (in TRUST_RULES) raised by one timing summary."""
+    t = time_ms or {}
+    if max_spread is None:
+        max_spread = MAX_SPREAD["cuda" if cuda else "cpu"]
+    flags = []
+    streams = t.get("all_streams")
+    if cuda:
+        if not isinstance(streams, dict) or not streams.get("checked"):
+            flags.append("all_streams_unchecked")
+        elif not streams.get("ok"):
+            flags.append("outside_timed_stream")
+    if t.get("untimed_work"):
+        flags.append("untimed_work")
+    if t.get("spread") and t["spread"] > max_spread:
+        flags.append("spread")
+    sol = (roofline or {}).get("sol_pct")
+    if sol and sol > sol_limit_pct(t, peaks):
+        flags.append("beyond_sol")
+    return flags
+
+
+def needs_remeasure(flags):
+    return any(TRUST_RULES.get(f, ("",))[0] in ("remeasure", "trigger") for f in flags)
+
+
+def agree(first, second, cuda=True):
+    """True when two medians agree within AGREE_TOLERANCE or their own spreads."""
+    a, b = (first or {}).get("median"), (second or {}).get("median")
+    if not a or not b:
+        return False
+    spreads = max((first.get("spread") or 1.0), (second.get("spread") or 1.0)) - 1.0
+    return abs(a - b) / min(a, b) <= max(AGREE_TOLERANCE["cuda" if cuda else "cpu"], spreads)
+
+
+def untrusted_reason(flags):
+    """The rejection text naming every cause (figures are not repeated: they are untrusted)."""
+    why = [TRUST_RULES[f][1] for f in flags if f in TRUST_RULES]
+    return "; ".join(why)
+
+
+def reject_untrusted(result, flags, detail=None):
+    """Fails the job at stage "timing" and takes every figure off the result: a figure that
+    cannot be trusted is never ranked, archived or reported."""
+    for key in ("time_ms", "roofline", "speedup_vs_eager", "speedup_vs_compile",
+                "speedup_vs_compile_max_autotune"):
+        result.pop(key, None)
+    result["trust"] = dict(result.get("trust") or {}, rejected=sorted(set(flags)), detail=detail)
+    msg = untrusted_reason(flags)
+    if detail:
+        msg += " (%s)" % detail
+    return fail(result, "timing", "EUNTRUSTED", msg)

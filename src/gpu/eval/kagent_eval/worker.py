@@ -24,6 +24,13 @@ import traceback
 _PR_SET_DUMPABLE = 4
 
 
+def _stop(*_):
+    """SIGTERM: leave the protocol loop, so the finally blocks kill the sandboxes and remove
+    their folders; a second TERM must not cut that short."""
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    raise SystemExit(143)
+
+
 def _harden():
     """Allowed environment, not dumpable, subreaper, SIGTERM as a clean exit; then the sandbox.
     Returns the sandbox status for the ready line."""
@@ -35,7 +42,7 @@ def _harden():
         os.execve(sys.executable, [sys.executable] + sys.orig_argv[1:], clean)
     ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
     reaper.become_subreaper()
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # so the finally blocks kill the sandboxes
+    signal.signal(signal.SIGTERM, _stop)
     return jail.setup()
 
 
@@ -104,13 +111,15 @@ def main(argv=None):
         # the worker itself computes nothing with torch: keep its thread pool unstarted so
         # forked children can start their own safely
         torch.set_num_threads(1)
+    from . import __version__
     from .jobs import BadRequest, Evaluator, OPS_WITH
     from . import sandbox
     device = "cpu" if cpu else "cuda:0"
     ev = Evaluator(device, threads=threads, protocol_fd=proto_fd)
     ready = {"ready": True, "device": "cpu" if cpu else int(args.device), "mode": "cpu" if cpu else "cuda",
              "torch": torch.__version__, "triton": triton_ver, "pid": os.getpid(),
-             "gpu_name": None if cpu else _gpu_name(args.device), "sandbox": sandbox_status}
+             "gpu_name": None if cpu else _gpu_name(args.device), "sandbox": sandbox_status,
+             "version": __version__, "package": os.path.dirname(os.path.abspath(__file__))}
 
     def reply(obj):
         proto.write(json.dumps(obj, default=_jsonable) + "\n")
@@ -120,6 +129,7 @@ def main(argv=None):
     try:
         _serve(ev, sandbox, reply, ready, BadRequest, OPS_WITH)
     finally:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # stopping already: finish the clean-up
         ev.close()
         from . import reaper
         reaper.sweep()
@@ -147,6 +157,10 @@ def _serve(ev, sandbox, reply, ready, BadRequest, OPS_WITH):
                 reply({"id": rid, "ok": True, "result": _peaks(ev, sandbox, req.get("job") or {})})
             elif op in OPS_WITH:
                 reply({"id": rid, "ok": True, "result": ev.run(op, req.get("job"))})
+            elif op == "compare":
+                reply({"id": rid, "ok": True, "result": ev.compare(req.get("job"))})
+            elif op == "sanitize":
+                reply({"id": rid, "ok": True, "result": ev.sanitize(req.get("job"))})
             else:
                 reply({"id": rid, "ok": False, "error": "EBADREQ: unknown op %r" % (op,), "code": "EBADREQ"})
         except BadRequest as e:
@@ -160,8 +174,7 @@ def _serve(ev, sandbox, reply, ready, BadRequest, OPS_WITH):
 def _peaks(ev, sandbox, job):
     from . import peaks
     ev.settle()
-    out = sandbox.run_child(peaks.run, ({"device": ev.device},), {"run": 120}, ev.close_fds,
-                            role="trusted")
+    out = sandbox.run_child(peaks.run, ({"device": ev.device},), {"run": 120}, ev.close_fds)
     res, _ = out.first("peaks")
     if res is None:
         return {"ok": False, "error": "EWORKER: %s" % (out.failure or out.first("error")[0],)}

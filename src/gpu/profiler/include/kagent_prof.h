@@ -44,14 +44,22 @@ KP_API const char* kp_last_error(void);
 /* Last JSON document produced by kp_trace_end, kp_metrics_check or kp_profile_end. */
 KP_API const char* kp_result(void);
 
-/* Kernel activity tracing over every stream of the process. kp_trace_end flushes the records
- * (the caller synchronizes the device first) and leaves a JSON array of launches in kp_result():
- * [{"name","mangled","start_ns","end_ns","duration_ms","grid":[x,y,z],"block":[x,y,z],
+/* Activity tracing over every stream of the process: kernels, memory copies and fills.
+ * kp_trace_end flushes the records (the caller synchronizes the device first) and leaves a JSON
+ * array in kp_result(), in start order:
+ * [{"kind":"kernel"|"memcpy"|"memset","name","mangled","start_ns","end_ns","duration_ms",
+ *   "grid":[x,y,z],"block":[x,y,z],
  *   "registers","static_shared","dynamic_shared","shared_mem","local_mem_per_thread",
  *   "shared_mem_executed" (the shared-memory carveout per SM the driver chose),
  *   "stream","correlation_id","device"}...] in start order. */
 KP_API int kp_trace_begin(void);
 KP_API int kp_trace_end(void);
+/* Copies and fills carry kind, name ("memcpy <n> B"), start_ns, end_ns, duration_ms, stream,
+ * correlation_id and device; their launch fields are zero.
+ * kp_timestamp: now on CUPTI's clock, the clock of start_ns/end_ns (host-side marks). */
+KP_API int kp_timestamp(unsigned long long* ns);
+/* The "stream" value activity records carry for a CUstream (given as an integer handle). */
+KP_API int kp_stream_id(unsigned long long stream, unsigned* id);
 
 /* Checks a comma-separated metric list against this chip. kp_result():
  * {"supported":[...],"unsupported":[...],"passes":n} (passes for the supported ones). */

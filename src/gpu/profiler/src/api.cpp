@@ -36,7 +36,7 @@ int bind_context() {
 
 extern "C" {
 
-int kp_abi_version(void) { return 2; }
+int kp_abi_version(void) { return 3; }
 
 const char* kp_last_error(void) { return g_error.c_str(); }
 
@@ -68,6 +68,24 @@ int kp_trace_end(void) {
     std::string json;
     kp::Status s = kp::trace_end(json);
     if (s.ok()) g_result.swap(json);
+    return report(s);
+}
+
+int kp_timestamp(unsigned long long* ns) {
+    g_error.clear();
+    if (!ns) return report(kp::Status::Fail(KP_EINVAL, "kp_timestamp: null pointer"));
+    return report(kp::timestamp(*ns));
+}
+
+int kp_stream_id(unsigned long long stream, unsigned* id) {
+    g_error.clear();
+    if (!id) return report(kp::Status::Fail(KP_EINVAL, "kp_stream_id: null pointer"));
+    if (int rc = need_init("kp_stream_id")) return rc;
+    uint32_t value = 0;
+    kp::Status s = kp::from_cupti(
+        cuptiGetStreamIdEx(g_device.ctx, reinterpret_cast<CUstream>(stream), 0, &value),
+        "cuptiGetStreamIdEx");
+    if (s.ok()) *id = value;
     return report(s);
 }
 

@@ -14,6 +14,7 @@ namespace kp {
 namespace {
 
 struct Launch {
+    const char* kind = "kernel";  // "kernel", "memcpy" or "memset": all device work is traced
     std::string name;
     std::string mangled;
     unsigned long long start_ns = 0, end_ns = 0;
@@ -56,11 +57,35 @@ void CUPTIAPI on_buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, 
     std::vector<Launch> batch;
     CUpti_Activity* record = nullptr;
     while (cuptiActivityGetNextRecord(buffer, valid, &record) == CUPTI_SUCCESS) {
+        Launch l;
+        if (record->kind == CUPTI_ACTIVITY_KIND_MEMCPY) {
+            auto* m = reinterpret_cast<const CUpti_ActivityMemcpy6*>(record);
+            l.kind = "memcpy";
+            l.name = "memcpy " + std::to_string(m->bytes) + " B";
+            l.start_ns = m->start;
+            l.end_ns = m->end;
+            l.stream = m->streamId;
+            l.correlation_id = m->correlationId;
+            l.device = m->deviceId;
+            batch.push_back(std::move(l));
+            continue;
+        }
+        if (record->kind == CUPTI_ACTIVITY_KIND_MEMSET) {
+            auto* m = reinterpret_cast<const CUpti_ActivityMemset4*>(record);
+            l.kind = "memset";
+            l.name = "memset " + std::to_string(m->bytes) + " B";
+            l.start_ns = m->start;
+            l.end_ns = m->end;
+            l.stream = m->streamId;
+            l.correlation_id = m->correlationId;
+            l.device = m->deviceId;
+            batch.push_back(std::move(l));
+            continue;
+        }
         if (record->kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL &&
             record->kind != CUPTI_ACTIVITY_KIND_KERNEL)
             continue;
         auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(record);
-        Launch l;
         // The name pointer belongs to CUPTI; copy it now.
         l.mangled = k->name ? k->name : "";
         l.name = demangle(k->name);
@@ -87,7 +112,9 @@ void CUPTIAPI on_buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, 
 }
 
 void write_launch(std::string& out, const Launch& l) {
-    out += "{\"name\":";
+    out += "{\"kind\":";
+    json_string(out, l.kind);
+    out += ",\"name\":";
     json_string(out, l.name);
     out += ",\"mangled\":";
     json_string(out, l.mangled);
@@ -115,6 +142,13 @@ void write_launch(std::string& out, const Launch& l) {
 
 bool trace_active() { return g_active; }
 
+Status timestamp(unsigned long long& ns) {
+    uint64_t t = 0;
+    KP_CUPTI(cuptiGetTimestamp(&t));
+    ns = t;
+    return Status::Ok();
+}
+
 Status trace_begin() {
     if (g_active) return Status::Fail(KP_ESTATE, "kp_trace_begin: a trace is already running");
     {
@@ -128,6 +162,9 @@ Status trace_begin() {
     }
     // CONCURRENT_KERNEL keeps kernels overlapping as they ran (KIND_KERNEL would serialize them).
     KP_CUPTI(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
+    // copies and fills are device work too: the timing's all-stream check must see them
+    KP_CUPTI(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY));
+    KP_CUPTI(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMSET));
     g_active = true;
     return Status::Ok();
 }
@@ -137,6 +174,8 @@ Status trace_end(std::string& json) {
     g_active = false;
     CUptiResult flush = cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
     cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+    cuptiActivityDisable(CUPTI_ACTIVITY_KIND_MEMCPY);
+    cuptiActivityDisable(CUPTI_ACTIVITY_KIND_MEMSET);
     KP_TRY(from_cupti(flush, "cuptiActivityFlushAll"));
 
     std::vector<Launch> launches;
@@ -148,7 +187,7 @@ Status trace_end(std::string& json) {
     }
     if (dropped)
         return Status::Fail(KP_ECUPTI, "kp_trace_end: CUPTI dropped " + std::to_string(dropped) +
-                                           " kernel records (buffer too small)");
+                                           " activity records (buffer too small)");
     std::stable_sort(launches.begin(), launches.end(),
                      [](const Launch& a, const Launch& b) { return a.start_ns < b.start_ns; });
     json = "[";

@@ -36,8 +36,23 @@ local function strip_nulls(v)
   return v
 end
 
-local function root()
-  return os.getenv("KAGENT_ROOT") or kagent.root or "."
+-- The evaluator package's folder: src/gpu/eval in a checkout, eval/ in an installed share/kagent-rt.
+local function eval_dir()
+  local root = require("kagent").root
+  local fs = require("kagent.fs")
+  if fs.is_dir(root .. "/eval/kagent_eval") then return root .. "/eval" end
+  return root .. "/src/gpu/eval"
+end
+
+-- The worker must be the evaluator shipped with this binary: its protocol and checks move together.
+local function version_error(ready, python)
+  local want = require("kagent").version
+  if ready.version == want then return nil end
+  return string.format("EWORKER: evaluator version %s (kagent_eval from %s, run by %s) does not match "
+    .. "kagent-rt %s. Use the evaluator shipped with this kagent-rt: remove the other kagent_eval from "
+    .. "that python (pip uninstall kagent-eval) or install this one there (pip install %s)",
+    tostring(ready.version or "unknown: its ready line has none"), tostring(ready.package or "?"), python,
+    want, eval_dir())
 end
 
 --- pool(opts) -> pool. Workers start on first use (this call does not yield).
@@ -84,7 +99,7 @@ end
 -- The worker's whole environment: the allow-list's part of ours (kagent.secrets), the evaluator
 -- on PYTHONPATH, and the pool's `env` filtered the same way.
 function Pool:_env()
-  local path = root() .. "/src/gpu/eval"
+  local path = eval_dir()
   local old = os.getenv("PYTHONPATH")
   local extra = { PYTHONPATH = (old and old ~= "") and (path .. ":" .. old) or path,
     PYTHONUNBUFFERED = "1" }
@@ -124,6 +139,12 @@ function Pool:_spawn(device, slot)
     end
     local msg = json.decode(line)
     if type(msg) == "table" and msg.ready then
+      local verr = version_error(msg, self.python)
+      if verr then
+        p:kill("KILL")
+        p:wait(5)
+        return nil, verr
+      end
       w.info = secrets.redact_tree(strip_nulls(msg))
       self:_drain(w)
       if w.info.sandbox and #(w.info.sandbox.missing or {}) > 0 then
@@ -258,6 +279,12 @@ end
 local function check_job(fname, job)
   if type(job) ~= "table" then error(fname .. ": job must be a table", 3) end
   if type(job.problem) ~= "string" then error(fname .. ": job.problem must be a path", 3) end
+  if fname == "pool:compare" then
+    if type(job.candidates) ~= "table" or #job.candidates < 2 then
+      error(fname .. ": job.candidates must be a list of at least 2 paths or sources", 3)
+    end
+    return
+  end
   if type(job.candidate) ~= "string" then error(fname .. ": job.candidate must be a path or source", 3) end
 end
 
@@ -302,6 +329,10 @@ function Pool:verify(job) return self:_job("verify", job) end
 function Pool:benchmark(job) return self:_job("benchmark", job) end
 function Pool:profile(job) return self:_job("profile", job) end
 function Pool:evaluate(job) return self:_job("evaluate", job) end
+--- compare(job) -> interleaved timing of job.candidates in one process. See docs/lua-api.md.
+function Pool:compare(job) return self:_job("compare", job) end
+--- sanitize(job) -> compute-sanitizer (memcheck, racecheck) on one forward. See docs/lua-api.md.
+function Pool:sanitize(job) return self:_job("sanitize", job) end
 
 --- peaks(device) -> measured peaks of a device ({ok=true, ...}) or {ok=false, error}
 function Pool:peaks(device)
@@ -339,4 +370,5 @@ function Pool:close()
 end
 
 M._strip_nulls = strip_nulls
+M._eval_dir = eval_dir
 return M

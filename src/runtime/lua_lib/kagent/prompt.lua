@@ -4,12 +4,6 @@
 -- metrics or kernel code wastes an LLM call and poisons the run's traces.
 local M = {}
 
-local function root()
-  local k = rawget(_G, "kagent")
-  if type(k) == "table" and type(k.root) == "string" then return k.root end
-  return os.getenv("KAGENT_ROOT") or "."
-end
-
 local function read_file(path)
   local f = io.open(path, "rb")
   if not f then return nil end
@@ -18,8 +12,8 @@ local function read_file(path)
   return s
 end
 
--- A bare name ("diagnose") means prompts/<name>.md under kagent.root (or M.dirs, searched first);
--- anything with a slash or a .md suffix is a path.
+-- A bare name ("diagnose") means prompts/<name>.md: in M.dirs (searched first), then on
+-- kagent.path (the user's folder, then kagent.root); anything with a slash or a .md suffix is a path.
 M.dirs = {}
 
 function M.resolve(name_or_path)
@@ -33,7 +27,9 @@ function M.resolve(name_or_path)
     local p = d .. "/" .. name_or_path .. ".md"
     if read_file(p) then return p end
   end
-  return root() .. "/prompts/" .. name_or_path .. ".md"
+  local rel = "prompts/" .. name_or_path .. ".md"
+  local kagent = require("kagent")
+  return kagent.resolve(rel) or (kagent.root .. "/" .. rel)
 end
 
 local function lookup(vars, key)

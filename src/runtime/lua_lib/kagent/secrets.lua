@@ -7,7 +7,7 @@
 -- The secrets: the values of the API-key variables the runtime knows (ANTHROPIC_API_KEY,
 -- OPENAI_API_KEY, KAGENT_LLM_KEY, a name given to llm.configure{api_key_env}) and of every
 -- variable of the environment (.env included) whose name has a secret word. The allow-list and
--- the secret words live in src/gpu/eval/kagent_eval/env_allow.txt, shared with the worker.
+-- the secret words live in the evaluator's kagent_eval/env_allow.txt, shared with the worker.
 local native = require("kagent.native")
 
 local M = {}
@@ -19,8 +19,7 @@ for _, n in ipairs(KNOWN) do names[n] = true end
 local policy, values
 
 local function list_path()
-  local root = os.getenv("KAGENT_ROOT") or native.info.root or "."
-  return root .. "/src/gpu/eval/kagent_eval/env_allow.txt"
+  return require("kagent.gpu")._eval_dir() .. "/kagent_eval/env_allow.txt"
 end
 
 -- {names = set, prefixes = array, words = set} from env_allow.txt (empty where it is missing)

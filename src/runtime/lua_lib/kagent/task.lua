@@ -274,7 +274,11 @@ end
 
 -- Driven by the C++ loop --------------------------------------------------------------------------
 function M._start_main(path)
-  local chunk, err = loadfile(path)
+  -- a relative script that is not a file here is looked up on kagent.path (kagent/init.lua)
+  local kagent = require("kagent")
+  local found, why = require("kagent.search_path").script(kagent.path, path)
+  if not found then return false, why end
+  local chunk, err = loadfile(found)
   if not chunk then return false, err end
   local info = native.info
   main_task = M.spawn({ fn = chunk, name = "main" }, unpack(info.args))

@@ -1,5 +1,7 @@
--- Anthropic Messages API: request body and reply parsing (no transport here).
+-- Anthropic Messages API: request body, reply parsing, and the streamed form (server-sent
+-- events). No transport here.
 local json = require("kagent.json")
+local errors = require("kagent.llm.errors")
 
 local M = { name = "anthropic", key_env = "ANTHROPIC_API_KEY", default_model = "claude-sonnet-4-5",
             default_base = "https://api.anthropic.com", base_env = "ANTHROPIC_BASE_URL" }
@@ -85,12 +87,75 @@ function M.parse(decoded)
   }
 end
 
---- The server's error message from an error body (may be nil).
-function M.error_message(body)
-  local d = json.decode(body or "")
-  if type(d) == "table" and type(d.error) == "table" and type(d.error.message) == "string" then
-    return d.error.message
+-- Streaming -----------------------------------------------------------------------------------
+
+function M.stream_body(body) body.stream = true end
+
+-- Thinking arrives as thinking deltas, so a streamed call is never silent for long.
+function M.silent_while_thinking() return false end
+
+-- The HTTP status an error event stands for, so it is retried (or not) like that status.
+local ERROR_STATUS = { overloaded_error = 529, rate_limit_error = 429, invalid_request_error = 400,
+                       authentication_error = 401, permission_error = 403, not_found_error = 404,
+                       api_error = 500 }
+
+--- stream_parser(): as in openai.lua. Deltas carry several tokens each, so p.tokens() estimates
+--- them from the characters (about 4 a token) until message_delta gives the count.
+function M.stream_parser()
+  local parts, usage, chars = {}, {}, 0
+  local stop, model
+  local p = { deltas = 0, done = false }
+  function p.event(name, data)
+    local d = json.decode(data)
+    if type(d) ~= "table" then
+      p.bad = "stream event is not JSON: " .. data:sub(1, 80)
+      return nil
+    end
+    local kind = d.type or name
+    if kind == "content_block_delta" and type(d.delta) == "table" then
+      local text = d.delta.text
+      local thought = d.delta.thinking
+      if type(thought) == "string" and thought ~= "" then
+        p.deltas = p.deltas + 1
+        chars = chars + #thought
+        return ""
+      end
+      if type(text) == "string" and text ~= "" then
+        p.deltas = p.deltas + 1
+        chars = chars + #text
+        parts[#parts + 1] = text
+        return text
+      end
+    elseif kind == "message_start" and type(d.message) == "table" then
+      if type(d.message.usage) == "table" then
+        for k, v in pairs(d.message.usage) do usage[k] = v end
+      end
+      model = d.message.model
+    elseif kind == "message_delta" then
+      if type(d.delta) == "table" and type(d.delta.stop_reason) == "string" then stop = d.delta.stop_reason end
+      if type(d.usage) == "table" then
+        for k, v in pairs(d.usage) do usage[k] = v end
+      end
+    elseif kind == "message_stop" then
+      p.done = true
+    elseif kind == "error" then
+      p.error = errors.message_of(d) or "the server reported an error mid-stream"
+      p.error_status = type(d.error) == "table" and ERROR_STATUS[d.error.type] or 500
+    end
+    return nil
   end
+  function p.tokens() return math.ceil(chars / 4) end
+  function p.result()
+    if not p.done then
+      return nil, "stream ended before the reply did (no message_stop; " .. #table.concat(parts)
+        .. " characters received)"
+    end
+    local parsed = M.parse({ content = { { type = "text", text = table.concat(parts) } }, usage = usage,
+                             stop_reason = stop, model = model })
+    parsed.usage_reported = usage.output_tokens ~= nil
+    return parsed
+  end
+  return p
 end
 
 return M

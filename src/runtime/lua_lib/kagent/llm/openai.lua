@@ -1,5 +1,7 @@
--- OpenAI Chat Completions (and compatible servers): request body and reply parsing.
+-- OpenAI Chat Completions (and compatible servers: vLLM, llama.cpp, Ollama): request body,
+-- reply parsing, and the streamed form (server-sent chunks). No transport here.
 local json = require("kagent.json")
+local errors = require("kagent.llm.errors")
 
 local M = { name = "openai", key_env = "OPENAI_API_KEY", default_model = "gpt-4.1",
             default_base = "https://api.openai.com/v1" }
@@ -62,12 +64,80 @@ function M.parse(decoded)
   }
 end
 
-function M.error_message(body)
-  local d = json.decode(body or "")
-  if type(d) == "table" and type(d.error) == "table" and type(d.error.message) == "string" then
-    return d.error.message
+--- GET {base}/models -> its URL; list_models(decoded) -> the served model ids, or nil.
+function M.models_url(base) return base:gsub("/+$", "") .. "/models" end
+function M.list_models(d)
+  if type(d) ~= "table" or type(d.data) ~= "table" then return nil end
+  local ids = {}
+  for _, m in ipairs(d.data) do
+    if type(m) == "table" and type(m.id) == "string" then ids[#ids + 1] = m.id end
   end
-  if type(d) == "table" and type(d.error) == "string" then return d.error end -- some compatible servers
+  return ids
+end
+
+-- Streaming -----------------------------------------------------------------------------------
+
+--- Makes a request body stream, with the usage in a last chunk (unless the caller's `extra`
+--- already chose stream_options).
+function M.stream_body(body)
+  body.stream = true
+  body.stream_options = body.stream_options or { include_usage = true }
+end
+
+--- Reasoning models send nothing while they reason, even when streaming: the caller gives such
+--- calls the longer idle timeout of whole replies.
+function M.silent_while_thinking(body) return body.max_completion_tokens ~= nil end
+
+--- stream_parser() -> p: p.event(name, data) takes one server-sent event and returns the text it
+--- adds (nil if none); p.deltas counts chunks with text or reasoning (these servers send one token
+--- per chunk); p.done, p.error (the server's message) and p.error_status (its status, when it
+--- gave one) say how the stream ended; p.result() -> parsed reply (as parse) or nil, why.
+function M.stream_parser()
+  local parts, usage, finish, model = {}, nil, nil, nil
+  local p = { deltas = 0, done = false }
+  function p.event(_, data)
+    if data == "[DONE]" then
+      p.done = true
+      return nil
+    end
+    local d = json.decode(data)
+    if type(d) ~= "table" then
+      p.bad = "stream event is not JSON: " .. data:sub(1, 80)
+      return nil
+    end
+    if d.error ~= nil or d.object == "error" then
+      p.error = errors.message_of(d) or "the server reported an error mid-stream"
+      local e = type(d.error) == "table" and d.error or d
+      p.error_status = tonumber(e.code)
+      return nil
+    end
+    if type(d.model) == "string" then model = d.model end
+    if type(d.usage) == "table" then usage = d.usage end
+    local c = type(d.choices) == "table" and d.choices[1]
+    if type(c) ~= "table" then return nil end
+    if type(c.finish_reason) == "string" then finish = c.finish_reason end
+    local delta = type(c.delta) == "table" and c.delta or {}
+    local thought = delta.reasoning_content or delta.reasoning
+    local text = type(delta.content) == "string" and delta.content or ""
+    if (type(thought) == "string" and thought ~= "") or text ~= "" then p.deltas = p.deltas + 1 end
+    if text ~= "" then
+      parts[#parts + 1] = text
+      return text
+    end
+    return type(thought) == "string" and thought ~= "" and "" or nil
+  end
+  function p.tokens() return p.deltas end
+  function p.result()
+    if not p.done and not finish then
+      return nil, "stream ended before the reply did (no finish_reason, no [DONE]; "
+        .. #table.concat(parts) .. " characters received)"
+    end
+    local parsed = M.parse({ choices = { { message = { content = table.concat(parts) }, finish_reason = finish } },
+                             usage = usage, model = model })
+    parsed.usage_reported = usage ~= nil
+    return parsed
+  end
+  return p
 end
 
 return M

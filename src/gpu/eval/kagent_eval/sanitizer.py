@@ -1,0 +1,104 @@
+"""compute-sanitizer (from the CUDA toolkit) on one forward of a candidate: memcheck finds
+out-of-bounds and misaligned accesses, racecheck shared-memory races. A kernel can pass every
+output comparison and still read past its buffers (the read lands in memory that happens to be
+mapped) or race in shared memory (the race happens to resolve right); the tools see both.
+
+The forward is the program the Nsight Compute fallback runs (``ncu_target``). PyTorch's caching
+allocator is turned off in it, so each tensor is its own allocation and an access past one is
+outside every allocation, where memcheck can see it. PyTorch's own kernels (inputs, copies) are
+left out of the check by name.
+
+    run_child(channel, spec)   sandboxed child: runs the tools, sends {"type": "sanitize"}
+"""
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+
+TOOLS = ("memcheck", "racecheck")
+ERROR_EXIT = 97
+_EVAL_ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+_SUMMARY = re.compile(r"ERROR SUMMARY:\s*(\d+)\s+error")
+_RACE_SUMMARY = re.compile(r"RACECHECK SUMMARY:\s*(\d+)\s+hazard")
+
+
+def sanitizer_path():
+    return os.environ.get("KAGENT_COMPUTE_SANITIZER") or shutil.which("compute-sanitizer") or (
+        "/usr/local/cuda/bin/compute-sanitizer"
+        if os.path.exists("/usr/local/cuda/bin/compute-sanitizer") else None)
+
+
+def command(tool, target_argv, exclude_torch=True, exe=None):
+    argv = [exe or sanitizer_path(), "--tool", tool, "--error-exitcode", str(ERROR_EXIT),
+            "--print-limit", "20"]
+    if exclude_torch:
+        argv += ["--kernel-name-exclude", "kns=at::"]
+    return argv + list(target_argv)
+
+
+def errors_in(text):
+    """Errors the tool counted in its summary line, or None when it printed none."""
+    m = _SUMMARY.search(text or "")
+    if m:
+        return int(m.group(1))
+    m = _RACE_SUMMARY.search(text or "")
+    return int(m.group(1)) if m else None
+
+
+def run_tool(tool, job_path, timeout, python):
+    """{ok, errors, seconds, report} for one tool; ok is None when the tool could not judge."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = _EVAL_ROOT + os.pathsep + env.get("PYTHONPATH", "")
+    env["PYTORCH_NO_CUDA_MEMORY_CACHING"] = "1"
+    target = [python, "-m", "kagent_eval.ncu_target", job_path]
+    started = time.monotonic()
+    for exclude in (True, False):  # older tools have no kernel-name filter: check everything
+        try:
+            proc = subprocess.run(command(tool, target, exclude), capture_output=True, text=True,
+                                  timeout=timeout, env=env, start_new_session=True)
+        except subprocess.TimeoutExpired:
+            return {"ok": None, "errors": None, "seconds": timeout,
+                    "report": "ETIMEDOUT: %s did not finish in %d s" % (tool, timeout)}
+        log = (proc.stdout or "") + (proc.stderr or "")
+        if exclude and "kernel-name-exclude" in log and proc.returncode not in (0, ERROR_EXIT):
+            continue
+        break
+    errors = errors_in(log)
+    lines = [ln for ln in log.splitlines() if ln.startswith("=========")]
+    report = "\n".join(lines[:60])[-4000:]
+    seconds = time.monotonic() - started
+    if proc.returncode == ERROR_EXIT or (errors or 0) > 0:
+        return {"ok": False, "errors": errors, "seconds": seconds, "report": report}
+    if proc.returncode != 0 or errors is None:
+        return {"ok": None, "errors": errors, "seconds": seconds,
+                "report": "the forward did not run under %s (exit %d): %s" % (
+                    tool, proc.returncode, (report or log[-2000:]).strip())}
+    return {"ok": True, "errors": 0, "seconds": seconds, "report": report}
+
+
+def run_child(ch, spec):
+    import sys
+    ch.stage("sanitize")
+    exe = sanitizer_path()
+    if not exe:
+        ch.send({"type": "sanitize", "result": {
+            "ok": None, "error": "ENOTSUP: compute-sanitizer not found (set "
+                                 "KAGENT_COMPUTE_SANITIZER or put the CUDA toolkit's bin on PATH)"}})
+        return
+    job = {"problem": spec["problem"], "candidate": spec["candidate"], "dtype": spec["dtype"],
+           "seed": spec["seed"], "device": 0, "warmup": 0}
+    fd, job_path = tempfile.mkstemp(prefix="kagent_sanitize_", suffix=".json")
+    with os.fdopen(fd, "w") as f:
+        json.dump(job, f)
+    tools = {}
+    try:
+        for tool in spec["tools"]:
+            tools[tool] = run_tool(tool, job_path, spec["tool_timeout"], sys.executable)
+    finally:
+        os.unlink(job_path)
+    verdicts = [t["ok"] for t in tools.values()]
+    ok = False if False in verdicts else (None if None in verdicts else True)
+    ch.send({"type": "sanitize", "result": {"ok": ok, "tools": tools}})

@@ -1,0 +1,212 @@
+-- Moving one LLM request over HTTP: one attempt (a whole reply, or a streamed one decoded from
+-- server-sent events as it arrives), what a failed attempt means (a failure record), and the
+-- retry driver with its backoff, capped Retry-After and per-call deadline. Policy that needs the
+-- run's state (slots, accounting, record/replay) stays in llm.lua.
+local http = require("kagent.http")
+local json = require("kagent.json")
+local task = require("kagent.task")
+local log = require("kagent.log")
+local clock = require("kagent.time")
+local errors = require("kagent.llm.errors")
+local sse = require("kagent.llm.sse")
+
+local M = {}
+
+local RETRY_STATUS = { [408] = true, [409] = true, [429] = true, [500] = true, [502] = true,
+                       [503] = true, [504] = true, [529] = true }
+local RETRY_CODE = { ETIMEDOUT = true, ECONNECT = true, EHTTP = true }
+
+--- A failed attempt: {code, message (without the code), status, server_error, retryable,
+--- retry_after}. llm.lua adds attempts and turns it into nil, "CODE: message", "CODE", info.
+function M.failure(code, message, fields)
+  local f = fields or {}
+  f.code, f.message = code, message
+  return f
+end
+
+-- A transport failure from kagent.http ("CODE: message"), with the key scrubbed out.
+local function transport_failure(r, err, code)
+  local message = errors.scrub(err, r.key):gsub("^%u+: ", "")
+  return M.failure(code, message, { retryable = RETRY_CODE[code] == true })
+end
+
+local function retry_after(headers)
+  local ms = tonumber(headers["retry-after-ms"] or "")
+  if ms then return ms / 1000 end
+  return tonumber(headers["retry-after"] or "")
+end
+
+--- status_failure(r, status, headers, server_said) -> the failure for an HTTP error status (or
+--- an error event that stands for one), naming what to check, with the server's own words.
+function M.status_failure(r, status, headers, server_said)
+  local said = server_said and errors.scrub(server_said, r.key) or nil
+  local tail = said and (": " .. said) or ""
+  local code, message
+  if status == 401 or status == 403 then
+    code = "EAUTH"
+    message = r.provider .. " refused the API key in " .. r.key_env .. " (HTTP " .. status .. ")" .. tail
+      .. "; check the key and its permissions"
+  elseif status == 400 then
+    code, message = "EBADREQ", r.provider .. " rejected the request (HTTP 400)" .. tail
+  elseif status == 404 then
+    code = "ENOTFOUND"
+    message = r.provider .. " has no model '" .. tostring(r.model) .. "' at " .. r.base .. " (HTTP 404)" .. tail
+      .. "; check KAGENT_MODEL or the base URL"
+  elseif status == 429 or status == 529 then
+    code = "ERATELIMIT"
+    message = r.provider .. " is rate-limited or overloaded (HTTP " .. status .. ")" .. tail
+  else
+    code, message = "EHTTP", r.provider .. " answered HTTP " .. status .. tail
+  end
+  return M.failure(code, message, { status = status, server_error = said, retryable = RETRY_STATUS[status] == true,
+                                    retry_after = headers and retry_after(headers) or nil })
+end
+
+--- reply(r, res) -> parsed | nil, failure: a whole reply ({status, headers, body}).
+function M.reply(r, res)
+  if res.status ~= 200 then
+    return nil, M.status_failure(r, res.status, res.headers, errors.server_text(res.body))
+  end
+  local decoded = json.decode(res.body)
+  local parsed, why
+  if decoded == nil then
+    why = "reply is not JSON (content-type " .. tostring(res.headers["content-type"]) .. ", " .. #res.body .. " bytes)"
+  else
+    parsed, why = r.prov.parse(decoded)
+  end
+  if parsed then return parsed end
+  return nil, M.failure("EPARSE", r.provider .. " " .. why, { status = 200 })
+end
+
+local function request_fields(r, lim, method, url, body)
+  return { method = method, url = url, headers = r.prov.headers(r.key), body = body, timeout = lim.remaining,
+           connect_timeout = math.min(lim.connect, lim.remaining), idle_timeout = lim.idle }
+end
+
+--- get(r, lim, url) -> decoded JSON | nil, failure (GET with the call's key and limits).
+function M.get(r, lim, url)
+  local res, err, code = http.request(request_fields(r, lim, "GET", url))
+  if not res then return nil, transport_failure(r, err, code) end
+  if res.status ~= 200 then
+    return nil, M.status_failure(r, res.status, res.headers, errors.server_text(res.body))
+  end
+  local d = json.decode(res.body)
+  if d == nil then return nil, M.failure("EPARSE", url .. " did not answer JSON", { status = 200 }) end
+  return d
+end
+
+--- post_whole(r, wire, lim) -> parsed | nil, failure.
+function M.post_whole(r, wire, lim)
+  local res, err, code = http.request(request_fields(r, lim, "POST", r.url, wire))
+  if not res then return nil, transport_failure(r, err, code) end
+  return M.reply(r, res)
+end
+
+--- post_stream(r, wire, lim, on_delta) -> parsed | nil, failure. on_delta(text, p) runs in the
+--- calling task for each delta (text "" for a reasoning delta). lim.stream holds the open stream
+--- so that the caller can close it if the task is killed mid-way.
+function M.post_stream(r, wire, lim, on_delta)
+  local s, err, code = http.stream(request_fields(r, lim, "POST", r.url, wire))
+  if not s then return nil, transport_failure(r, err, code) end
+  lim.stream = s
+  local ctype = s.headers["content-type"] or ""
+  if s.status ~= 200 or not ctype:find("text/event-stream", 1, true) then
+    -- An error, or a server that ignored "stream": one whole body.
+    local body, berr, bcode = s:body()
+    if not body then return nil, transport_failure(r, berr, bcode) end
+    local parsed, f = M.reply(r, { status = s.status, headers = s.headers, body = body })
+    if parsed then on_delta(parsed.text, nil) end
+    return parsed, f
+  end
+  local p = r.prov.stream_parser()
+  local dec = sse.decoder(function(name, data)
+    if p.done or p.error or p.bad then return end
+    local text = p.event(name, data)
+    if text then on_delta(text, p) end
+  end)
+  while true do
+    local chunk, rerr, rcode = s:read()
+    if not chunk then
+      if rerr then
+        local f = transport_failure(r, rerr, rcode)
+        if p.deltas > 0 then f.message = f.message .. " (after " .. p.deltas .. " streamed deltas)" end
+        return nil, f
+      end
+      break
+    end
+    dec.feed(chunk)
+    if p.error or p.bad then break end
+  end
+  s:close()
+  if not (p.error or p.bad) then dec.finish() end
+  if p.error then
+    -- Coded and retried as the status the event stands for; the reply itself was a 200.
+    local f = M.status_failure(r, p.error_status or 500, nil, p.error)
+    f.status = 200
+    f.message = r.provider .. " sent an error event mid-stream, after " .. p.deltas .. " deltas: " .. f.server_error
+    return nil, f
+  end
+  if p.bad then return nil, M.failure("EPARSE", r.provider .. " " .. p.bad, { status = 200 }) end
+  local parsed, why = p.result()
+  if not parsed then return nil, M.failure("EPARSE", r.provider .. " " .. why, { status = 200 }) end
+  return parsed
+end
+
+-- A delay before retry k: between half and all of min(max, base·2^(k-1)), random so that
+-- clients that failed together do not retry together (the runtime seeds math.random).
+local function backoff(b, k)
+  local d = math.min(b.max, b.base * 2 ^ (k - 1))
+  return d / 2 + math.random() * d / 2
+end
+
+--- run(ctx, attempt) -> value, attempts | nil, failure (with attempts and elapsed set).
+--- attempt(k, remaining) -> value | nil, failure. ctx: {what (for the log), retries, backoff =
+--- {base, max}, deadline, timeout, on_retry()}. A retryable failure is retried after the backoff,
+--- or the server's Retry-After capped at backoff.max, while retries and the deadline allow; each
+--- retry, and giving up on a retryable failure, is logged as a warning when it happens.
+function M.run(ctx, attempt)
+  local t0 = clock.now()
+  local k = 0
+  while true do
+    k = k + 1
+    local remaining = ctx.deadline - clock.now()
+    local value, f
+    if remaining > 0 then
+      value, f = attempt(k, remaining)
+      if value ~= nil then return value, k end
+    else
+      f = M.failure("ETIMEDOUT", "the call's " .. ctx.timeout .. " s timeout passed", {})
+    end
+    f.attempts, f.elapsed = k, clock.now() - t0
+    local delay, note, why_not = nil, "", nil
+    if f.retryable then
+      if k > ctx.retries then
+        why_not = "retries spent"
+      else
+        delay = backoff(ctx.backoff, k)
+        if f.retry_after then
+          delay = math.min(f.retry_after, ctx.backoff.max)
+          if f.retry_after > ctx.backoff.max then
+            note = string.format(" (the server asked for %g s; capped at backoff.max)", f.retry_after)
+          end
+        end
+        if clock.now() + delay >= ctx.deadline then
+          delay, why_not = nil, "no time left within the call's " .. ctx.timeout .. " s timeout"
+        end
+      end
+    end
+    if not delay then
+      if why_not then
+        if k > 1 then f.message = string.format("%s; gave up after %d attempts in %.1f s (%s)", f.message, k, f.elapsed, why_not)
+        else f.message = f.message .. " (" .. why_not .. ")" end
+        log.warn("llm: %s: %s: %s", ctx.what, f.code, f.message)
+      end
+      return nil, f
+    end
+    ctx.on_retry()
+    log.warn("llm: %s: %s: %s; retry %d/%d in %.2f s%s", ctx.what, f.code, f.message, k, ctx.retries, delay, note)
+    task.sleep(delay)
+  end
+end
+
+return M

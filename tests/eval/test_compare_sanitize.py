@@ -1,0 +1,71 @@
+"""The compare op (interleaved timing of verified candidates) and the sanitize op, through a
+real CPU-mode worker."""
+import os
+import unittest
+
+from worker_client import ROOT, Worker, fixture
+
+PROBLEM = os.path.join(ROOT, "examples", "problems", "rmsnorm_small.py")
+SLOW = os.path.join(ROOT, "examples", "kernels", "cpu", "rmsnorm_small_slow.py")
+FAST = os.path.join(ROOT, "examples", "kernels", "cpu", "rmsnorm_small_fast.py")
+
+
+class CompareTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        # one thread: a thread pool on a loaded two-core machine times the machine, not the kernel
+        cls.w = Worker("cpu", threads=1)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.w.close()
+
+    def compare(self, candidates, **extra):
+        reply = self.w.request("compare", dict(problem=PROBLEM, candidates=candidates, **extra))
+        self.assertTrue(reply["ok"], reply)
+        return reply["result"]
+
+    def test_the_faster_candidate_shows_a_speedup_over_the_first(self):
+        r = self.compare([SLOW, FAST], rounds=4, calls_per_block=3)
+        self.assertTrue(r["ok"], r)
+        first, second = r["candidates"]
+        self.assertEqual(first["speedup"]["median"], 1.0)
+        self.assertEqual(second["speedup"]["blocks"], 4)
+        self.assertGreater(second["speedup"]["median"], 2.0)
+        self.assertLess(second["time_ms"]["median"], first["time_ms"]["median"])
+        self.assertEqual(second["time_ms"]["n"], 12)
+        self.assertIn("cv", second["time_ms"])
+
+    def test_a_wrong_candidate_fails_the_comparison(self):
+        wrong = ("import torch\nclass ModelNew(torch.nn.Module):\n"
+                 "    def __init__(self, num_features, eps=1e-5):\n        super().__init__()\n"
+                 "    def forward(self, x):\n        return x * 0.5\n")
+        r = self.compare([SLOW, wrong], rounds=2, calls_per_block=1)
+        self.assertFalse(r["ok"])
+        self.assertEqual(r["code"], "EMISMATCH")
+        self.assertIn("candidate 2", r["error"])
+
+    def test_bad_requests(self):
+        for job in ({"problem": PROBLEM, "candidates": [SLOW]},
+                    {"problem": PROBLEM, "candidates": [SLOW, FAST], "rounds": 0},
+                    {"problem": PROBLEM, "candidates": "x"}):
+            reply = self.w.request("compare", job)
+            self.assertFalse(reply["ok"])
+            self.assertEqual(reply["code"], "EBADREQ")
+
+    def test_sanitize_needs_a_gpu_and_says_so(self):
+        reply = self.w.request("sanitize", {"problem": fixture("eval", "relu_problem.py"),
+                                            "candidate": fixture("eval", "relu_good.py")})
+        self.assertTrue(reply["ok"], reply)
+        self.assertIsNone(reply["result"]["ok"])
+        self.assertIn("ENOTSUP", reply["result"]["error"])
+
+    def test_a_job_that_asks_for_the_sanitizer_fails_closed_without_one(self):
+        r = self.w.job("verify", "relu_problem.py", fixture("eval", "relu_good.py"),
+                       sanitize=True)
+        self.assertFalse(r["ok"])
+        self.assertEqual((r["stage"], r["code"]), ("sanitize", "ESANITIZE"))
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,90 @@
+---@meta
+-- The contracts users write against (docs/agents.md "Writing your own"): skills, search policies
+-- and role contexts. Hand-written; annotate a file with e.g. `---@type kagent.Skill` above its
+-- `return {...}` to have an editor check it.
+
+---A skill (`skills/<name>.lua`, or the same path under the user folder, see `kagent.path`).
+---@class kagent.Skill
+---@field name string unique name; a user skill of the same file name shadows a shipped one
+---@field category string e.g. "memory", "compute", "latency", "occupancy"
+---@field intent string text given to the LLM: what to change and why
+---@field applies fun(profile: kagent.Profile, features: kagent.Features): number? score > 0 when the skill fits, else nil
+---@field expected string[] metrics that should move, e.g. "dram__bytes_read.sum down"
+---@field avoid string[] anti-patterns to warn about
+---@field tunables? table<string, "up"|"down"|"search"> knob hints for the LLM-free tuner
+---@field path? string set by the loader: the file it came from
+
+---The profile a skill rule reads (agents/lib/metrics.lua); a field is nil when not measured.
+---@class kagent.Profile
+---@field dram_pct? number
+---@field mem_sol_pct? number
+---@field sm_pct? number
+---@field l2_pct? number
+---@field l1_pct? number
+---@field l1_hit? number
+---@field l2_hit? number
+---@field occupancy? number
+---@field regs? number
+---@field occ_limit_regs? number
+---@field occ_limit_smem? number
+---@field occ_limit_blocks? number
+---@field smem_per_block? number
+---@field tensor_pct? number
+---@field coalescing? number
+---@field stall_long? number
+---@field stall_short? number
+---@field stall_barrier? number
+---@field stall_branch? number
+---@field branch_uniform_pct? number
+---@field dram_read? number
+---@field dram_write? number
+---@field inst? number
+---@field traffic_ratio? number
+---@field time_ms? number
+---@field sol_pct? number
+---@field kernel_count? number
+---@field fallback? boolean
+---@field has_metrics? boolean
+
+---Code features a skill rule reads (agents/lib/features.lua).
+---@class kagent.Features
+---@field triton boolean
+---@field n_kernels integer
+---@field autotune boolean
+---@field tl_dot boolean
+---@field loops integer
+---@field static_range boolean
+---@field masked_loads boolean
+---@field divmod boolean
+---@field transcendental boolean
+---@field torch_compute boolean
+---@field op_class "gemm"|"conv"|"pool"|"reduction"|"elementwise"|string
+---@field reuse number
+---@field dtype "fp32"|"bf16"|"fp16"
+---@field tunables table[]
+---@field passes integer
+
+---A search policy (`--policy NAME|path.lua`): the hooks the search driver calls each round.
+---@class kagent.Policy
+---@field name string
+---@field parents fun(beam: table[], opts: table): table[] kernels to expand this round
+---@field directions fun(parent: table, opts: table): integer workers (directions) per parent
+---@field keep fun(beam: table[], children: table[], opts: table): table[] the next beam
+---@field expand? fun(parent: table, opts: table): table[] optional: the directions themselves
+---@field stop? fun(state: table, opts: table): string? optional: a reason to stop early
+
+---The context a role receives (agents/lib/context.lua), so a role can be replaced or driven by
+---a fake in tests.
+---@class kagent.RoleContext
+---@field opts table the run's options
+---@field pool kagent.gpu.Pool the evaluator pool
+---@field mem table the run's memory records (agents/lib/memory.lua)
+---@field rd table the run directory (agents/lib/rundir.lua)
+---@field dtype string
+---@field render fun(name: string, vars: table): string renders prompts/<name>.md (kagent.prompt)
+---@field job fun(code: string, extra?: table): table an evaluator job for this problem
+---@field chat fun(text: string, tag?: string): table?, string? one accounted LLM call
+---@field extract_code fun(text: string): string?
+---@field extract_json fun(text: string): any
+---@field tokens fun(): integer
+---@field cost fun(): number

@@ -1,0 +1,78 @@
+---@meta
+-- Generated from docs/lua-api.md by scripts/gen_lua_types.lua: do not edit; run
+-- `build/kagent-rt scripts/gen_lua_types.lua` after changing the docs.
+
+---@class kagent.fs
+local fs = {}
+
+---`fs.read(path)` → string or `nil, "EIO: ...", "EIO"`.
+---@param path string
+---@return any
+function fs.read(path) end
+
+---`fs.write(path, data)` → `true` or `nil, err`: written to a temporary file in the same folder,
+---  flushed, and renamed over `path` (readers see the old or the new file, never half).
+---@param path string
+---@param data string
+---@return any
+function fs.write(path, data) end
+
+---`fs.append(path, data)` → `true` or `nil, err`.
+---@param path string
+---@param data string
+---@return any
+function fs.append(path, data) end
+
+---`fs.mkdir_p(path)` → `true` or `nil, err`.
+---@param path string
+---@return any
+function fs.mkdir_p(path) end
+
+---`fs.list(path)` → sorted array of names (no `.`/`..`) or `nil, err`.
+---@param path string
+---@return any
+function fs.list(path) end
+
+---`fs.exists(path)` → boolean. `fs.is_dir(path)` → boolean.
+---@param path string
+---@return any
+function fs.exists(path) end
+
+---`fs.exists(path)` → boolean. `fs.is_dir(path)` → boolean.
+---@param path string
+---@return any
+function fs.is_dir(path) end
+
+---`fs.join(a, b, ...)` → path. `fs.dirname(p)`, `fs.basename(p)`, `fs.abspath(p)`.
+---@param a any
+---@param b any
+---@param ... any
+---@return any
+function fs.join(a, b, ...) end
+
+---`fs.join(a, b, ...)` → path. `fs.dirname(p)`, `fs.basename(p)`, `fs.abspath(p)`.
+---@param p any
+---@return any
+function fs.dirname(p) end
+
+---`fs.join(a, b, ...)` → path. `fs.dirname(p)`, `fs.basename(p)`, `fs.abspath(p)`.
+---@param p any
+---@return any
+function fs.basename(p) end
+
+---`fs.join(a, b, ...)` → path. `fs.dirname(p)`, `fs.basename(p)`, `fs.abspath(p)`.
+---@param p any
+---@return any
+function fs.abspath(p) end
+
+---`fs.remove(path)` → `true` or `nil, err` (files and empty folders).
+---@param path string
+---@return any
+function fs.remove(path) end
+
+---`fs.isatty(fd)` → boolean: whether file descriptor `fd` (0, 1, 2) is a terminal.
+---@param fd integer
+---@return any
+function fs.isatty(fd) end
+
+return fs

@@ -1,0 +1,128 @@
+---@meta
+-- Generated from docs/lua-api.md by scripts/gen_lua_types.lua: do not edit; run
+-- `build/kagent-rt scripts/gen_lua_types.lua` after changing the docs.
+
+---@class kagent.gpu
+local gpu = {}
+
+---`gpu.pool(opts)` → `pool`. Does not yield: workers start on first use. Options:
+---  - `devices`: array of GPU indices (`{0, 1}`) or `"cpu"`. Default: every GPU that `nvidia-smi -L`
+---    lists, else `"cpu"`.
+---  - `python`: interpreter (default env `KAGENT_PYTHON`, else `python3`).
+---  - `workers_per_gpu` (default 1; more than 1 breaks timing exclusivity, use for verify-only pools).
+---  - `timeout`: wall-clock seconds the pool waits for a job's reply before it kills and respawns
+---    the worker (default 900; the worker's own per-stage timeouts normally end a job first);
+---    `start_timeout` (default 120) for a worker's ready line.
+---  - `env`: extra environment for the workers (table as in `proc.spawn`). A worker starts with a
+---    cleared environment holding only the allow-listed part of the runtime's and of `env`
+---    (`kagent.secrets.worker_env`): never an API key. Evaluator settings are `KAGENT_EVAL_*`
+---    variables, e.g. `KAGENT_EVAL_MEMORY_MB` (each candidate's host memory limit, default half
+---    the machine's; 0 none) and `KAGENT_EVAL_SANDBOX=0` (sandbox off); `src/gpu/eval/README.md`.
+---  - `log_dir`: if set, the pool appends each worker's stderr (candidate prints, tracebacks),
+---    redacted, to `<log_dir>/worker-<device>-<n>.log`.
+---  Every reply of a worker passes through `kagent.secrets.redact_tree` before the pool returns it.
+---@param opts? table
+---@return kagent.gpu.Pool
+function gpu.pool(opts) end
+
+---@class kagent.gpu.Pool
+local pool = {}
+
+---`pool:devices()` ⏸ → array of `{device = 0|"cpu", mode = "cuda"|"cpu", gpu_name, torch, triton,
+---  sandbox}` (starts the workers), or `nil, "EWORKER: ...", "EWORKER"` if none starts. `sandbox`
+---  says how the worker confines candidates: `{enabled, root, landlock_abi, writes, reads, network,
+---  memory_mb, processes, missing = {reasons}}` (`src/gpu/eval/README.md`, "Sandbox"). A worker
+---  whose evaluator version (its ready line's `version`) is not `kagent.version` is stopped and
+---  does not count as started: the error names both versions, the folder that `kagent_eval` came
+---  from, the python, and what to do (remove the other `kagent_eval` from that python, or
+---  `pip install` the shipped one).
+---@return any
+function pool:devices() end
+
+---`pool:verify(job)` ⏸, `pool:benchmark(job)` ⏸ (verify, then time), `pool:profile(job)` ⏸
+---  (verify, then profile), `pool:evaluate(job)` ⏸ (verify → audit → benchmark → profile) → `result`.
+---  A job always yields a result table (never `nil`): a worker that dies or does not answer within
+---  `timeout` is killed and respawned and the result is `{ok = false, stage = "worker", error =
+---  "EWORKER: ..."}`; a request the worker refuses (missing problem file, bad dtype) gives
+---  `{ok = false, stage = "load", error = "EBADREQ: ..."}`. Every result also carries `device`
+---  and `wall` (seconds in the pool). Misuse (no `problem`/`candidate`) raises. Jobs from many
+---  tasks queue for a free worker.
+---@param job table
+---@return any
+function pool:verify(job) end
+
+---`pool:verify(job)` ⏸, `pool:benchmark(job)` ⏸ (verify, then time), `pool:profile(job)` ⏸
+---  (verify, then profile), `pool:evaluate(job)` ⏸ (verify → audit → benchmark → profile) → `result`.
+---  A job always yields a result table (never `nil`): a worker that dies or does not answer within
+---  `timeout` is killed and respawned and the result is `{ok = false, stage = "worker", error =
+---  "EWORKER: ..."}`; a request the worker refuses (missing problem file, bad dtype) gives
+---  `{ok = false, stage = "load", error = "EBADREQ: ..."}`. Every result also carries `device`
+---  and `wall` (seconds in the pool). Misuse (no `problem`/`candidate`) raises. Jobs from many
+---  tasks queue for a free worker.
+---@param job table
+---@return any
+function pool:benchmark(job) end
+
+---`pool:verify(job)` ⏸, `pool:benchmark(job)` ⏸ (verify, then time), `pool:profile(job)` ⏸
+---  (verify, then profile), `pool:evaluate(job)` ⏸ (verify → audit → benchmark → profile) → `result`.
+---  A job always yields a result table (never `nil`): a worker that dies or does not answer within
+---  `timeout` is killed and respawned and the result is `{ok = false, stage = "worker", error =
+---  "EWORKER: ..."}`; a request the worker refuses (missing problem file, bad dtype) gives
+---  `{ok = false, stage = "load", error = "EBADREQ: ..."}`. Every result also carries `device`
+---  and `wall` (seconds in the pool). Misuse (no `problem`/`candidate`) raises. Jobs from many
+---  tasks queue for a free worker.
+---@param job table
+---@return any
+function pool:profile(job) end
+
+---`pool:verify(job)` ⏸, `pool:benchmark(job)` ⏸ (verify, then time), `pool:profile(job)` ⏸
+---  (verify, then profile), `pool:evaluate(job)` ⏸ (verify → audit → benchmark → profile) → `result`.
+---  A job always yields a result table (never `nil`): a worker that dies or does not answer within
+---  `timeout` is killed and respawned and the result is `{ok = false, stage = "worker", error =
+---  "EWORKER: ..."}`; a request the worker refuses (missing problem file, bad dtype) gives
+---  `{ok = false, stage = "load", error = "EBADREQ: ..."}`. Every result also carries `device`
+---  and `wall` (seconds in the pool). Misuse (no `problem`/`candidate`) raises. Jobs from many
+---  tasks queue for a free worker.
+---@param job table
+---@return any
+function pool:evaluate(job) end
+
+---`pool:compare(job)` ⏸ → interleaved timing of `job.candidates` (2 to 8 paths or sources,
+---  each already verified) in one process: the same inputs, timer and launch pad, in `rounds`
+---  blocks (default 8) of `calls_per_block` calls (default 5) ordered A B … then … B A, under the
+---  all-stream check. Result `{ok, stage, candidates = {{time_ms, blocks, roofline, speedup =
+---  {median, p10, p90, blocks}}, ...}, rounds, calls_per_block}`; `speedup` is the first
+---  candidate's block median over this one's (the first's is 1). The last output of each is checked
+---  against the reference (`EMISMATCH` names the candidate). A candidate whose timing raises a
+---  trust flag other than `spread` fails the comparison with `stage = "timing"`, `EUNTRUSTED`
+---  (the spread is reported for the caller's gate: `time_ms.cv`, `speedup.p10..p90`). Takes the
+---  job fields `problem`, `dtype`, `seed`, `bench`, `timeout(s)`.
+---@param job table
+---@return any
+function pool:compare(job) end
+
+---`pool:sanitize(job)` ⏸ → compute-sanitizer on one forward of `job.candidate`:
+---  `{ok = true|false|nil, tools = {memcheck = {ok, errors, seconds, report}, racecheck = ...},
+---  error}`. `ok = nil` means the tools could not judge (CPU mode, no `compute-sanitizer`: set
+---  `KAGENT_COMPUTE_SANITIZER` or put the CUDA toolkit's `bin` on `PATH`; the forward failed under
+---  them). `job.tools` picks tools (default `{"memcheck", "racecheck"}`), `job.tool_timeout`
+---  seconds per tool (default 600). PyTorch's caching allocator is off in the checked process and
+---  PyTorch's own kernels are left out of the check.
+---@param job table
+---@return any
+function pool:sanitize(job) end
+
+---`pool:peaks(device)` ⏸ → measured GPU peaks from the worker (`{ok, ...}`), used by the roofline.
+---@param device? any
+---@return any
+function pool:peaks(device) end
+
+---`pool:stats()` → `{jobs, failures, respawns, busy}`. `pool:close()` stops the workers.
+---@return any
+function pool:stats() end
+
+---`pool:stats()` → `{jobs, failures, respawns, busy}`. `pool:close()` stops the workers.
+---@return any
+function pool:close() end
+
+return gpu

@@ -1,0 +1,16 @@
+---@meta
+-- Generated from docs/lua-api.md by scripts/gen_lua_types.lua: do not edit; run
+-- `build/kagent-rt scripts/gen_lua_types.lua` after changing the docs.
+
+---@class kagent.time
+local time = {}
+
+---`time.now()` → monotonic seconds (float). `time.wall()` → Unix time (float).
+---@return any
+function time.now() end
+
+---`time.now()` → monotonic seconds (float). `time.wall()` → Unix time (float).
+---@return any
+function time.wall() end
+
+return time
