@@ -1,8 +1,3 @@
--- agents/tune.lua: improve a kernel with no LLM — profile-guided search over its knobs.
+-- agents/tune.lua: improve a kernel with no LLM — the tuner policy (agents/policies/tune.lua).
 --   kagent-rt agents/tune.lua --problem P --kernel K [--rounds 8] [--tune-candidates 8]
-
-local run = require("agents.lib.run")
-
-local opts, _, code = run.parse("agents/tune.lua", kagent.args)
-if not opts then return code end
-return require("agents.lib.tuner").main(opts)
+return require("agents.lib.search").main("agents/tune.lua", kagent.args, "tune")

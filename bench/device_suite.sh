@@ -2,7 +2,8 @@
 # Runs the GPU checks and benchmarks on a GPU machine, one phase per call (each fits in a few
 # minutes), writing logs under $OUT (default /tmp/kagent-device). The binary and profiler
 # library come from a build tree: KAGENT_BUILD (default build/).
-#   bash bench/device_suite.sh portability|eval|sandbox|profile|profile-app|agent|latency|all
+#   bash bench/device_suite.sh portability|eval|sandbox|profile|profile-app|agent|latency|trust|
+#                              trust-ka|latency-compare|all
 # profile-app compares the multi-kernel targets with ncu's application replay (about 90 s per
 # ncu run, so it is not part of `all`).
 set -uo pipefail
@@ -43,6 +44,14 @@ case "$phase" in
   profile-app) step profile_app_check python3 tests/gpu/profile_gpu_check.py --targets fixture,4 --repeat 5 --ncu-repeat 3 --ncu-replay application --no-roofline --out "$OUT/profile_app_check.json" ;;
   agent) step agent_gpu_check bash tests/gpu/agent_gpu_check.sh "$OUT/agent" ;;
   latency) step eval_latency python3 bench/eval_latency.py; step profile_cost python3 bench/profile_cost.py ;;
+  trust) step trace_overhead python3 bench/trace_overhead.py
+         step trust_gpu_check python3 tests/gpu/trust_gpu_check.py --part escapes,memory,compare,sanitize ;;
+  parity) step parity_77 python3 bench/baseline_parity.py examples/problems/77_conv_transpose3d.py --compile ;;
+  trust-ka) step trust_ka python3 tests/gpu/trust_gpu_check.py --part ka,baselines ;;
+  latency-compare)  # per-candidate overhead, this evaluator against KAGENT_OLD_EVAL (a copy of an earlier one)
+         step eval_latency_now python3 bench/eval_latency.py --n 4 --fresh 0 --tag now
+         [ -n "${KAGENT_OLD_EVAL:-}" ] && step eval_latency_old env KAGENT_EVAL_PYTHONPATH="$KAGENT_OLD_EVAL" \
+           python3 bench/eval_latency.py --n 4 --fresh 0 --tag old ;;
   all) portability
        step eval_gpu_check python3 tests/gpu/eval_gpu_check.py
        step sandbox_gpu_check python3 tests/gpu/sandbox_gpu_check.py

@@ -68,6 +68,9 @@ def main():
     ap.add_argument("--cpu", action="store_true")
     ap.add_argument("--gap", type=float, default=0.0,
                     help="also time jobs sent this many seconds apart (a paced, warm worker)")
+    ap.add_argument("--fresh", type=int, default=None,
+                    help="fresh-interpreter candidates to time (default max(2, n/2); 0: none)")
+    ap.add_argument("--tag", default="", help="suffix of the JSON file under $OUT")
     ap.add_argument("--nospare", action="store_true",
                     help="also time a warm worker without its prepared spare sandbox")
     ap.add_argument("--nosandbox", action="store_true",
@@ -90,7 +93,7 @@ def main():
     nospare = warm_rows(device, args.cpu, args.n, 200, {"KAGENT_EVAL_SPARE": "0"}) if args.nospare else []
     nosandbox = warm_rows(device, args.cpu, args.n, 400, {"KAGENT_EVAL_SANDBOX": "0"}) if args.nosandbox else []
     fresh = []
-    for i in range(max(2, args.n // 2)):
+    for i in range(max(2, args.n // 2) if args.fresh is None else args.fresh):
         t0 = time.perf_counter()
         fw = Worker(device)
         r = one(fw, 100 + i, args.cpu)
@@ -98,7 +101,7 @@ def main():
         r["wall_s"] = time.perf_counter() - t0
         r["overhead_s"] = r["wall_s"] - r["loop_s"]
         fresh.append(r)
-    med = lambda rows, k: statistics.median(x[k] for x in rows)
+    med = lambda rows, k: statistics.median(x[k] for x in rows) if rows else float("nan")
     out = {"device": str(device), "first_job": first, "warm": warm, "fresh": fresh, "nospare": nospare,
            "nosandbox": nosandbox, "paced": paced, "gap_s": args.gap,
            "warm_wall_median_s": med(warm, "wall_s"), "warm_overhead_median_s": med(warm, "overhead_s"),
@@ -136,13 +139,15 @@ def main():
     if nospare:
         out["nospare_stage_median_s"] = stage_medians(nospare)
         print("no-spare job stages, median (s):", out["nospare_stage_median_s"])
-    print("fresh job stages (s):", {k: round(v, 3) for k, v in (fresh[-1]["stage_s"] or {}).items()},
-          "reference_s=%.3f" % (fresh[-1]["reference_s"] or 0))
+    if fresh:
+        print("fresh job stages (s):", {k: round(v, 3) for k, v in (fresh[-1]["stage_s"] or {}).items()},
+              "reference_s=%.3f" % (fresh[-1]["reference_s"] or 0))
     every = warm + fresh + nospare + nosandbox + paced
     if not all(r["ok"] for r in every):
         print("some jobs failed:", [r["error"] for r in every if not r["ok"]])
     if os.environ.get("OUT"):
-        with open(os.path.join(os.environ["OUT"], "eval_latency.json"), "w") as f:
+        name = "eval_latency%s.json" % ("_" + args.tag if args.tag else "")
+        with open(os.path.join(os.environ["OUT"], name), "w") as f:
             json.dump(out, f, indent=1)
     return 0
 

@@ -1,6 +1,6 @@
 ---@meta
--- The contracts users write against (docs/agents.md "Writing your own"): skills, search policies
--- and role contexts. Hand-written; annotate a file with e.g. `---@type kagent.Skill` above its
+-- The contracts users write against (docs/agents.md "Writing your own", docs/policies.md):
+-- skills, search policies and the run roles and policies receive. Hand-written; annotate a file with e.g. `---@type kagent.Skill` above its
 -- `return {...}` to have an editor check it.
 
 ---A skill (`skills/<name>.lua`, or the same path under the user folder, see `kagent.path`).
@@ -59,32 +59,80 @@
 ---@field transcendental boolean
 ---@field torch_compute boolean
 ---@field op_class "gemm"|"conv"|"pool"|"reduction"|"elementwise"|string
----@field reuse number
+---@field gemv boolean a matrix-vector product (streams its matrix once)
+---@field depthwise boolean a depthwise convolution (a stencil, no channel reduction)
+---@field reuse boolean
 ---@field dtype "fp32"|"bf16"|"fp16"
 ---@field tunables table[]
 ---@field passes integer
 
----A search policy (`--policy NAME|path.lua`): the hooks the search driver calls each round.
+---A search policy (`--policy NAME|path.lua`, agents/policies/): the hooks the search driver
+---(agents/lib/search.lua) detects and calls each round. See docs/policies.md.
 ---@class kagent.Policy
----@field name string
----@field parents fun(beam: table[], opts: table): table[] kernels to expand this round
----@field directions fun(parent: table, opts: table): integer workers (directions) per parent
----@field keep fun(beam: table[], children: table[], opts: table): table[] the next beam
----@field expand? fun(parent: table, opts: table): table[] optional: the directions themselves
----@field stop? fun(state: table, opts: table): string? optional: a reason to stop early
+---@field name? string default: the file's name
+---@field llm? boolean false when the policy runs without an LLM
+---@field parents fun(beam: kagent.Kernel[], run: kagent.Run): kagent.Kernel[] kernels to expand this round
+---@field directions fun(parent: kagent.Kernel, run: kagent.Run): kagent.Direction[], (table|string)? one worker per direction; the second value is traced (a string or .reason says why there are none)
+---@field keep fun(beam: kagent.Kernel[], children: kagent.Kernel[], run: kagent.Run): kagent.Kernel[] the next beam (non-empty)
+---@field expand? fun(parent: kagent.Kernel, direction: kagent.Direction, run: kagent.Run, w: {round: integer, k: integer, dir: string}): kagent.Draft default: the LLM worker (agents/lib/expand.lua)
+---@field stop? fun(state: table, run: kagent.Run): string? default: search.default_stop (plateau, confirmed SOL)
 
----The context a role receives (agents/lib/context.lua), so a role can be replaced or driven by
----a fake in tests.
----@class kagent.RoleContext
----@field opts table the run's options
+---A kernel of the search (agents/lib/attempt.lua, kernel).
+---@class kagent.Kernel
+---@field id string "input" or "r<round>w<worker>"
+---@field code string
+---@field path string
+---@field result table its verified evaluator result
+---@field time table {median, p10, p90, ...} in ms
+---@field fingerprint string
+---@field profile kagent.Profile
+---@field sol_pct? number
+---@field attempt_id? integer its attempt in memory
+
+---What a policy's directions() hands one worker (agents/lib/direction.lua).
+---@class kagent.Direction
+---@field summary string
+---@field category? string
+---@field reasoning? string
+---@field root_causes? table[] {cause, evidence = {{metric, value}}}
+---@field recommended_fixes? table[] {fix, rationale}
+---@field skill? string
+---@field bucket? string bottleneck class the skill's record is kept under (default category)
+---@field plan_signature? string what memory keys the plan by
+---@field strategy? table what strategy.json holds
+---@field trace? table<string, string|table> files written into the worker's folder
+---@field lesson? string the lesson of a reflexion made without an LLM
+
+---What expand() returns; without `result` it failed before evaluation at `stage`.
+---@class kagent.Draft
+---@field code? string
+---@field result? table an evaluator result
+---@field tries? integer
+---@field chain? table[] repair steps
+---@field cached? boolean
+---@field skill? string
+---@field stage? string
+---@field error? string
+
+---The run roles and policies receive (agents/lib/run.lua): read-only, so a role can be replaced
+---or driven by small fakes in tests.
+---@class kagent.Run
+---@field opts table the run's options (agents/lib/options.lua)
+---@field problem_path string
+---@field problem_code string
+---@field dtype string
+---@field op_class string
 ---@field pool kagent.gpu.Pool the evaluator pool
+---@field llm? table kagent.llm, nil when the run has no LLM
 ---@field mem table the run's memory records (agents/lib/memory.lua)
 ---@field rd table the run directory (agents/lib/rundir.lua)
----@field dtype string
+---@field skills kagent.Skill[]
 ---@field render fun(name: string, vars: table): string renders prompts/<name>.md (kagent.prompt)
----@field job fun(code: string, extra?: table): table an evaluator job for this problem
----@field chat fun(text: string, tag?: string): table?, string? one accounted LLM call
+---@field job fun(code: string, extra?: table): table an evaluator job with the run's defaults
+---@field evaluate fun(code: string): table, boolean a full evaluation, once per source
+---@field chat fun(text: string, tag?: string, shared?: string): table?, string? one LLM call; `shared` goes first (cached)
+---@field problem_block fun(): string
+---@field parent_block fun(kernel: kagent.Kernel): string
 ---@field extract_code fun(text: string): string?
 ---@field extract_json fun(text: string): any
----@field tokens fun(): integer
----@field cost fun(): number
+---@field usage fun(): table tokens and cost of the whole run (across --resume)

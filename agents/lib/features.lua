@@ -17,9 +17,18 @@ function M.op_class(src)
   return "elementwise"
 end
 
+-- code_only(src) -> src without docstrings and comments, so a kernel saying "no torch.matmul
+-- here" in a docstring is not read as calling it
+function M.code_only(src)
+  src = (src or ""):gsub('""".-"""', ""):gsub("\'\'\'.-\'\'\'", "")
+  local lines = {}
+  for line in (src .. "\n"):gmatch("([^\n]*)\n") do lines[#lines + 1] = (line:gsub("^%s*#.*$", ""):gsub("%s+#[^\"']*$", "")) end
+  return table.concat(lines, "\n")
+end
+
 -- extract(code, problem_src, dtype) -> features table
 function M.extract(code, problem_src, dtype)
-  code = code or ""
+  code = M.code_only(code)
   local f = {}
   f.triton = code:find("@triton%.jit") ~= nil
   f.n_kernels = count(code, "@triton%.jit")
@@ -33,7 +42,12 @@ function M.extract(code, problem_src, dtype)
   f.transcendental = f.transcendental and true or false
   f.torch_compute = (code:find("torch%.matmul") or code:find("F%.conv") or code:find("torch%.nn%.functional")) and true or false
   f.op_class = M.op_class(problem_src)
-  f.reuse = f.op_class == "gemm" or f.op_class == "conv"
+  local low = (problem_src or ""):lower()
+  -- a matrix-vector product streams its matrix once (no reuse); a depthwise convolution has no
+  -- channel reduction (a stencil, not a GEMM)
+  f.gemv = f.op_class == "gemm" and (low:find("matrix%-vector") or (problem_src or ""):find("rand%([%w_]+,%s*1%)")) and true or false
+  f.depthwise = f.op_class == "conv" and (low:find("depthwise") or low:find("groups%s*=%s*in_channels")) and true or false
+  f.reuse = (f.op_class == "gemm" and not f.gemv) or (f.op_class == "conv" and not f.depthwise)
   f.dtype = dtype
   local tun = require("agents.lib.tunables").find(code)
   f.tunables = #tun

@@ -16,25 +16,25 @@ local verifier = require("agents.roles.verifier")
 
 local M = {}
 
-local function worker(S, k, n, shared, lessons)
+local function worker(run, k, n, shared, lessons)
   local dir = "generate/w" .. k
   local out = shared.outcomes[k]
   local function stop() return shared.winner ~= nil end
   local function phase(name) shared.phase[k] = name end
   phase("llm")
-  local g = generator.propose(S, { k = k, n = n, lessons = lessons })
-  S.rd:write(dir .. "/gen_prompt.txt", g.prompt)
-  S.rd:write(dir .. "/gen_reply.txt", g.reply or "")
+  local g = generator.propose(run, { k = k, n = n, lessons = lessons })
+  run.rd:write(dir .. "/gen_prompt.txt", g.prompt)
+  run.rd:write(dir .. "/gen_reply.txt", g.reply or "")
   if g.error then
     out.outcome, out.error = "llm_error", tostring(g.error)
     return
   end
-  local v = verifier.run(S, g.code, { dir = dir, k = k, stop = stop, phase = phase })
-  out.attempts = #v.attempts
+  local v = verifier.run(run, g.code, { dir = dir }, { stop = stop, phase = phase })
+  out.attempts = v.tries
   if v.ok then
     out.outcome, out.time_ms = "verified", v.result.time_ms and v.result.time_ms.median
     if not shared.winner then
-      shared.winner = { code = v.code, result = v.result, worker = k, attempts = #v.attempts, dir = dir }
+      shared.winner = { code = v.code, result = v.result, worker = k, attempts = v.tries, dir = dir }
       out.outcome = "won"
     end
   elseif v.stopped then
@@ -54,30 +54,30 @@ function M.lessons_text(m)
   return #out > 0 and table.concat(out, "\n") or "(none recorded for this problem)"
 end
 
--- run(S, n) -> winner {code, result, worker, attempts, dir} or nil, error text
-function M.run(S, n)
-  n = math.max(1, math.floor(tonumber(n) or 4))
-  if not S.llm_enabled then
+-- run(run, n) -> winner {code, result, worker, attempts, dir} or nil, error text
+function M.run(run, n)
+  n = math.max(1, math.floor(n))
+  if not run.llm then
     return nil, "generating a kernel needs an LLM (set KAGENT_MODEL and its key), or pass --kernel"
   end
   local t0 = ktime.now()
-  local lessons = M.lessons_text(S.mem)
+  local lessons = M.lessons_text(run.mem)
   local shared = { phase = {}, outcomes = {}, finished = 0 }
   local finished = task.semaphore(0)
   local tasks = {}
-  log.info("generating a first kernel: %d workers, up to %d refinements each", n, S.opts.refine or 3)
-  if S.progress then S.progress:update({ phase = "generate", workers = n, busy = n }) end
+  log.info("generating a first kernel: %d workers, up to %d refinements each", n, run.opts.refine)
+  run.progress:update({ phase = "generate", workers = n, busy = n })
   for k = 1, n do
     shared.outcomes[k] = { worker = k, outcome = "running" }
     tasks[k] = task.spawn({ name = "gen" .. k, fn = function()
-      local ok, err = pcall(worker, S, k, n, shared, lessons)
+      local ok, err = pcall(worker, run, k, n, shared, lessons)
       if not ok then
         shared.outcomes[k].outcome, shared.outcomes[k].error = "error", tostring(err)
         log.error("generator %d failed: %s", k, tostring(err))
       end
       shared.phase[k] = "done"
       shared.finished = shared.finished + 1
-      if S.progress then S.progress:update({ busy = n - shared.finished }) end
+      run.progress:update({ busy = n - shared.finished })
       finished:release()
     end })
   end
@@ -90,9 +90,10 @@ function M.run(S, n)
     end
   end
   local w = shared.winner
-  S.rd:write("generate/summary.json", { workers = n, winner = w and w.worker or json.null,
-    wall_s = ktime.now() - t0, outcomes = shared.outcomes, tokens = S.tokens(), cost_usd = S.cost() })
-  if S.progress then S.progress.phase = nil; S.progress:update({ busy = 0 }) end
+  local u = run.usage()
+  run.rd:write("generate/summary.json", { workers = n, winner = w and w.worker or json.null,
+    wall_s = ktime.now() - t0, outcomes = shared.outcomes, tokens = u.tokens, cost_usd = u.cost_usd })
+  run.progress:update({ phase = false, busy = 0 })
   if not w then
     local why = {}
     for k, o in ipairs(shared.outcomes) do
@@ -100,7 +101,7 @@ function M.run(S, n)
         o.error and (": " .. tostring(o.error):sub(1, 160)) or "")
     end
     return nil, "no generated kernel verified (" .. table.concat(why, "; ") .. "); see "
-      .. S.rd:path("generate")
+      .. run.rd:path("generate")
   end
   log.info("generator %d verified a kernel after %d attempt(s) in %.1f s", w.worker, w.attempts, ktime.now() - t0)
   return w

@@ -53,11 +53,62 @@ function M:skill_outcome(skill, f)
   return check(self.db:record_skill_outcome(f))
 end
 
--- skill_stats(op_class) -> {name = {attempts, successes}} for retrieval ranking
-function M:skill_stats(op_class)
-  local rows = self.db:skill_stats({ op_class = op_class, gpu = self.info.gpu }) or {}
+-- skill_stats{op_class, bottleneck} -> {name = {attempts, successes, median_gain}} on this GPU:
+-- the learned record retrieval ranks by (agents/lib/skills.lua, rank)
+function M:skill_stats(f)
+  f = f or {}
+  local rows = self.db:skill_stats({ op_class = f.op_class, bottleneck = f.bottleneck, gpu = self.info.gpu }) or {}
   local out = {}
-  for _, r in ipairs(rows) do out[r.skill] = { attempts = r.attempts, successes = r.successes } end
+  for _, r in ipairs(rows) do
+    out[r.skill] = { attempts = r.attempts, successes = r.successes, median_gain = r.median_gain }
+  end
+  return out
+end
+
+-- skill_table(db, {gpu, op_class, bottleneck}) -> the learned table: one row per (skill,
+-- bottleneck class, op class, GPU) with attempts, successes, success_rate, median_gain, best
+-- first within each class (outcomes recorded without a class are left out)
+function M.skill_table(db, f)
+  f = f or {}
+  local where, params = { "bottleneck IS NOT NULL", "op_class IS NOT NULL", "gpu IS NOT NULL" }, {}
+  for _, k in ipairs({ "gpu", "op_class", "bottleneck" }) do
+    if f[k] then where[#where + 1] = k .. " = :" .. k; params[k] = f[k] end
+  end
+  local groups = db:query("SELECT DISTINCT gpu, op_class, bottleneck FROM skill_outcomes WHERE "
+    .. table.concat(where, " AND ") .. " ORDER BY gpu, op_class, bottleneck", params) or {}
+  local out = {}
+  for _, g in ipairs(groups) do
+    for _, r in ipairs(db:skill_stats({ gpu = g.gpu, op_class = g.op_class, bottleneck = g.bottleneck }) or {}) do
+      r.gpu, r.op_class, r.bottleneck = g.gpu, g.op_class, g.bottleneck
+      out[#out + 1] = r
+    end
+  end
+  return out
+end
+
+-- plan_tried(parent_fingerprint, skill, signature) -> the earliest attempt (any run on this GPU)
+-- that applied this plan to a kernel with this fingerprint, or nil. The hard de-duplication of
+-- plans: memory decides, not the wording of a prompt.
+function M:plan_tried(parent_fp, skill, signature)
+  if not parent_fp then return nil end
+  local rows = self.db:query("SELECT c.id, c.run_id, c.round, c.worker, c.stage, c.time_ms FROM attempts c"
+    .. " JOIN attempts p ON c.parent_id = p.id JOIN runs r ON c.run_id = r.id"
+    .. " WHERE p.fingerprint = :fp AND c.skill = :skill AND c.plan_signature = :sig AND r.gpu = :gpu"
+    .. " AND c.role != 'repair' ORDER BY c.id LIMIT 1",
+    { fp = parent_fp, skill = skill or "", sig = signature, gpu = self.info.gpu }) or {}
+  return rows[1]
+end
+
+-- skills_tried(parent_fingerprint) -> {skill = true} for every skill applied to this kernel
+-- before (any run on this GPU)
+function M:skills_tried(parent_fp)
+  local out = {}
+  if not parent_fp then return out end
+  for _, r in ipairs(self.db:query("SELECT DISTINCT c.skill FROM attempts c JOIN attempts p ON c.parent_id = p.id"
+    .. " JOIN runs r ON c.run_id = r.id WHERE p.fingerprint = :fp AND r.gpu = :gpu AND c.role != 'repair'"
+    .. " AND c.skill IS NOT NULL", { fp = parent_fp, gpu = self.info.gpu }) or {}) do
+    out[r.skill] = true
+  end
   return out
 end
 
@@ -67,33 +118,70 @@ function M:add_lesson(text, tags, attempt_id)
     problem_hash = self.info.problem_hash, gpu = self.info.gpu, source_attempt = attempt_id }))
 end
 
--- history_text(parent_attempt_id) -> what was tried from this parent, with outcomes and
--- reflexion lessons (newest first), or a sentence saying nothing was.
-function M:history_text(parent_id, limit)
-  local rows = self.db:history(self.run_id, { parent_id = parent_id, limit = limit or 10 }) or {}
+-- repairs_text(attempt_id) -> the repair chain stored under an attempt, on one line
+function M:repairs_text(id)
+  local rows = self.db:attempts_from(id, {}) or {}
+  local out = {}
+  for _, r in ipairs(rows) do
+    if r.role == "repair" then
+      local diag = tostring(r.plan_signature or ""):match("^repair %d+: (.+)$")
+      out[#out + 1] = string.format("%s%s%s", tostring(r.stage), r.error_signature and (" " .. r.error_signature) or "",
+        diag and (" [" .. diag .. "]") or "")
+    end
+  end
+  if #out == 0 then return nil end
+  return "repairs: " .. table.concat(out, " -> ")
+end
+
+-- history_text(parent_fingerprint) -> what was tried from this kernel (any run on this GPU,
+-- newest first): skill, plan signature, outcome, time or error, the repair chain and the
+-- reflexion's lessons; or a sentence saying nothing was.
+function M:history_text(parent_fp, limit)
+  local rows = parent_fp and self.db:query("SELECT c.* FROM attempts c JOIN attempts p ON c.parent_id = p.id"
+    .. " JOIN runs r ON c.run_id = r.id WHERE p.fingerprint = :fp AND r.gpu = :gpu AND c.role != 'repair'"
+    .. " ORDER BY c.id DESC LIMIT :limit", { fp = parent_fp, gpu = self.info.gpu, limit = limit or 10 }) or {}
   local out = {}
   for _, a in ipairs(rows) do
-    if a.role ~= "input" then
-      local line = string.format("- round %s w%s, skill %s: %s%s", tostring(a.round or "?"), tostring(a.worker or "?"),
-        tostring(a.skill or "-"), tostring(a.stage or "?"),
-        a.time_ms and string.format(", %.4f ms", a.time_ms) or (a.error_signature and (" (" .. a.error_signature .. ")") or ""))
-      local r = a.reflexion
-      if type(r) == "table" and type(r.lessons) == "table" and #r.lessons > 0 then
-        line = line .. "; lesson: " .. table.concat(r.lessons, " / ")
-      end
-      out[#out + 1] = line
-    end
+    local line = string.format("- %sround %s w%s, skill %s (plan %s): %s%s",
+      a.run_id ~= self.run_id and ("earlier run " .. tostring(a.run_id) .. ", ") or "", tostring(a.round or "?"),
+      tostring(a.worker or "?"), tostring(a.skill or "-"), tostring(a.plan_signature or "-"), tostring(a.stage or "?"),
+      a.time_ms and string.format(", %.4f ms", a.time_ms) or (a.error_signature and (" (" .. a.error_signature .. ")") or ""))
+    local rep = self:repairs_text(a.id)
+    if rep then line = line .. "; " .. rep end
+    local r = (self.db:query("SELECT lessons FROM reflexions WHERE attempt_id = ? ORDER BY id DESC LIMIT 1", { a.id }) or {})[1]
+    local lessons = r and json.decode(r.lessons or "")
+    if type(lessons) == "table" and #lessons > 0 then line = line .. "; lesson: " .. table.concat(lessons, " / ") end
+    out[#out + 1] = line
   end
   if #out == 0 then return "(nothing tried from this kernel yet)" end
   return table.concat(out, "\n")
 end
 
--- lessons_text(query) -> lessons from earlier runs on this problem/GPU matching the query
-function M:lessons_text(query, limit)
-  local rows = self.db:search_lessons(query or "", { limit = limit or 8, problem_hash = self.info.problem_hash }) or {}
-  if #rows == 0 then rows = self.db:search_lessons(query or "", { limit = limit or 5 }) or {} end
-  local out = {}
-  for _, l in ipairs(rows) do out[#out + 1] = "- " .. tostring(l.text) end
+-- lessons_for{op_class, bottleneck, limit} -> verified lessons from any problem of this op class
+-- (and bottleneck class, when given), this GPU's first, newest first
+function M:lessons_for(f)
+  local like = { op = '%"op_' .. tostring(f.op_class) .. '"%' }
+  local sql = "SELECT id, text, gpu FROM lessons WHERE tags LIKE :op AND tags LIKE '%\"verified\"%'"
+  if f.bottleneck then
+    sql = sql .. " AND tags LIKE :bn"
+    like.bn = '%"bn_' .. tostring(f.bottleneck) .. '"%'
+  end
+  like.gpu, like.limit = self.info.gpu, f.limit or 6
+  return self.db:query(sql .. " ORDER BY (gpu = :gpu) DESC, id DESC LIMIT :limit", like) or {}
+end
+
+-- lessons_text{op_class, bottleneck, query, limit} -> verified lessons of similar problems (same
+-- op class and bottleneck class), then lessons of this problem matching the query words
+function M:lessons_text(f)
+  local limit = f.limit or 8
+  local out, seen = {}, {}
+  local function add(text)
+    if #out < limit and text and not seen[text] then seen[text] = true; out[#out + 1] = "- " .. tostring(text) end
+  end
+  for _, l in ipairs(self:lessons_for({ op_class = f.op_class, bottleneck = f.bottleneck, limit = limit })) do add(l.text) end
+  for _, l in ipairs(self.db:search_lessons(f.query or "", { limit = limit, problem_hash = self.info.problem_hash }) or {}) do
+    add(l.text)
+  end
   if #out == 0 then return "(no lessons recorded yet)" end
   return table.concat(out, "\n")
 end

@@ -32,42 +32,55 @@ M.fields = {
   inst = { "sm__inst_executed.sum" },
 }
 
--- Sections for prompts: {title, {metric, unit, meaning}}
-M.sections = {
-  { "Speed of light", {
-    { "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed", "%", "memory SOL" },
-    { "sm__throughput.avg.pct_of_peak_sustained_elapsed", "%", "compute SOL" } } },
-  { "DRAM", {
-    { "dram__throughput.avg.pct_of_peak_sustained_elapsed", "%", "DRAM bandwidth used" },
-    { "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed", "%", "DRAM bandwidth used (gpu)" },
-    { "dram__bytes_read.sum", "bytes", "read from DRAM" },
-    { "dram__bytes_write.sum", "bytes", "written to DRAM" },
-    { "dram__bytes.sum.per_second", "bytes/s", "DRAM rate" } } },
-  { "Caches", {
-    { "l1tex__throughput.avg.pct_of_peak_sustained_active", "%", "L1 throughput" },
-    { "l1tex__t_sector_hit_rate.pct", "%", "L1 hit rate" },
-    { "lts__throughput.avg.pct_of_peak_sustained_active", "%", "L2 throughput" },
-    { "lts__t_sector_hit_rate.pct", "%", "L2 hit rate" },
-    { "smsp__sass_average_data_bytes_per_sector_mem_global_op_ld.pct", "%", "bytes used per loaded sector (coalescing)" } } },
-  { "Compute", {
-    { "sm__inst_executed.sum", "inst", "instructions executed" },
-    { "sm__cycles_active.avg", "cycles", "SM active cycles" },
-    { "sm__inst_executed_pipe_tensor.avg.pct_of_peak_sustained_active", "%", "tensor pipe instructions" },
-    { "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed", "%", "tensor pipe active" } } },
-  { "Occupancy and launch", {
-    { "sm__warps_active.avg.pct_of_peak_sustained_active", "%", "achieved occupancy" },
-    { "launch__registers_per_thread", "regs", "registers per thread" },
-    { "launch__shared_mem_per_block_allocated", "bytes", "shared memory per block" },
-    { "launch__occupancy_limit_blocks", "blocks/SM", "limit by block count" },
-    { "launch__occupancy_limit_registers", "blocks/SM", "limit by registers" },
-    { "launch__occupancy_limit_shared_mem", "blocks/SM", "limit by shared memory" } } },
-  { "Warp stalls (share of active warps' cycles)", {
-    { "smsp__warp_issue_stalled_long_scoreboard_per_warp_active.pct", "%", "waiting on global/local memory" },
-    { "smsp__warp_issue_stalled_short_scoreboard_per_warp_active.pct", "%", "waiting on shared memory/MUFU" },
-    { "smsp__warp_issue_stalled_barrier_per_warp_active.pct", "%", "waiting at barriers" },
-    { "smsp__warp_issue_stalled_branch_resolving_per_warp_active.pct", "%", "branch resolution" },
-    { "smsp__sass_average_branch_targets_threads_uniform.pct", "%", "warp-uniform branches" } } },
-}
+-- Sections for prompts: a "## title" line, then one "metric | unit | meaning" line per metric.
+local SECTIONS = [[
+## Speed of light
+gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed | % | memory SOL
+sm__throughput.avg.pct_of_peak_sustained_elapsed | % | compute SOL
+## DRAM
+dram__throughput.avg.pct_of_peak_sustained_elapsed | % | DRAM bandwidth used
+gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed | % | DRAM bandwidth used (gpu)
+dram__bytes_read.sum | bytes | read from DRAM
+dram__bytes_write.sum | bytes | written to DRAM
+dram__bytes.sum.per_second | bytes/s | DRAM rate
+## Caches
+l1tex__throughput.avg.pct_of_peak_sustained_active | % | L1 throughput
+l1tex__t_sector_hit_rate.pct | % | L1 hit rate
+lts__throughput.avg.pct_of_peak_sustained_active | % | L2 throughput
+lts__t_sector_hit_rate.pct | % | L2 hit rate
+smsp__sass_average_data_bytes_per_sector_mem_global_op_ld.pct | % | bytes used per loaded sector (coalescing)
+## Compute
+sm__inst_executed.sum | inst | instructions executed
+sm__cycles_active.avg | cycles | SM active cycles
+sm__inst_executed_pipe_tensor.avg.pct_of_peak_sustained_active | % | tensor pipe instructions
+sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed | % | tensor pipe active
+## Occupancy and launch
+sm__warps_active.avg.pct_of_peak_sustained_active | % | achieved occupancy
+launch__registers_per_thread | regs | registers per thread
+launch__shared_mem_per_block_allocated | bytes | shared memory per block
+launch__occupancy_limit_blocks | blocks/SM | limit by block count
+launch__occupancy_limit_registers | blocks/SM | limit by registers
+launch__occupancy_limit_shared_mem | blocks/SM | limit by shared memory
+## Warp stalls (share of active warps' cycles)
+smsp__warp_issue_stalled_long_scoreboard_per_warp_active.pct | % | waiting on global/local memory
+smsp__warp_issue_stalled_short_scoreboard_per_warp_active.pct | % | waiting on shared memory/MUFU
+smsp__warp_issue_stalled_barrier_per_warp_active.pct | % | waiting at barriers
+smsp__warp_issue_stalled_branch_resolving_per_warp_active.pct | % | branch resolution
+smsp__sass_average_branch_targets_threads_uniform.pct | % | warp-uniform branches
+]]
+
+-- M.sections = {{title, {{metric, unit, meaning}, ...}}, ...}
+M.sections = {}
+for line in SECTIONS:gmatch("[^\n]+") do
+  local title = line:match("^## (.+)$")
+  if title then
+    M.sections[#M.sections + 1] = { title, {} }
+  else
+    local metric, unit, meaning = line:match("^(%S+) | (%S+) | (.+)$")
+    local rows = M.sections[#M.sections][2]
+    rows[#rows + 1] = { metric, unit, meaning }
+  end
+end
 
 local function is_metric_map(t)
   for k, v in pairs(t) do
@@ -89,38 +102,28 @@ function M.per_kernel(metrics)
   return out
 end
 
--- weighted(metrics, kernels) -> one flat map: each metric averaged over kernels weighted by their
--- GPU time (byte and instruction counts summed), so a tiny helper kernel cannot mask the main one.
-function M.weighted(metrics, kernels)
-  local pk = M.per_kernel(metrics)
-  local weight = {}
-  for _, k in ipairs(kernels or {}) do
-    if k.name then weight[k.name] = (weight[k.name] or 0) + (k.time_ms or 0) end
+-- flat(result) -> {metric = value} over the whole forward, or nil. The evaluator aggregates the
+-- kernels once (time-weighted rates, summed counters: kagent_eval/ncu_metrics.py) and returns it
+-- as result.profile.aggregate; this file only reads it. A trace with a single kernel (such as the
+-- published *_ncu_metrics.json files) is its own aggregate; several kernels without the
+-- evaluator's aggregate give none, rather than a second rule for combining them.
+function M.flat(result)
+  local prof = type(result) == "table" and result.profile
+  if type(prof) == "table" and type(prof.aggregate) == "table" and next(prof.aggregate) then
+    return prof.aggregate
   end
-  local sums, wsum, out = {}, {}, {}
-  for name, m in pairs(pk) do
-    local w = weight[name] or 1
-    if w <= 0 then w = 1e-9 end
-    for metric, v in pairs(m) do
-      if type(v) == "number" then
-        if metric:match("%.sum$") or metric:match("%.sum%.") then
-          out[metric] = (out[metric] or 0) + v
-        else
-          sums[metric] = (sums[metric] or 0) + v * w
-          wsum[metric] = (wsum[metric] or 0) + w
-        end
-      end
-    end
-  end
-  for metric, s in pairs(sums) do out[metric] = s / wsum[metric] end
-  return out, pk
+  local pk = M.per_kernel(result and result.metrics)
+  local only, n = nil, 0
+  for _, m in pairs(pk) do only, n = m, n + 1 end
+  if n == 1 then return only end
+  return nil
 end
 
 -- summarize(result) -> profile: the short fields above plus time_ms, sol_pct, kernel_count,
 -- fallback, has_metrics. Fields the profiler did not report stay nil (CPU mode reports none).
 function M.summarize(result)
   result = result or {}
-  local flat, pk = M.weighted(result.metrics, result.kernels)
+  local flat = M.flat(result) or {}
   local p = { has_metrics = next(flat) ~= nil }
   for short, names in pairs(M.fields) do
     for _, n in ipairs(names) do
@@ -136,7 +139,7 @@ function M.summarize(result)
     p.traffic_ratio = ((p.dram_read or 0) + (p.dram_write or 0)) / cb
   end
   local nk = 0
-  for _ in pairs(pk) do nk = nk + 1 end
+  for _ in pairs(M.per_kernel(result.metrics)) do nk = nk + 1 end
   if result.kernels and #result.kernels > 0 then nk = #result.kernels end
   p.kernel_count = nk > 0 and nk or nil
   p.fallback = result.fallback or (result.audit and result.audit.fallback) or nil

@@ -17,11 +17,12 @@ function M.spread(t)
   return 0
 end
 
--- better(a, b) -> true when a's median beats b's by more than the noise of both.
-function M.better(a, b)
+-- better(a, b[, min_rel]) -> true when a's median beats b's by more than the noise of both and
+-- by more than min_rel (default 1%) of the slower time.
+function M.better(a, b, min_rel)
   if not (a and a.median) then return false end
   if not (b and b.median) then return true end
-  local noise = math.max(M.spread(a), M.spread(b), M.min_rel_noise * math.max(a.median, b.median))
+  local noise = math.max(M.spread(a), M.spread(b), (min_rel or M.min_rel_noise) * math.max(a.median, b.median))
   return b.median - a.median > noise
 end
 
@@ -89,26 +90,6 @@ function M.next_beam(beam, children, n)
   local out = {}
   for i = 1, math.min(n, #kept) do out[i] = kept[i] end
   return out
-end
-
--- should_stop(state, opts) -> reason string or nil. state: {best (kernel), rounds_without_gain,
--- cost_usd, tokens}; opts: {sol_stop=95, plateau=3, budget_usd, budget_tokens}.
-function M.should_stop(state, opts)
-  local best = state.best
-  local sol = best and best.sol_pct
-  if sol and sol >= (opts.sol_stop or 95) then
-    return string.format("speed-of-light %.1f%% >= %g%%", sol, opts.sol_stop or 95)
-  end
-  if opts.plateau and opts.plateau > 0 and (state.rounds_without_gain or 0) >= opts.plateau then
-    return string.format("plateau: no gain beyond noise in %d rounds", state.rounds_without_gain)
-  end
-  if opts.budget_usd and opts.budget_usd > 0 and (state.cost_usd or 0) >= opts.budget_usd then
-    return string.format("budget: $%.4f spent of $%.4f", state.cost_usd, opts.budget_usd)
-  end
-  if opts.budget_tokens and opts.budget_tokens > 0 and (state.tokens or 0) >= opts.budget_tokens then
-    return string.format("budget: %d tokens of %d", state.tokens, opts.budget_tokens)
-  end
-  return nil
 end
 
 return M

@@ -39,29 +39,69 @@ function M.load(dir)
   return out
 end
 
--- retrieve(skills, profile, features, {limit, stats}) -> array of {skill, score} best first.
--- stats[name] = {attempts, successes} nudges the order (Laplace-smoothed success rate).
+-- The learned ranking, one formula for every policy. A skill's record in long-term memory
+-- (attempts n, successes k, median gain g over the parent, for this bottleneck class, op class and
+-- GPU) gives its expected success (k + 1) / (n + 2); an exploration bonus 0.2 / sqrt(n + 1) keeps
+-- untried skills in play without outranking one that has worked; the rule score (0..1) only breaks
+-- ties between skills with the same record. So 0 successes in 10 tries sinks a skill, and one
+-- success lifts it above untried skills with the same rule score.
+M.EXPLORE = 0.2
+M.PRIOR_WEIGHT = 0.2
+
+-- score(prior, record) -> number, and a short text saying why
+function M.score(prior, rec)
+  local n, k = rec and rec.attempts or 0, rec and rec.successes or 0
+  local mean = (k + 1) / (n + 2)
+  local explore = M.EXPLORE / math.sqrt(n + 1)
+  local gain = 0
+  if k > 0 and rec.median_gain and rec.median_gain > 1 then gain = math.min(0.1, 0.1 * math.log(rec.median_gain) / math.log(2)) end
+  local s = mean + explore + gain + M.PRIOR_WEIGHT * (prior or 0)
+  local why = n == 0 and string.format("untried (explore +%.2f), rule %.2f", explore, prior or 0)
+    or string.format("%d/%d succeeded%s, rule %.2f", k, n,
+      rec.median_gain and string.format(", median gain %.2fx", rec.median_gain) or "", prior or 0)
+  return s, why
+end
+
+-- rank(items, stats) -> items sorted best first, each given .score and .why. items: {{skill,
+-- prior}}; stats[name] = {attempts, successes, median_gain}.
+function M.rank(items, stats)
+  for _, it in ipairs(items) do
+    it.record = stats and stats[it.skill.name] or nil
+    it.score, it.why = M.score(it.prior, it.record)
+  end
+  table.sort(items, function(a, b)
+    if a.score ~= b.score then return a.score > b.score end
+    return a.skill.name < b.skill.name
+  end)
+  return items
+end
+
+-- retrieve(skills, profile, features, {limit, stats}) -> array of {skill, prior, score, why}
+-- best first: the skills whose rules fire, ranked by their learned record (rank above).
 function M.retrieve(skills, profile, features, opts)
   opts = opts or {}
   local hits = {}
   for _, s in ipairs(skills) do
     local ok, score = pcall(s.applies, profile or {}, features or {})
     if ok and type(score) == "number" and score > 0 then
-      local st = opts.stats and opts.stats[s.name]
-      if st and (st.attempts or 0) > 0 then
-        score = score * (0.5 + ((st.successes or 0) + 1) / ((st.attempts or 0) + 2))
-      end
-      hits[#hits + 1] = { skill = s, score = score }
+      hits[#hits + 1] = { skill = s, prior = score }
     end
   end
-  table.sort(hits, function(a, b)
-    if a.score ~= b.score then return a.score > b.score end
-    return a.skill.name < b.skill.name
-  end)
+  M.rank(hits, opts.stats)
   if opts.limit and #hits > opts.limit then
     for i = #hits, opts.limit + 1, -1 do hits[i] = nil end
   end
   return hits
+end
+
+-- catalogue(skills) -> every skill as Markdown (the system prompt's list)
+function M.catalogue(skills)
+  local lines = {}
+  for i, s in ipairs(skills) do
+    lines[i] = string.format("- **%s** (%s): %s Expect: %s. Avoid: %s.", s.name, s.category, s.intent,
+      table.concat(s.expected or {}, "; "), table.concat(s.avoid or {}, "; "))
+  end
+  return table.concat(lines, "\n")
 end
 
 -- describe(hits) -> Markdown list for prompts.
@@ -70,8 +110,7 @@ function M.describe(hits)
   local out = {}
   for _, h in ipairs(hits) do
     local s = h.skill
-    out[#out + 1] = string.format("- **%s** (%s, score %.2f): %s Expect: %s. Avoid: %s.", s.name, s.category,
-      h.score, s.intent, table.concat(s.expected or {}, "; "), table.concat(s.avoid or {}, "; "))
+    out[#out + 1] = string.format("- **%s** (%s, rank score %.2f: %s)", s.name, s.category, h.score, h.why or "")
   end
   return table.concat(out, "\n")
 end

@@ -68,4 +68,46 @@ function M.neighbours(t, hint)
   return c
 end
 
+-- hints(hits) -> {knob name = "up"|"down"} from retrieved skills' `tunables`: the best-ranked
+-- skill that names a knob decides
+function M.hints(hits)
+  local h = {}
+  for _, hit in ipairs(hits) do
+    for name, dir in pairs(hit.skill.tunables or {}) do
+      if h[name] == nil and (dir == "up" or dir == "down") then h[name] = dir end
+    end
+  end
+  return h
+end
+
+-- signature(change) -> the plan signature of a knob change, as memory records it
+function M.signature(ch)
+  return string.format("%s@%d=%d", ch.name, ch.line, ch.to)
+end
+
+-- candidates(code, hints, limit, tried) -> {{code, change = {name, line, from, to, hint}}}: the
+-- neighbours of every knob, those a skill hint points at first, then in file order, skipping
+-- changes tried(signature) says were tried before and sources already in the list.
+function M.candidates(code, hints, limit, tried)
+  local ts = M.find(code)
+  table.sort(ts, function(a, b)
+    local ha, hb = hints[a.name] and 1 or 0, hints[b.name] and 1 or 0
+    if ha ~= hb then return ha > hb end
+    return a.s < b.s
+  end)
+  local out, seen = {}, {}
+  for _, t in ipairs(ts) do
+    for _, v in ipairs(M.neighbours(t, hints[t.name])) do
+      local ch = { name = t.name, line = t.line, from = t.value, to = v, hint = hints[t.name] }
+      local c = M.apply(code, t, v)
+      if not seen[c] and not (tried and tried(M.signature(ch))) then
+        seen[c] = true
+        out[#out + 1] = { code = c, change = ch }
+        if #out >= limit then return out end
+      end
+    end
+  end
+  return out
+end
+
 return M

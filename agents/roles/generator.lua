@@ -23,18 +23,20 @@ local KERNEL_RULE = {
     .. "formulation of the same computation than the reference.",
 }
 
--- propose(ctx, w) -> {code, prompt, reply, error}; w = {k, n, lessons}
-function M.propose(ctx, w)
-  local prompt = ctx.render("generate", {
-    language = ctx.can_profile and "Triton" or "PyTorch (CPU mode)",
-    dtype = ctx.dtype, problem_code = ctx.problem_code, gpu = ctx.gpu_text or "unknown",
-    kernel_rule = ctx.can_profile and KERNEL_RULE.gpu or KERNEL_RULE.cpu,
+-- propose(run, w) -> {code, prompt, reply, error}; w = {k, n, lessons}. The problem block goes
+-- first (the same for every generator), the worker's approach last.
+function M.propose(run, w)
+  local prompt = run.render("generate", {
+    language = run.can_profile and "Triton" or "PyTorch (CPU mode)",
+    kernel_rule = run.can_profile and KERNEL_RULE.gpu or KERNEL_RULE.cpu,
     worker = w.k, workers = w.n, approach = M.APPROACHES[(w.k - 1) % #M.APPROACHES + 1],
     lessons = w.lessons or "(none)",
   })
-  local res, err = ctx.chat(prompt, "generate")
+  local shared = run.problem_block()
+  local res, err = run.chat(prompt, "generate", shared)
+  prompt = run.full_prompt(prompt, shared)
   if not res then return { prompt = prompt, reply = "LLM call failed: " .. tostring(err), error = err } end
-  return { code = ctx.extract_code(res.text), prompt = prompt, reply = res.text }
+  return { code = run.extract_code(res.text), prompt = prompt, reply = res.text }
 end
 
 return M

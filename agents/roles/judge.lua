@@ -1,9 +1,8 @@
 -- Judge (diagnosis) role: ONE LLM call returns M ranked, distinct bottlenecks, each with root
 -- causes grounded in metrics and a recommended fix. If the reply is unusable or repeats itself,
 -- the missing directions come from the skills' rules, so direction 2 never repeats direction 1.
-local json = require("kagent.json")
-local metrics = require("agents.lib.metrics")
 local skills_lib = require("agents.lib.skills")
+local features = require("agents.lib.features")
 
 local M = {}
 
@@ -83,36 +82,20 @@ function M.fill(list, m, hits, profile)
   return list
 end
 
--- prompt_vars(ctx, parent, m, hits, history, lessons) -> vars for prompts/diagnose.md
-function M.prompt_vars(ctx, parent, m, hits, history, lessons)
-  local r = parent.result or {}
-  local t = r.time_ms or {}
-  return {
-    num_bottlenecks = m,
-    gpu = ctx.gpu_text or "unknown",
-    dtype = ctx.dtype,
-    problem_code = ctx.problem_code,
-    kernel_label = parent.label or parent.id,
-    kernel_code = parent.code,
-    timing = ctx.timing_text(r),
-    roofline = metrics.roofline_text(r),
-    metrics = metrics.grouped_text(r),
-    skills = skills_lib.describe(hits),
-    history = history,
-    lessons = lessons,
-    schema = M.schema,
-  }
-end
-
--- diagnose(ctx, parent, m, hits, history, lessons) -> bottlenecks, prompt, reply_text
-function M.diagnose(ctx, parent, m, hits, history, lessons)
-  local prompt = ctx.render("diagnose", M.prompt_vars(ctx, parent, m, hits, history, lessons))
+-- diagnose(run, parent, m, hints) -> bottlenecks, prompt, reply_text. hints: {hits (skill rule
+-- hits), history, lessons}. The parent's block goes first (shared with its workers' prompts).
+function M.diagnose(run, parent, m, hints)
+  hints = hints or {}
+  local hits = hints.hits or {}
+  local prompt = run.render("diagnose", { num_bottlenecks = m, skills = skills_lib.describe(hits),
+    history = hints.history or "(none)", lessons = hints.lessons or "(none)", schema = M.schema })
   local list, reply = {}, nil
-  if ctx.llm_enabled then
-    local res, err = ctx.chat(prompt, "diagnose")
+  local shared = run.parent_block(parent)
+  if run.llm then
+    local res, err = run.chat(prompt, "diagnose", shared)
     if res then
       reply = res.text
-      local obj = ctx.extract_json(res.text)
+      local obj = run.extract_json(res.text)
       if type(obj) == "table" then
         list = M.normalize(obj.bottlenecks or (obj[1] and obj) or {})
       end
@@ -122,9 +105,28 @@ function M.diagnose(ctx, parent, m, hits, history, lessons)
   end
   list = M.fill(list, m, hits, parent.profile or {})
   for i = 1, #list do list[i].rank = i end
-  return list, prompt, reply or "(no LLM reply: directions from skill rules)"
+  return list, run.full_prompt(prompt, shared), reply or "(no LLM reply: directions from skill rules)"
 end
 
-M.encode = function(v) return json.encode(v, { pretty = true }) end
+-- directions(run, parent, m) -> m directions for a parent's workers: the skills whose rules fire
+-- (ranked by their learned record), what was tried from this parent and lessons of similar
+-- problems go into one diagnosis call; each direction carries that call's prompt and reply as
+-- its trace (bottleneck_prompt.txt, bottleneck_response.txt), and the history and lessons its
+-- worker's prompt shows.
+function M.directions(run, parent, m)
+  local feats = features.extract(parent.code, run.problem_code, run.dtype)
+  local hits = skills_lib.retrieve(run.skills, parent.profile, feats,
+    { limit = 6, stats = run.mem:skill_stats({ op_class = run.op_class }) })
+  local words = { run.op_class }
+  for _, h in ipairs(hits) do words[#words + 1] = h.skill.name end
+  local hints = { hits = hits, history = run.mem:history_text(parent.fingerprint),
+    lessons = run.mem:lessons_text({ op_class = run.op_class, query = table.concat(words, " ") }) }
+  local list, prompt, reply = M.diagnose(run, parent, m, hints)
+  for _, b in ipairs(list) do
+    b.trace = { ["bottleneck_prompt.txt"] = prompt, ["bottleneck_response.txt"] = reply }
+    b.history, b.lessons = hints.history, hints.lessons
+  end
+  return list
+end
 
 return M

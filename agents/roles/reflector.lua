@@ -44,22 +44,25 @@ function M.offline(a)
     was_diagnosis_correct = json.null, was_fix_effective = ok,
     expected_outcome = "faster than the parent", actual_outcome = M.outcome_text(a),
     reasoning = "Recorded from the measured outcome (no LLM reflexion).",
-    lessons = { (a.skill or "this plan") .. (ok and " helped" or " did not help") .. " on this kernel" },
-    avoid_patterns = ok and {} or { a.skill or "same plan" }, try_patterns = {},
+    lessons = { (a.lesson or (a.skill or "this plan")) .. (ok and " helped" or " did not help")
+      .. " (" .. tostring(a.outcome) .. ")" },
+    avoid_patterns = ok and json.empty_array or { a.skill or "same plan" }, try_patterns = json.empty_array,
   }
 end
 
--- reflect(ctx, parent, a) -> reflexion table, prompt, reply
-function M.reflect(ctx, parent, a)
-  if not ctx.llm_enabled then return M.offline(a), nil, nil end
-  local prompt = ctx.render("reflect", {
+-- reflect(run, parent, a) -> reflexion table, prompt, reply. Without an LLM (or for the tuner,
+-- which has none) the reflexion is the measured outcome.
+function M.reflect(run, parent, a)
+  if not run.llm then return M.offline(a), nil, nil end
+  local prompt = run.render("reflect", {
     bottleneck = a.bottleneck_text or "", outcome = M.outcome_text(a),
-    parent_timing = ctx.timing_text(parent.result or {}), parent_code = parent.code,
-    child_code = a.code or "(no code)", metric_delta = M.metric_delta(parent.profile, a.profile),
+    child_code = a.code ~= "" and a.code or "(no code)", metric_delta = M.metric_delta(parent.profile, a.profile),
     schema = M.schema,
   })
-  local res = ctx.chat(prompt, "reflect")
-  local obj = res and ctx.extract_json(res.text)
+  local shared = run.parent_block(parent)
+  local res = run.chat(prompt, "reflect", shared)
+  prompt = run.full_prompt(prompt, shared)
+  local obj = res and run.extract_json(res.text)
   if type(obj) ~= "table" then
     local r = M.offline(a)
     r.reasoning = r.reasoning .. " (the LLM reply had no usable JSON)"

@@ -1,5 +1,7 @@
--- Verifier role: evaluate a candidate (verify -> audit -> benchmark -> profile, in one job); on
--- failure ask the LLM to fix it with the exact error, up to `max_refine` times.
+-- Verifier role: evaluate a candidate (verify -> audit -> benchmark -> profile, one job); when it
+-- fails, have it repaired and evaluate again, up to --refine times. The repair is a function of
+-- the failure and the repair chain so far: by default one LLM call (prompts/refine.md) that sees
+-- every earlier try's stage and error, not only the last; the skill policy passes its auditor.
 local json = require("kagent.json")
 
 local M = {}
@@ -28,54 +30,75 @@ function M.failure_details(r)
   return #out > 0 and table.concat(out, "\n") or ""
 end
 
--- run(ctx, code, w) -> {ok, result, code, attempts = {{code, result, prompt, reply}}, stopped}
--- w: {dir, bottleneck, round, k, stop, phase}; writes kernel_attempt_<i>.py, verify_<i>.json,
--- refine_<i>_*.txt. Optional hooks: w.stop() -> true ends the loop before its next step (another
--- worker already won); w.phase(name) is told "eval" or "llm" as each step starts.
-function M.run(ctx, code, w)
-  local attempts = {}
-  local max_refine = ctx.opts.refine or 3
-  local phase = w.phase or function() end
+-- chain_text(chain) -> the repairs so far, one line each, for prompts
+function M.chain_text(chain)
+  if not chain or #chain == 0 then return "(this is the first failure)" end
+  local out = {}
+  for _, c in ipairs(chain) do
+    out[#out + 1] = string.format("- try %d failed at %s: %s%s", c.try, tostring(c.stage),
+      tostring(c.error):sub(1, 300), c.diagnosis and ("\n  diagnosis then: " .. tostring(c.diagnosis):sub(1, 300)) or "")
+  end
+  return table.concat(out, "\n")
+end
+
+-- refine(run, f) -> {code, prompt_path, reply_path}: the default repair, one LLM call.
+-- f: {code, result, try, max, chain, target, keep, shared, dir}
+function M.refine(run, f)
+  local r = f.result
+  local prompt = run.render("refine", {
+    attempt = f.try, max_attempts = f.max, target = f.target or "a first implementation of the problem",
+    keep = f.keep or "the kernel's approach", stage = r.stage or "?", error = r.error or "unknown error",
+    details = M.failure_details(r), history = M.chain_text(f.chain), dtype = run.dtype,
+    kernel_code = f.code or "(no code)", entry_point = run.entry_point(f.code or ""),
+  })
+  local shared = f.shared or run.problem_block()
+  local res, err = run.chat(prompt, "refine", shared)
+  local pp, rp = f.dir .. "/refine_" .. f.try .. "_prompt.txt", f.dir .. "/refine_" .. f.try .. "_reply.txt"
+  run.rd:write(pp, run.full_prompt(prompt, shared))
+  run.rd:write(rp, res and res.text or ("LLM call failed: " .. tostring(err)))
+  return { code = res and run.extract_code(res.text), error = not res and err or nil, prompt_path = pp, reply_path = rp }
+end
+
+-- run(run, code, w, opts) -> {ok, result, code, tries, chain, cached, stopped}
+-- w: {dir}; writes kernel_attempt_<i>.py and verify_<i>.json there. opts: max_refine (default
+-- --refine), target/keep (prompt words), shared (prompt block sent first), repair (function as
+-- refine above), stop() -> true ends the loop before its next step (another worker already
+-- won), phase(name) is told "eval" or "llm" as each step starts.
+function M.run(run, code, w, opts)
+  opts = opts or {}
+  local max_refine = opts.max_refine or run.opts.refine
+  local repair = opts.repair or M.refine
+  local phase = opts.phase or function() end
+  local tries, chain, cached = {}, {}, nil
+  local function stopped(r)
+    return { ok = false, stopped = true, result = r, code = code, tries = #tries, chain = chain }
+  end
   for i = 0, max_refine do
-    if w.stop and w.stop() then
-      return { ok = false, stopped = true, result = attempts[#attempts] and attempts[#attempts].result,
-        code = code, attempts = attempts }
-    end
+    if opts.stop and opts.stop() then return stopped(tries[#tries] and tries[#tries].result) end
     local r
     if not code or code == "" then
-      r = { ok = false, stage = "load", error = "ELOAD: the reply contained no Python code block" }
+      r = { ok = false, stage = "reply", error = "ENOCODE: the reply contained no Python code block" }
     else
-      ctx.rd:write(w.dir .. "/kernel_attempt_" .. i .. ".py", code)
+      run.rd:write(w.dir .. "/kernel_attempt_" .. i .. ".py", code)
       phase("eval")
-      r = ctx.pool:evaluate(ctx.job(code))
+      r, cached = run.evaluate(code)
     end
-    ctx.rd:write(w.dir .. "/verify_" .. i .. ".json", r)
-    local a = { code = code, result = r }
-    attempts[#attempts + 1] = a
-    if r.ok then return { ok = true, result = r, code = code, attempts = attempts } end
-    if w.stop and w.stop() and i < max_refine then
-      return { ok = false, stopped = true, result = r, code = code, attempts = attempts }
-    end
-    if i == max_refine or not ctx.llm_enabled then break end
-    local prompt = ctx.render("refine", {
-      attempt = i + 1, max_attempts = max_refine,
-      target = w.bottleneck and string.format('the bottleneck "%s"', w.bottleneck.summary or "")
-        or "a first implementation of the problem",
-      keep = w.bottleneck and "the optimization" or "the kernel's approach",
-      stage = r.stage or "?", error = r.error or "unknown error", details = M.failure_details(r),
-      dtype = ctx.dtype, problem_code = ctx.problem_code, kernel_code = code or "(no code)",
-      entry_point = ctx.entry_point(code or ""),
-    })
+    run.rd:write(w.dir .. "/verify_" .. i .. ".json", r)
+    tries[#tries + 1] = { code = code, result = r }
+    if r.ok then return { ok = true, result = r, code = code, tries = #tries, chain = chain, cached = cached } end
+    if opts.stop and opts.stop() and i < max_refine then return stopped(r) end
+    if i == max_refine or not run.llm then break end
     phase("llm")
-    local res, err = ctx.chat(prompt, "refine")
-    ctx.rd:write(w.dir .. "/refine_" .. (i + 1) .. "_prompt.txt", prompt)
-    ctx.rd:write(w.dir .. "/refine_" .. (i + 1) .. "_reply.txt", res and res.text or ("LLM call failed: " .. tostring(err)))
-    a.refine_prompt, a.refine_reply = prompt, res and res.text
-    if not res then break end
-    code = ctx.extract_code(res.text)
+    local fix = repair(run, { code = code, result = r, try = i + 1, max = max_refine, chain = chain,
+      target = opts.target, keep = opts.keep, shared = opts.shared, dir = w.dir })
+    chain[#chain + 1] = { try = i + 1, stage = r.stage, error = r.error, diagnosis = fix.diagnosis,
+      prompt_path = fix.prompt_path, reply_path = fix.reply_path,
+      source_path = code and code ~= "" and (w.dir .. "/kernel_attempt_" .. i .. ".py") or nil }
+    if fix.error then break end
+    code = fix.code
   end
-  local last = attempts[#attempts]
-  return { ok = false, result = last.result, code = last.code, attempts = attempts }
+  local last = tries[#tries]
+  return { ok = false, result = last.result, code = last.code, tries = #tries, chain = chain }
 end
 
 return M

@@ -6,29 +6,38 @@ local fake = require("fake_session")
 local out = kagent.args[1] or "/tmp/kagent-agent-gpu-check"
 local root = kagent.root
 local failures = 0
--- KAGENT_AGENT_CHECK_STEPS picks steps (default "beam,tune,generate")
-local steps = os.getenv("KAGENT_AGENT_CHECK_STEPS") or "beam,tune,generate"
+-- KAGENT_AGENT_CHECK_STEPS picks steps (default "beam,tune,generate,skill")
+local steps = os.getenv("KAGENT_AGENT_CHECK_STEPS") or "beam,tune,generate,skill"
 local function want(step) return ("," .. steps .. ","):find("," .. step .. ",", 1, true) ~= nil end
 local function check(cond, what)
   print((cond and "PASS " or "FAIL ") .. what)
   if not cond then failures = failures + 1 end
 end
 
--- 1. beam search with the fake LLM replaying the one-pass kernel
-if want("beam") then
+-- agent(script, entry, step, argv) -> run folder, summary: agents/<entry> on #36 bf16 with the
+-- FAKE LLM server answering from `script`, its own output folder and memory under `out`
+local function agent(script, entry, step, argv)
+  local server, port = fake.start(script, out)
+  local a = { "--problem", "examples/problems/36_rmsnorm.py", "--dtype", "bf16", "--out", out .. "/" .. step }
+  for _, x in ipairs(argv) do a[#a + 1] = x end
+  local r = fake.run_agent(entry, a, fake.env(port, { KAGENT_DB = out .. "/" .. step .. ".db" }), 1500)
+  server:kill()
+  io.write(r.stderr:sub(-4000))
+  check(r.code == 0, entry .. " exit code " .. tostring(r.code))
+  local rd = fake.newest_run(out .. "/" .. step)
+  local s = rd and json.decode(fs.read(rd .. "/summary.json") or "null")
+  check(type(s) == "table", step .. ": summary.json written")
+  return rd, type(s) == "table" and s or nil
+end
+
 local onepass = root .. "/tests/fixtures/agent/triton/rmsnorm_onepass.py"
 local twopass = root .. "/tests/fixtures/agent/triton/rmsnorm_twopass.py"
-local server, port = fake.start(fake.script({ n = 2, kernels = { onepass, twopass } }), out)
-local beam_out = out .. "/beam"
-local r = fake.run_beam({ "--problem", "examples/problems/36_rmsnorm.py", "--kernel", twopass, "--dtype", "bf16",
-  "--rounds", "1", "--out", beam_out }, fake.env(port, { KAGENT_DB = out .. "/mem.db" }), 1500)
-server:kill()
-io.write(r.stderr:sub(-4000))
-check(r.code == 0, "beam.lua exit code " .. tostring(r.code))
-local rd = fake.newest_run(beam_out)
-local s = rd and json.decode(fs.read(rd .. "/summary.json") or "null")
-check(type(s) == "table", "summary.json written")
-if type(s) == "table" then
+
+-- 1. beam search with the fake LLM replaying the one-pass kernel
+if want("beam") then
+local rd, s = agent(fake.script({ n = 2, kernels = { onepass, twopass } }), "beam.lua", "beam",
+  { "--kernel", twopass, "--rounds", "1" })
+if s then
   check(s.best.id == "r1w1", "the replayed one-pass kernel is best (best = " .. tostring(s.best.id) .. ")")
   check((fs.read(rd .. "/best_kernel.py") or ""):gsub("%s+$", "") == fs.read(onepass):gsub("%s+$", ""), "best_kernel.py is the one-pass kernel")
   check(s.verified == true, "best kernel verified")
@@ -71,17 +80,10 @@ end
 -- 3. generation with no kernel: the fake LLM answers every generator with the one-pass kernel;
 -- the winner must verify on the GPU and be timed against both baselines
 if want("generate") then
-  local code = assert(fs.read(root .. "/tests/fixtures/agent/triton/rmsnorm_onepass.py"))
-  local gs, gport = fake.start({ latency = 0, replies = {
-    { match = "# GENERATE KERNEL", text = "One program per block of positions.\n```python\n" .. code .. "```\n" } } }, out)
-  local gen_out = out .. "/generate"
-  local g = fake.run_agent("generate.lua", { "--problem", "examples/problems/36_rmsnorm.py", "--dtype", "bf16",
-    "--gen-workers", "2", "--out", gen_out }, fake.env(gport, { KAGENT_DB = out .. "/gen.db" }), 1500)
-  gs:kill()
-  io.write(g.stderr:sub(-3000))
-  check(g.code == 0, "generate.lua exit code " .. tostring(g.code))
-  local gd = fake.newest_run(gen_out)
-  local gsum = gd and json.decode(fs.read(gd .. "/summary.json") or "null")
+  local code = assert(fs.read(onepass))
+  local _, gsum = agent({ latency = 0, replies = {
+    { match = "# GENERATE KERNEL", text = "One program per block of positions.\n```python\n" .. code .. "```\n" } } },
+    "generate.lua", "generate", { "--gen-workers", "2" })
   check(type(gsum) == "table" and gsum.verified == true, "the generated kernel verified on the GPU")
   if type(gsum) == "table" then
     check(type(gsum.baselines.eager_ms) == "number" and type(gsum.baselines.compile_ms) == "number",
@@ -89,6 +91,41 @@ if want("generate") then
     check(type(gsum.sol_pct) == "number", "and placed against its roofline")
     print(string.format("FIGURE generate #36 bf16: worker %d after %d attempt(s): %.4f ms, %.2fx eager, %.2fx compile, SOL %.0f%%, %.1f s wall",
       gsum.worker, gsum.attempts, gsum.best_ms, gsum.speedup_vs_eager, gsum.speedup_vs_compile, gsum.sol_pct, gsum.wall_s))
+  end
+end
+
+-- 4. the skill policy: retrieval on real counters, plans with evidence (the fake planner offers
+-- one plan per common skill; those the retrieval allows are taken, the rest rejected), every
+-- rewrite the one-pass kernel
+if want("skill") then
+  local code = assert(fs.read(onepass))
+  local plans = {}
+  for _, sk in ipairs({ "fusion", "vectorization", "memory_parallelism", "ilp", "coalescing", "alignment_tails",
+      "smem_tiling", "live_ranges", "reduce_instructions", "launch_tuning" }) do
+    plans[#plans + 1] = { skill = sk, evidence = { { metric = "dram__throughput.avg.pct_of_peak_sustained_elapsed", value = 80,
+      why = "DRAM bound" }, { metric = "time_ms", value = 4, why = "measured" } },
+      plan = "PLAN_ONE: read x once, keeping all channels of a block of positions in registers",
+      change = "one pass over x with " .. sk, params = { passes = 1, skill = sk } }
+  end
+  local rd, s = agent({ latency = 0, replies = {
+    { match = "# PLAN", text = fake.fenced({ plans = plans }) },
+    { match = "# REFLEXION", text = fake.fenced({ was_fix_effective = true, lessons = { "one pass reads x once" } }) },
+    { match = "# OPTIMIZE KERNEL", text = "One pass over x.\n```python\n" .. code .. "```\n" } } }, "skill.lua", "skill",
+    { "--kernel", twopass, "--rounds", "1", "--directions", "2" })
+  if s then
+    local info = json.decode(fs.read(rd .. "/rounds/round_1/directions_input.json") or "null")
+    local d = info and info.info and info.info.retrieval
+    check(type(d) == "table" and d.bucket ~= "unprofiled", "retrieval on hardware counters (bucket " .. tostring(d and d.bucket) .. ")")
+    check(type(d) == "table" and #d.evidence >= 1, "the bucket's evidence is traced")
+    local strat = json.decode(fs.read(rd .. "/rounds/round_1/w1/strategy.json") or "null")
+    check(type(strat) == "table" and strat[1].evidence ~= nil, "the plan's metric evidence is traced")
+    check(s.best.id == "r1w1" or s.best.id == "r1w2", "the one-pass kernel is best (best = " .. tostring(s.best.id) .. ")")
+    check(s.verified == true, "best kernel confirmed")
+    check(type(s.baselines.eager_ms) == "number" and type(s.baselines.compile_ms) == "number", "timed against eager and torch.compile")
+    print(string.format("FIGURE skill #36 bf16: bucket %s tier %s (%s); input %.4f ms -> best %.4f ms (%.2fx); %.2fx vs compile; SOL %s%%",
+      tostring(d and d.bucket), tostring(d and d.tier), d and d.why or "", s.input_ms, s.best_ms, s.speedup_vs_input,
+      type(s.speedup_vs_compile) == "number" and s.speedup_vs_compile or 0,
+      type(s.sol_pct) == "number" and string.format("%.0f", s.sol_pct) or "-"))
   end
 end
 print(failures == 0 and "agent GPU check: all passed" or ("agent GPU check: " .. failures .. " failure(s)"))

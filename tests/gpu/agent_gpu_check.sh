@@ -6,7 +6,9 @@
 #  2. agents/tune.lua (no LLM) on examples/kernels/36_rmsnorm.py: prints the figure.
 #  3. agents/generate.lua on #36 (bf16) with the fake server answering with the one-pass kernel:
 #     the winner verifies on the GPU and is timed against both baselines.
-# KAGENT_AGENT_CHECK_STEPS=beam,tune,generate picks steps.
+#  4. agents/skill.lua on #36 (bf16) from the two-pass kernel with the fake server planning and
+#     replaying the one-pass kernel: retrieval on real counters, plans with evidence, best verified.
+# KAGENT_AGENT_CHECK_STEPS=beam,tune,generate,skill picks steps.
 # Usage: tests/gpu/agent_gpu_check.sh [out_dir]   (KAGENT_BIN overrides build/kagent-rt)
 set -u
 cd "$(dirname "$0")/../.."

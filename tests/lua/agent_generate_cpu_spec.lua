@@ -5,21 +5,17 @@
 package.path = kagent.root .. "/tests/fixtures/agent/?.lua;" .. package.path
 local fs, json, proc = kagent.fs, kagent.json, kagent.proc
 local fake = require("fake_session")
-local root = kagent.root
-local fx = root .. "/tests/fixtures/agent/cpu/"
-local problem = root .. "/examples/problems/rmsnorm_small.py"
+local cpu = fake.cpu()
+local root, fx, problem = kagent.root, cpu.fx, cpu.problem
 
-local function code_block(name)
-  return "One program per row.\n```python\n" .. assert(fs.read(fx .. name)) .. "```\n"
-end
 
 -- First matching rule wins: the refine rule for worker 2's kernel comes before the general one.
 local function script(w2_delay)
   return { latency = 0, replies = {
-    { match = "GENERATE_FIXTURE_W2", text = code_block("broken_w2.py") },
-    { match = "# REFINE KERNEL", text = code_block("fast.py") },
-    { match = "You are worker 1 of", text = code_block("broken.py") },
-    { match = "You are worker 2 of", text = code_block("broken_w2.py"), delay = w2_delay },
+    { match = "GENERATE_FIXTURE_W2", text = cpu.code_block("broken_w2.py") },
+    { match = "# REFINE KERNEL", text = cpu.code_block("fast.py") },
+    { match = "You are worker 1 of", text = cpu.code_block("broken.py") },
+    { match = "You are worker 2 of", text = cpu.code_block("broken_w2.py"), delay = w2_delay },
   } }
 end
 
@@ -53,7 +49,7 @@ local trim = function(t) return (t:gsub("%s+$", "")) end
 
 describe("agents/generate.lua on CPU with the fake LLM server", function()
   it("verifies a first kernel, refining a wrong one, archives it, and beam.lua starts from it", function()
-    fake.need_torch()
+    if not cpu.have_torch() then skip("no torch for " .. spec.python .. " (set KAGENT_PYTHON)") end
     local dir = tmpdir("gen-e2e")
     local server, port = fake.start(script(0), dir)
     local r = run_script("generate.lua", { "--problem", problem, "--gen-workers", "2", "--refine", "2",
@@ -92,7 +88,7 @@ describe("agents/generate.lua on CPU with the fake LLM server", function()
   end, { timeout = 900 })
 
   it("is what beam.lua runs first when it has no --kernel and nothing archived", function()
-    fake.need_torch()
+    if not cpu.have_torch() then skip("no torch for " .. spec.python .. " (set KAGENT_PYTHON)") end
     local dir = tmpdir("gen-beam")
     local server, port = fake.start(script(0), dir)
     local r = run_script("beam.lua", { "--problem", problem, "--rounds", "0", "--gen-workers", "2",
@@ -108,7 +104,7 @@ describe("agents/generate.lua on CPU with the fake LLM server", function()
   end, { timeout = 900 })
 
   it("cancels a worker still waiting on the LLM once another has won", function()
-    fake.need_torch()
+    if not cpu.have_torch() then skip("no torch for " .. spec.python .. " (set KAGENT_PYTHON)") end
     local dir = tmpdir("gen-cancel")
     local server, port = fake.start(script(120), dir)
     local t0 = kagent.time.now()
@@ -124,11 +120,11 @@ describe("agents/generate.lua on CPU with the fake LLM server", function()
   end, { timeout = 900 })
 
   it("fails with each worker's reason when no kernel verifies, and needs an LLM", function()
-    fake.need_torch()
+    if not cpu.have_torch() then skip("no torch for " .. spec.python .. " (set KAGENT_PYTHON)") end
     local dir = tmpdir("gen-fail")
     local server, port = fake.start({ replies = {
-      { match = "# GENERATE KERNEL", text = code_block("broken_w2.py") },
-      { match = "GENERATE_FIXTURE_W2", text = code_block("broken_w2.py") } } }, dir)
+      { match = "# GENERATE KERNEL", text = cpu.code_block("broken_w2.py") },
+      { match = "GENERATE_FIXTURE_W2", text = cpu.code_block("broken_w2.py") } } }, dir)
     local f = run_script("generate.lua", { "--problem", problem, "--gen-workers", "2", "--refine", "1",
       "--devices", "cpu", "--out", dir .. "/runs" }, env_for(dir, port))
     server:kill()

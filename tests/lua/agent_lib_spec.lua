@@ -1,4 +1,6 @@
 -- Pure helpers of the agents: args, prompt rendering, tunables, fingerprints, metrics, skills, judge.
+-- The published traces are read from KAGENT_KA_ARTIFACTS (default ../shared/data/ka-artifacts
+-- beside the checkout); those cases are skipped, saying so, where the folder is absent.
 package.path = kagent.root .. "/?.lua;" .. package.path
 local args = require("agents.lib.args")
 local options = require("agents.lib.options")
@@ -9,7 +11,7 @@ local metrics = require("agents.lib.metrics")
 local skills = require("agents.lib.skills")
 local features = require("agents.lib.features")
 local judge = require("agents.roles.judge")
-local tuner = require("agents.lib.tuner")
+local ARTIFACTS = os.getenv("KAGENT_KA_ARTIFACTS") or (kagent.root .. "/../shared/data/ka-artifacts")
 
 describe("args", function()
   it("parses values, flags and defaults, and rejects unknown options", function()
@@ -28,12 +30,12 @@ describe("kagent.prompt", function()
     expect.eq(prompt.render_string("a {{x}} {{g.name}} {{opt?}}!", { x = 3, g = { name = "H100" } }), "a 3 H100 !")
     expect.errors(function() prompt.render_string("{{nope}}", {}) end, "missing variable 'nope'")
     local text = prompt.render("refine", { attempt = 1, max_attempts = 3, target = "the bottleneck \"b\"", keep = "it", stage = "run",
-      error = "ERUN: boom", details = "", dtype = "fp32", problem_code = "P", kernel_code = "K", entry_point = "ModelNew" })
+      error = "ERUN: boom", details = "", history = "(first)", dtype = "fp32", kernel_code = "K", entry_point = "ModelNew" })
     expect.match(text, "ERUN: boom")
     local _, err, code = prompt.render("no_such_template", {})
     expect.eq(code, "ENOTFOUND")
     local vars = prompt.variables("diagnose")
-    expect.truthy(#vars >= 10, "diagnose has its variables")
+    expect.truthy(#vars >= 5, "diagnose has its variables")
   end)
 end)
 
@@ -50,13 +52,16 @@ describe("tunables", function()
     expect.same(tunables.neighbours(ts[4]), { 8, 2 })
     expect.same(tunables.neighbours(ts[1], "down"), { 512, 2048 })
   end)
-  it("tuner candidates follow skill hints and skip seen code", function()
-    local seen = {}
-    local c = tuner.candidates("CHUNK = 2\nBLOCK_SIZE = 8\n", { BLOCK_SIZE = "up" }, 3, seen)
+  it("tuner candidates follow skill hints and skip changes memory says were tried", function()
+    local c = tunables.candidates("CHUNK = 2\nBLOCK_SIZE = 8\n", { BLOCK_SIZE = "up" }, 3)
     expect.eq(#c, 3)
     expect.eq(c[1].change.name, "BLOCK_SIZE"); expect.eq(c[1].change.to, 16)
-    local again = tuner.candidates("CHUNK = 2\nBLOCK_SIZE = 8\n", { BLOCK_SIZE = "up" }, 3, seen)
+    local tried = {}
+    for _, x in ipairs(c) do tried[tunables.signature(x.change)] = true end
+    local again = tunables.candidates("CHUNK = 2\nBLOCK_SIZE = 8\n", { BLOCK_SIZE = "up" }, 3,
+      function(sig) return tried[sig] end)
     expect.eq(#again, 1, "only the untried one remains")
+    expect.eq(tunables.signature(again[1].change), "CHUNK@1=1")
   end)
 end)
 
@@ -69,10 +74,10 @@ describe("fingerprint", function()
 end)
 
 describe("metrics and skills on a published trace", function()
-  local path = kagent.root .. "/../shared/data/ka-artifacts/36_RMSNorm/round_1/input_ncu_metrics.json"
+  local path = ARTIFACTS .. "/36_RMSNorm/round_1/input_ncu_metrics.json"
   it("summarises Nsight metrics and retrieves memory skills", function()
     local s = kagent.fs.read(path)
-    if not s then skip("no published traces at " .. path) end
+    if not s then skip("no published traces at " .. path .. " (set KAGENT_KA_ARTIFACTS)") end
     local r = { metrics = kagent.json.decode(s), time_ms = { median = 4.0 }, kernels = { { name = "_rmsnorm_nchw_kernel", time_ms = 4.0 } } }
     local p = metrics.summarize(r)
     expect.near(p.dram_pct, 82.76, 0.01); expect.near(p.stall_long, 96.13, 0.01); expect.eq(p.kernel_count, 1)
@@ -97,12 +102,40 @@ describe("metrics and skills on a published trace", function()
     expect.eq(top[1].skill.name, "fusion", "extra DRAM traffic -> fuse the statistics and apply passes")
     expect.falsy(names.tensor_cores, "no tensor cores for a reduction")
   end)
+  it("reads the evaluator's aggregate and never combines kernels itself", function()
+    local per = { k1 = { ["dram__throughput.avg.pct_of_peak_sustained_elapsed"] = 10 },
+                  k2 = { ["dram__throughput.avg.pct_of_peak_sustained_elapsed"] = 90 } }
+    local p = metrics.summarize({ metrics = per, profile = { aggregate = { ["dram__throughput.avg.pct_of_peak_sustained_elapsed"] = 77 } } })
+    expect.eq(p.dram_pct, 77, "the evaluator's time-weighted figure")
+    expect.eq(p.kernel_count, 2)
+    local q = metrics.summarize({ metrics = per })
+    expect.eq(q.has_metrics, false, "two kernels and no aggregate: no figure rather than a second rule")
+    expect.eq(q.dram_pct, nil)
+  end)
   it("CPU mode (no counters) still yields some skills and says there are no counters", function()
     local p = metrics.summarize({ time_ms = { median = 0.1 } })
     expect.eq(p.has_metrics, false)
     expect.match(metrics.grouped_text({}), "no hardware counters")
     local hits = skills.retrieve(skills.load(kagent.root .. "/skills"), p, features.extract("CHUNK = 1\n", "x.mean()", "fp32"))
     expect.truthy(#hits >= 1)
+  end)
+end)
+
+describe("prompt blocks", function()
+  it("the shared prefix of a parent's prompts passes the providers' minimum cacheable length", function()
+    local run_lib = require("agents.lib.run")
+    local r = { opts = {}, skills = skills.load(kagent.root .. "/skills"), can_profile = true, device_name = "H100",
+      gpu_text = "H100", dtype = "bf16", problem_code = assert(kagent.fs.read(kagent.root .. "/examples/problems/36_rmsnorm.py")) }
+    run_lib.add_helpers(r)
+    -- about 4 characters per token for this text: a lower bound on its tokens in practice
+    local function tokens(text) return #text / 4 end
+    expect.truthy(tokens(r.system_prompt()) >= 1024, "the system prompt alone (with the skill catalogue): " .. tokens(r.system_prompt()))
+    local k = { id = "input", code = assert(kagent.fs.read(kagent.root .. "/examples/kernels/36_rmsnorm.py")),
+      result = { time_ms = { median = 4.0, p10 = 3.9, p90 = 4.1, n = 100 } } }
+    local block = r.parent_block(k)
+    expect.eq(r.parent_block(k), block, "byte-identical for every call about this kernel")
+    expect.match(block, "## Problem"); expect.match(block, "## Current kernel")
+    expect.truthy(tokens(r.system_prompt() .. block) >= 2048, "system + parent block: " .. tokens(r.system_prompt() .. block))
   end)
 end)
 

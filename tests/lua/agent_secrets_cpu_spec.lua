@@ -7,8 +7,8 @@
 package.path = kagent.root .. "/tests/fixtures/agent/?.lua;" .. package.path
 local fs, json, proc = kagent.fs, kagent.json, kagent.proc
 local fake = require("fake_session")
-local root = kagent.root
-local problem = fake.cpu_problem()
+local cpu = fake.cpu()
+local root, problem = kagent.root, cpu.problem
 
 local function script()
   local hostile = "Faster.\n```python\n" .. assert(fs.read(root .. "/tests/fixtures/agent/cpu/hostile.py")) .. "```\n"
@@ -37,7 +37,7 @@ end
 
 describe("agents/beam.lua with a hostile candidate and a key in the runtime's environment", function()
   it("leaves the key nowhere: run directory, database, log, prompts", function()
-    fake.need_torch()
+    if not cpu.have_torch() then skip("no torch for " .. spec.python .. " (set KAGENT_PYTHON)") end
     local dir = spec.tmpdir("agent-secrets")
     local key = string.format("fake-openai-%08x%08x", math.random(0, 0x7fffffff), math.random(0, 0x7fffffff))
     local server, port = fake.start(script(), dir)

@@ -1,8 +1,12 @@
--- Selection under noise, distinct beam and early stop (agents/lib/select.lua, beam.lua, greedy.lua).
+-- Selection under noise, distinct beam, the promotion gate and the stop rules
+-- (agents/lib/select.lua, promotion.lua, search.lua; policies beam and greedy).
 package.path = kagent.root .. "/?.lua;" .. package.path
 local select = require("agents.lib.select")
-local beam = require("agents.lib.beam")
-local greedy = require("agents.lib.greedy")
+local promotion = require("agents.lib.promotion")
+local search = require("agents.lib.search")
+local policy = require("agents.lib.policy")
+local beam = assert(policy.load("beam"))
+local greedy = assert(policy.load("greedy"))
 
 local function k(id, median, spread, fp, seq, ok)
   return { id = id, ok = ok ~= false, seq = seq or 0, fingerprint = fp or id,
@@ -46,22 +50,68 @@ describe("select.next_beam", function()
     local b = select.next_beam({ parent }, { child }, 1)
     expect.eq(b[1].id, "parent")
   end)
-  it("strategies: beam expands N parents x M directions, greedy one parent", function()
-    local opts = { beam = 2, directions = 3 }
+  it("policies: beam expands its N best, greedy only the best", function()
+    local run = { opts = { beam = 2, directions = 3 } }
     local b = { k("a", 1, 0), k("b", 2, 0), k("c", 3, 0) }
-    expect.eq(#beam.parents(b, opts), 2)
-    expect.eq(beam.directions(b[1], opts), 3)
-    expect.eq(#greedy.parents(b, opts), 1)
-    expect.eq(greedy.directions(b[1], opts), 6)
+    expect.eq(#beam.parents(b, run), 2)
+    expect.eq(#greedy.parents(b, run), 1)
   end)
 end)
 
-describe("select.should_stop", function()
-  it("stops at speed-of-light, on a plateau and on the budget", function()
-    expect.match(select.should_stop({ best = { sol_pct = 96 } }, {}), "speed%-of%-light")
-    expect.eq(select.should_stop({ best = { sol_pct = 50 }, rounds_without_gain = 1 }, { plateau = 3 }), nil)
-    expect.match(select.should_stop({ best = {}, rounds_without_gain = 3 }, { plateau = 3 }), "plateau")
-    expect.match(select.should_stop({ best = {}, cost_usd = 2.5 }, { budget_usd = 2 }), "budget")
-    expect.match(select.should_stop({ best = {}, tokens = 1e6 }, { budget_tokens = 5e5 }), "budget")
+describe("promotion.promote", function()
+  local run = { opts = { min_gain = 1 } }
+  local function res(median, spread, ok)
+    return { result = { ok = ok ~= false, time_ms = { median = median, p10 = median - spread, p90 = median + spread } } }
+  end
+  it("promotes only a verified child faster beyond the gain and both spreads", function()
+    expect.truthy(promotion.promote(run, res(1.0, 0.01), res(0.8, 0.01)))
+    expect.falsy(promotion.promote(run, res(1.0, 0.01), res(0.995, 0.001)), "inside 1%")
+    expect.falsy(promotion.promote(run, res(1.0, 0.2), res(0.85, 0.01)), "inside the parent's spread")
+    expect.falsy(promotion.promote({ opts = { min_gain = 30 } }, res(1.0, 0.01), res(0.8, 0.01)), "below a 30% gate")
+    local ok, why = promotion.promote(run, res(1.0, 0.01), res(0.1, 0.01, false))
+    expect.falsy(ok, "an unverified child never wins")
+    expect.match(why, "not verified")
+  end)
+  it("keep_best moves the head only through the gate", function()
+    local head = k("head", 1.0, 0.01, "h", 0)
+    head.result = { ok = true, time_ms = head.time }
+    local near = k("near", 0.995, 0.01, "n", 1)
+    near.result = { ok = true, time_ms = near.time }
+    local fast = k("fast", 0.5, 0.01, "f", 2)
+    fast.result = { ok = true, time_ms = fast.time }
+    expect.eq(promotion.keep_best(run, { head }, { near })[1].id, "head")
+    expect.eq(promotion.keep_best(run, { head }, { near, fast })[1].id, "fast")
+  end)
+end)
+
+describe("search stop rules", function()
+  -- a FAKE pool: the re-measure a SOL stop asks for returns the scripted roofline
+  local function fake_run(sol, opts)
+    local o = { sol_stop = 95, plateau = 3 }
+    for key, v in pairs(opts or {}) do o[key] = v end
+    local calls = 0
+    local run = { opts = o, usage = function() return { cost_usd = 2.5, tokens = 1e6 } end,
+      job = function(code) return { candidate = code } end,
+      pool = { benchmark = function() calls = calls + 1; return { ok = sol ~= nil, roofline = { sol_pct = sol }, error = "EFAKE" } end } }
+    return run, function() return calls end
+  end
+  local function state(sol, rwg) return { best = { id = "b", sol_pct = sol, code = "" }, rounds_without_gain = rwg or 0, sol_checked = {} } end
+  it("stops at a confirmed speed-of-light, once measured, and never on a figure above 100%", function()
+    local run, calls = fake_run(97)
+    local st = state(96)
+    expect.match(search.default_stop(st, run), "speed%-of%-light 97.0%% >= 95%% %(confirmed%)")
+    search.default_stop(st, run)
+    expect.eq(calls(), 1, "confirmed once per best kernel")
+    local run2 = fake_run(140)
+    expect.eq(search.default_stop(state(140), run2), nil, "140% is beyond the physical bound")
+    local run3 = fake_run(nil)
+    expect.eq(search.default_stop(state(99), run3), nil, "a failed re-measure confirms nothing")
+    expect.eq(search.default_stop(state(50, 1), fake_run(50)), nil)
+  end)
+  it("stops on a plateau and on the budget", function()
+    expect.match(search.default_stop(state(nil, 3), fake_run(nil)), "plateau")
+    expect.match(search.budget_stop(fake_run(nil, { budget_usd = 2 })), "budget")
+    expect.match(search.budget_stop(fake_run(nil, { budget_tokens = 5e5 })), "budget")
+    expect.eq(search.budget_stop(fake_run(nil)), nil)
   end)
 end)

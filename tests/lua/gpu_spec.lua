@@ -91,6 +91,28 @@ describe("kagent.gpu", function()
     expect.eq(p:stats().busy, 0)
   end, { timeout = 180 })
 
+  it("wakes queued jobs as workers free up, in the order they came", function()
+    local p = cpu_pool()
+    local order, fns = {}, {}
+    for i = 1, 3 do
+      fns[i] = function()
+        local r = p:verify({ problem = relu, candidate = good })
+        order[#order + 1] = i
+        return r
+      end
+    end
+    kagent.task.all(fns)
+    expect.eq(table.concat(order, ","), "1,2,3")
+    expect.eq(#(p.free_waiters or {}), 0, "nobody left waiting")
+  end, { timeout = 180 })
+
+  it("gives a refused request its real stage", function()
+    local r = cpu_pool():verify({ problem = relu, candidate = good, dtype = "fp7" })
+    expect.eq(r.ok, false)
+    expect.eq(r.stage, "request")
+    expect.match(r.error, "^EBADREQ")
+  end, { timeout = 120 })
+
   it("kills and respawns a worker that stops answering", function()
     need_torch()
     local p = gpu.pool({ devices = "cpu", python = spec.python, timeout = 3 })

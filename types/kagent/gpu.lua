@@ -44,7 +44,8 @@ function pool:devices() end
 ---  A job always yields a result table (never `nil`): a worker that dies or does not answer within
 ---  `timeout` is killed and respawned and the result is `{ok = false, stage = "worker", error =
 ---  "EWORKER: ..."}`; a request the worker refuses (missing problem file, bad dtype) gives
----  `{ok = false, stage = "load", error = "EBADREQ: ..."}`. Every result also carries `device`
+---  `{ok = false, stage = "request", error = "EBADREQ: ..."}`, and a worker that fails on a job
+---  without dying `{ok = false, stage = "worker", error = "EWORKER: ..."}`. Every result also carries `device`
 ---  and `wall` (seconds in the pool). Misuse (no `problem`/`candidate`) raises. Jobs from many
 ---  tasks queue for a free worker.
 ---@param job table
@@ -56,7 +57,8 @@ function pool:verify(job) end
 ---  A job always yields a result table (never `nil`): a worker that dies or does not answer within
 ---  `timeout` is killed and respawned and the result is `{ok = false, stage = "worker", error =
 ---  "EWORKER: ..."}`; a request the worker refuses (missing problem file, bad dtype) gives
----  `{ok = false, stage = "load", error = "EBADREQ: ..."}`. Every result also carries `device`
+---  `{ok = false, stage = "request", error = "EBADREQ: ..."}`, and a worker that fails on a job
+---  without dying `{ok = false, stage = "worker", error = "EWORKER: ..."}`. Every result also carries `device`
 ---  and `wall` (seconds in the pool). Misuse (no `problem`/`candidate`) raises. Jobs from many
 ---  tasks queue for a free worker.
 ---@param job table
@@ -68,7 +70,8 @@ function pool:benchmark(job) end
 ---  A job always yields a result table (never `nil`): a worker that dies or does not answer within
 ---  `timeout` is killed and respawned and the result is `{ok = false, stage = "worker", error =
 ---  "EWORKER: ..."}`; a request the worker refuses (missing problem file, bad dtype) gives
----  `{ok = false, stage = "load", error = "EBADREQ: ..."}`. Every result also carries `device`
+---  `{ok = false, stage = "request", error = "EBADREQ: ..."}`, and a worker that fails on a job
+---  without dying `{ok = false, stage = "worker", error = "EWORKER: ..."}`. Every result also carries `device`
 ---  and `wall` (seconds in the pool). Misuse (no `problem`/`candidate`) raises. Jobs from many
 ---  tasks queue for a free worker.
 ---@param job table
@@ -80,7 +83,8 @@ function pool:profile(job) end
 ---  A job always yields a result table (never `nil`): a worker that dies or does not answer within
 ---  `timeout` is killed and respawned and the result is `{ok = false, stage = "worker", error =
 ---  "EWORKER: ..."}`; a request the worker refuses (missing problem file, bad dtype) gives
----  `{ok = false, stage = "load", error = "EBADREQ: ..."}`. Every result also carries `device`
+---  `{ok = false, stage = "request", error = "EBADREQ: ..."}`, and a worker that fails on a job
+---  without dying `{ok = false, stage = "worker", error = "EWORKER: ..."}`. Every result also carries `device`
 ---  and `wall` (seconds in the pool). Misuse (no `problem`/`candidate`) raises. Jobs from many
 ---  tasks queue for a free worker.
 ---@param job table

@@ -397,13 +397,18 @@ class Evaluator:
 
     @staticmethod
     def _loop_ms(out):
-        start = end = None
+        """Worker-clock ms the candidate spent in its timed loop: every "benchmark_loop" stretch
+        (a hardened loop leaves it for "benchmark_prep" before each call)."""
+        total, start = 0.0, None
         for obj, _ in out.messages:
-            if obj.get("type") == "stage" and obj.get("stage") == "benchmark_loop":
+            if obj.get("type") != "stage":
+                continue
+            if start is not None:
+                total += obj["t"] - start
+                start = None
+            if obj.get("stage") == "benchmark_loop":
                 start = obj["t"]
-            if obj.get("type") == "stage" and obj.get("stage") == "benchmark_check":
-                end = obj["t"]
-        return (end - start) * 1e3 if start is not None and end is not None else None
+        return total * 1e3 if total > 0 else None
 
 
 def _trust_detail(first, second):

@@ -30,6 +30,11 @@ MAX_PAD_MS = 1.0  # longest spin put before a timed call to hide its launch
 # kernel agree to well under a microsecond; a few-microsecond kernel on a side stream exceeds it
 ESCAPE_ABS_MS = 0.0015
 ESCAPE_REL = 0.002
+# CUPTI puts device timestamps on the host clock by a running estimate that can be off by a
+# microsecond or two; windows are widened by this much, and one odd call in a hundred is
+# tolerated (a single call's escape moves no median)
+WINDOW_JITTER_NS = 2000
+ESCAPE_CALL_SHARE = 0.01
 # names of the harness's own kernels (the flush is a fill of the flush buffer, the spin is
 # torch.cuda._sleep); only the first of each in a window, on one stream, is the harness's
 _FLUSH_NAME = "FillFunctor"
@@ -257,10 +262,12 @@ def all_stream_check(records, windows, end_mark, events_ms, has_spin=True, gap_s
 
     windows: one (open_ns, close_ns) per call; end_mark: the end of the grace period after the
     last call. Work between windows is allowed only on gap_streams (the harness's own input
-    preparation). Returns {checked, ok, calls, escaped_calls, unchecked_calls, outside_windows,
-    max_uncovered_ms, median_uncovered_ms, streams}; ok is False when a call had work outside
-    its events (beyond ESCAPE_ABS_MS + ESCAPE_REL of its time), work fell between or after the
-    windows, or a window's harness could not be found (the call cannot be checked)."""
+    preparation). Returns {checked, ok, calls, escaped_calls, tolerated_calls, unchecked_calls,
+    outside_windows, max_uncovered_ms, median_uncovered_ms, streams} (and "per_call", each
+    call's uncovered ms, when asked); ok is False when more calls than tolerated_calls (1% of
+    them) had work outside their events (beyond ESCAPE_ABS_MS + ESCAPE_REL of their time), work
+    fell between or after the windows, or a window's harness could not be found (the call
+    cannot be checked)."""
     records = sorted(records or [], key=lambda r: r["start_ns"])
     n = len(events_ms)
     res = {"checked": True, "calls": n, "escaped_calls": 0, "unchecked_calls": 0,
@@ -272,9 +279,10 @@ def all_stream_check(records, windows, end_mark, events_ms, has_spin=True, gap_s
     per_call_ms = []
     idx = 0
     for i, (lo, hi) in enumerate(windows):
+        lo, hi = lo - WINDOW_JITTER_NS, hi + WINDOW_JITTER_NS
         while idx < len(records) and records[idx]["start_ns"] < lo:
             r = records[idx]  # between the last window and this one
-            if not (r.get("stream") in gap_streams and r["end_ns"] <= lo):
+            if not (r.get("stream") in gap_streams and r["end_ns"] <= lo + WINDOW_JITTER_NS):
                 res["outside_windows"] += 1
             idx += 1
         window = []
@@ -298,7 +306,8 @@ def all_stream_check(records, windows, end_mark, events_ms, has_spin=True, gap_s
     res["outside_windows"] += len(records) - idx  # in the grace period after the last call
     res["max_uncovered_ms"] = max(per_call_ms) if per_call_ms else 0.0
     res["median_uncovered_ms"] = statistics.median(per_call_ms) if per_call_ms else 0.0
-    res["ok"] = (res["escaped_calls"] == 0 and res["outside_windows"] == 0
+    res["tolerated_calls"] = int(ESCAPE_CALL_SHARE * n)
+    res["ok"] = (res["escaped_calls"] <= res["tolerated_calls"] and res["outside_windows"] == 0
                  and res["unchecked_calls"] == 0)
     if per_call:
         res["per_call"] = per_call_ms

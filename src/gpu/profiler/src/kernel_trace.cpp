@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <vector>
 
@@ -28,9 +29,13 @@ struct Launch {
 };
 
 constexpr size_t kBufferBytes = 8u << 20;
+constexpr size_t kSpareBuffers = 4;
 
 // CUPTI delivers completed buffers on its own thread, so the launch list is shared.
 std::mutex g_mutex;
+// Buffers allocated and zeroed before a trace starts: CUPTI asks for a buffer from the thread
+// that launches work, so allocating (and zeroing) one then would stall a timed call.
+std::vector<uint8_t*> g_spare;
 std::vector<Launch> g_launches;
 size_t g_dropped = 0;
 bool g_active = false;
@@ -46,9 +51,23 @@ std::string demangle(const char* name) {
     return s;
 }
 
-void CUPTIAPI on_buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
+uint8_t* zeroed_buffer() {
     // CUPTI wants 8-byte aligned buffers; aligned_alloc is free()-able.
-    *buffer = static_cast<uint8_t*>(std::aligned_alloc(8, kBufferBytes));
+    auto* b = static_cast<uint8_t*>(std::aligned_alloc(8, kBufferBytes));
+    if (b) std::memset(b, 0, kBufferBytes);
+    return b;
+}
+
+void CUPTIAPI on_buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
+    uint8_t* b = nullptr;
+    {
+        std::lock_guard<std::mutex> lock(g_mutex);
+        if (!g_spare.empty()) {
+            b = g_spare.back();
+            g_spare.pop_back();
+        }
+    }
+    *buffer = b ? b : zeroed_buffer();
     *size = *buffer ? kBufferBytes : 0;
     *max_records = 0;
 }
@@ -142,6 +161,7 @@ void write_launch(std::string& out, const Launch& l) {
 
 bool trace_active() { return g_active; }
 
+
 Status timestamp(unsigned long long& ns) {
     uint64_t t = 0;
     KP_CUPTI(cuptiGetTimestamp(&t));
@@ -158,7 +178,19 @@ Status trace_begin() {
     }
     if (!g_callbacks_registered) {
         KP_CUPTI(cuptiActivityRegisterCallbacks(on_buffer_requested, on_buffer_completed));
+        // the buffers handed to CUPTI come zeroed, so it need not zero them on the launching thread
+        uint8_t zeroed = 1;
+        size_t len = sizeof(zeroed);
+        cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER, &len, &zeroed);
         g_callbacks_registered = true;
+    }
+    {
+        std::lock_guard<std::mutex> lock(g_mutex);
+        while (g_spare.size() < kSpareBuffers) {
+            uint8_t* b = zeroed_buffer();
+            if (!b) break;
+            g_spare.push_back(b);
+        }
     }
     // CONCURRENT_KERNEL keeps kernels overlapping as they ran (KIND_KERNEL would serialize them).
     KP_CUPTI(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));

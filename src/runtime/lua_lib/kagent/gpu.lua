@@ -36,6 +36,21 @@ local function strip_nulls(v)
   return v
 end
 
+-- Tasks wait for an event of the pool (a worker freed, the workers started) on a semaphore of
+-- their own in the list `self[list]`; wake() releases them all, in the order they came.
+local function park(self, list)
+  local s = task.semaphore(0)
+  self[list] = self[list] or {}
+  table.insert(self[list], s)
+  s:acquire()
+end
+
+local function wake(self, list)
+  local waiting = self[list] or {}
+  self[list] = {}
+  for _, s in ipairs(waiting) do s:release() end
+end
+
 -- The evaluator package's folder: src/gpu/eval in a checkout, eval/ in an installed share/kagent-rt.
 local function eval_dir()
   local root = require("kagent").root
@@ -162,7 +177,7 @@ function Pool:_ensure()
   if self.closed then return nil, "EWORKER: pool is closed" end
   if self.workers then return true end
   if self.starting then
-    while self.starting do task.sleep(0.02) end
+    park(self, "start_waiters")
     if self.workers then return true end
     return nil, self.start_error
   end
@@ -184,9 +199,11 @@ function Pool:_ensure()
   self.starting = nil
   if #workers == 0 then
     self.start_error = errs[1] or "EWORKER: no worker started"
+    wake(self, "start_waiters")
     return nil, self.start_error, "EWORKER"
   end
   self.workers = workers
+  wake(self, "start_waiters")
   return true
 end
 
@@ -221,8 +238,14 @@ function Pool:_acquire(device)
       end
     end
     if not any then return nil, "EBADREQ: no worker for device " .. tostring(device) end
-    task.sleep(0.02)
+    park(self, "free_waiters")
   end
+end
+
+-- Marks a worker free and wakes the tasks waiting for one (each looks again).
+function Pool:_release(w)
+  w.busy = false
+  wake(self, "free_waiters")
 end
 
 -- Kills a broken worker and starts a new one in its place (same device and slot).
@@ -308,13 +331,15 @@ function Pool:_job(op, job)
   local t0 = ktime.now()
   self.counters.jobs = self.counters.jobs + 1
   local okc, reply, rerr = pcall(self._request, self, w, op, wire_job(job), job.wall_timeout or self.timeout)
-  w.busy = false
+  self:_release(w)
   if not okc then error(reply, 0) end
   local result
   if not reply then
     result = { ok = false, stage = "worker", error = rerr, code = "EWORKER" }
   elseif not reply.ok then
-    result = { ok = false, stage = "load", error = reply.error, code = reply.code }
+    -- refused before any candidate code ran: a bad request, or the worker's own failure
+    local stage = (reply.code == "EBADREQ" or reply.code == "EPARSE") and "request" or "worker"
+    result = { ok = false, stage = stage, error = reply.error, code = reply.code }
   else
     result = reply.result
   end
@@ -342,7 +367,7 @@ function Pool:peaks(device)
   local w, aerr = self:_acquire(device)
   if not w then return { ok = false, error = aerr } end
   local okc, reply, rerr = pcall(self._request, self, w, "peaks", {}, self.timeout)
-  w.busy = false
+  self:_release(w)
   if not okc then error(reply, 0) end
   if not reply then return { ok = false, error = rerr } end
   if not reply.ok then return { ok = false, error = reply.error } end

@@ -1,0 +1,59 @@
+-- summary.json: what a run reports, written at its end by the search driver (and, for a
+-- generation run, by agents/generate.lua): the confirmed result, its baselines and speedups,
+-- the rounds, the outcomes of the attempts, usage and where the records are.
+local json = require("kagent.json")
+local ktime = require("kagent.time")
+local run_lib = require("agents.lib.run")
+
+local M = {}
+
+-- base(run) -> the fields every summary.json has (run, problem, device, policy, usage, memory)
+function M.base(run)
+  local u = run.usage()
+  return { run_id = run.rd.id, mode = run.mode, problem = run.problem_path, dtype = run.dtype,
+    device = run.device_name, model = run.model or json.null, policy = run.opts.policy,
+    tokens = { input = u.input_tokens, output = u.output_tokens, cache_read = u.cache_read_tokens,
+      cache_write = u.cache_write_tokens, total = u.tokens },
+    llm_calls = u.calls, cost_usd = u.cost_usd, wall_s = ktime.now() - run.t0, memory_run_id = run.mem.run_id }
+end
+
+-- search(run, st, reason, fin) -> summary of a search: fin is confirm.final's answer. Writes
+-- best_kernel.py, best_eval.json, summary.json and report.html; archives the best once confirmed.
+function M.search(run, st, reason, fin)
+  local best, final = fin.kernel, fin.result
+  run.rd:write("best_kernel.py", best.code)
+  run.rd:write("best_eval.json", final)
+  local t = final.time_ms
+  local eager = final.eager_ms or st.baselines.eager_ms
+  local comp = final.compile_ms or st.baselines.compile_ms
+  local outcomes = {}
+  for _, a in ipairs(st.attempts) do outcomes[a.outcome or "?"] = (outcomes[a.outcome or "?"] or 0) + 1 end
+  local beam = {}
+  for i, k in ipairs(st.beam) do beam[i] = { id = k.id, time_ms = k.result.time_ms.median, fingerprint = k.fingerprint, path = k.path } end
+  local s = M.base(run)
+  s.input_kernel = run.opts.kernel or st.input.label
+  s.baselines = { eager_ms = eager or json.null, compile_ms = comp or json.null }
+  s.input_ms, s.best_ms, s.best_time = fin.input_ms, t.median, t
+  s.best = { id = best.id, round = best.round, worker = best.worker or json.null, fingerprint = best.fingerprint, path = "best_kernel.py" }
+  s.speedup_vs_input = fin.input_ms / t.median
+  s.speedup_vs_eager = eager and eager / t.median or json.null
+  s.speedup_vs_compile = comp and comp / t.median or json.null
+  s.sol_pct = (final.roofline and final.roofline.sol_pct) or best.sol_pct or json.null
+  s.verified, s.confirmation = fin.confirmed, fin.tried
+  s.rounds, s.rounds_requested, s.stop_reason = st.round, run.opts.rounds, reason or "rounds done"
+  s.attempts, s.outcomes, s.beam = #st.attempts, outcomes, beam
+  run.rd:write("summary.json", s)
+  run_lib.report(run, s, st.attempts)
+  if fin.confirmed then
+    run.mem:archive({ code = best.code, result = final, attempt_id = best.attempt_id }, run.dtype)
+  end
+  run.mem:finish("done", s)
+  run.progress:finish(string.format("run %s: best %.4f ms (%.2fx input%s%s) after %d round(s): %s%s\n  %s",
+    run.rd.id, t.median, s.speedup_vs_input,
+    eager and string.format(", %.2fx eager", eager / t.median) or "",
+    comp and string.format(", %.2fx torch.compile", comp / t.median) or "", st.round, s.stop_reason,
+    fin.confirmed and "" or " (NOT confirmed: the final re-measure failed)", run.rd.dir))
+  return s
+end
+
+return M

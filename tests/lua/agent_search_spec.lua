@@ -1,0 +1,174 @@
+-- The search driver (agents/lib/search.lua) with a FAKE evaluator pool and small fake policies:
+-- outcomes and the skill record, failures with their real stage, state.json and resume, the
+-- read-only run, and policy loading. No Python, no LLM.
+package.path = kagent.root .. "/?.lua;" .. package.path
+local fs, json = kagent.fs, kagent.json
+local search = require("agents.lib.search")
+local run_lib = require("agents.lib.run")
+local policy = require("agents.lib.policy")
+local rundir = require("agents.lib.rundir")
+local memory = require("agents.lib.memory")
+local progress = require("agents.lib.progress")
+local promotion = require("agents.lib.promotion")
+
+-- A FAKE pool: a candidate's source says what the evaluator returns. "TIME=0.5" verifies with a
+-- median of 0.5 ms (tight spread); "STAGE=timing" fails at that stage.
+local function fake_result(code)
+  local stage = code:match("STAGE=(%w+)")
+  if stage then return { ok = false, stage = stage, error = "EFAKE: failed at " .. stage } end
+  local t = tonumber(code:match("TIME=([%d%.]+)"))
+  return { ok = true, stage = "done", fingerprint = "fp:" .. code:gsub("%s+", ""),
+    time_ms = { median = t, p10 = t * 0.999, p90 = t * 1.001, n = 100 }, eager_ms = 1.0, compile_ms = 0.9 }
+end
+
+local function fake_pool()
+  local p = { jobs = 0 }
+  function p:evaluate(job) self.jobs = self.jobs + 1; return fake_result(job.candidate) end
+  function p:benchmark(job) self.jobs = self.jobs + 1; return fake_result(job.candidate) end
+  function p:profile(job) return fake_result(job.candidate) end
+  return p
+end
+
+local sink = { write = function() end, flush = function() end }
+
+local function fake_run(dir, opts, rd)
+  local o = { rounds = 2, plateau = 3, sol_stop = 95, min_gain = 1, refine = 0, directions = 2, beam = 1,
+    kernel = dir .. "/input.py", policy = "fake", out = dir .. "/runs", metrics = "sol", job_timeout = 60 }
+  for k, v in pairs(opts or {}) do o[k] = v end
+  fs.write(o.kernel, "TIME=1.0\n")
+  local db = assert(kagent.mem.open(dir .. "/mem.db"))
+  local r = { opts = o, problem_path = dir .. "/problem.py", problem_code = "x.mean()", dtype = "fp32",
+    pool = fake_pool(), device_name = "fake", gpu_text = "FAKE", can_profile = false, db = db, t0 = 0,
+    rd = rd or assert(rundir.open(o.out, "run1")), mode = "tuner", op_class = "reduction", skills = {},
+    usage = function() return { calls = 0, input_tokens = 0, output_tokens = 0, cache_read_tokens = 0,
+      cache_write_tokens = 0, cost_usd = 0, tokens = 0 } end }
+  r.mem = memory.open(db, { problem = r.problem_path, problem_hash = "ph", gpu = "fake", policy = "fake" })
+  r.progress = progress.new({ out = sink, rounds = o.rounds })
+  run_lib.add_helpers(r)
+  return r
+end
+
+-- A fake policy: one parent, the directions given, each direction's `code` is its kernel.
+local function fake_policy(directions)
+  return assert(policy.check({
+    llm = false,
+    parents = function(beam) return { beam[1] } end,
+    directions = directions,
+    expand = function(parent, d, run, w)
+      if d.code == "RAISE" then error("boom") end
+      local r, cached = run.evaluate(d.code)
+      return { code = d.code, result = r, cached = cached }
+    end,
+    keep = function(beam, children, run) return promotion.keep_best(run, beam, children) end,
+  }, "fake.lua"))
+end
+
+describe("search driver", function()
+  it("classifies outcomes, credits a duplicate of a winner to its skill, and fails closed", function()
+    local dir = spec.tmpdir("search-outcomes")
+    local run = fake_run(dir, { rounds = 1 })
+    local pol = fake_policy(function(parent, r)
+      local out = {}
+      for i, code in ipairs({ "TIME=0.5\n", "TIME=0.5\n#same\n", "STAGE=timing TIME=0.01\n", "RAISE", "TIME=1.0\n" }) do
+        out[i] = { summary = "d" .. i, skill = i <= 2 and "winner" or ("s" .. i), category = "c", code = code }
+      end
+      return out
+    end)
+    local st = assert(search.start(run, nil))
+    local reason = search.search(run, pol, st)
+    expect.eq(reason, nil, "ran its one round")
+    local by = {}
+    for _, a in ipairs(st.attempts) do by[a.worker] = a end
+    expect.eq(by[1].outcome, "improved")
+    expect.eq(by[2].outcome, "duplicate", "same source (comments aside): not evaluated again, not new")
+    expect.truthy(fs.exists(run.rd:path("rounds/round_1/w2/duplicate.json")), "the skipped evaluation is traced")
+    expect.eq(by[3].outcome, "failed")
+    expect.eq(by[3].stage, "timing", "an untrusted figure is a failure with its real stage, never ranked")
+    expect.eq(by[4].outcome, "failed")
+    expect.eq(by[4].stage, "policy", "a policy error is this worker's failure, not the run's")
+    expect.eq(by[5].outcome, "duplicate", "the parent's own kernel")
+    expect.eq(st.best.id, "r1w1")
+    expect.eq(#st.beam, 1)
+    local rec = run.mem:skill_stats({ op_class = "reduction", bottleneck = "c" })
+    expect.eq(rec.winner.attempts, 2)
+    expect.eq(rec.winner.successes, 2, "the duplicate of the winning kernel counts as a success of its skill")
+    expect.eq(rec.s3.successes, 0)
+    run.db:close()
+  end)
+
+  it("saves state after each round and resumes where it stopped", function()
+    local dir = spec.tmpdir("search-resume")
+    local codes, n = { "TIME=0.8\n", "TIME=0.6\n" }, 0
+    local pol = fake_policy(function(parent)
+      n = n + 1
+      return { { summary = "round " .. n, skill = "k", category = "c", code = codes[n] } }
+    end)
+    local run = fake_run(dir, { rounds = 1 })
+    local st = assert(search.start(run, nil))
+    search.search(run, pol, st)
+    run.db:close()
+    local saved = json.decode(fs.read(run.rd:path("state.json")))
+    expect.eq(saved.round, 1)
+    expect.eq(saved.best.id, "r1w1")
+    -- a new process: the run folder and memory come back from state.json
+    local run2 = fake_run(dir, { rounds = 2 }, assert(rundir.open(run.rd.dir)))
+    local st2 = assert(search.start(run2, saved))
+    expect.eq(st2.best.code, "TIME=0.8\n", "kernels come back from their files")
+    search.search(run2, pol, st2)
+    expect.eq(st2.round, 2)
+    expect.eq(st2.best.id, "r2w1")
+    expect.eq(#st2.attempts, 2, "the attempts of both processes")
+    expect.eq(json.decode(fs.read(run2.rd:path("state.json"))).round, 2)
+    local s = search.finish(run2, st2, nil)
+    expect.eq(s.rounds, 2)
+    expect.eq(s.verified, true)
+    expect.near(s.speedup_vs_input, 1.0 / 0.6, 1e-6)
+    run2.db:close()
+  end)
+
+  it("stops when the policy has nothing to try, with its reason", function()
+    local dir = spec.tmpdir("search-none")
+    local run = fake_run(dir, { rounds = 3 })
+    local pol = fake_policy(function() return {}, "every knob tried" end)
+    local st = assert(search.start(run, nil))
+    expect.eq(search.search(run, pol, st), "every knob tried")
+    expect.eq(st.round, 0)
+    run.db:close()
+  end)
+end)
+
+describe("policies and the run", function()
+  it("loads shipped policies by name and says what a bad one lacks", function()
+    for _, name in ipairs({ "beam", "greedy", "skill", "tune" }) do
+      local p, err = policy.load(name)
+      expect.truthy(p, err)
+      expect.eq(p.name, name)
+    end
+    expect.eq(policy.load("tune").llm, false)
+    local _, err = policy.load("no_such_policy")
+    expect.match(err, "no policy 'no_such_policy'")
+    local dir = spec.tmpdir("policy-bad")
+    fs.write(dir .. "/p.lua", "return { parents = function() end }")
+    local _, err2 = policy.load(dir .. "/p.lua")
+    expect.match(err2, "lacks the required hook%(s%) directions, keep")
+    local ex, err3 = policy.load(kagent.root .. "/examples/policies/rule_sweep.lua")
+    expect.truthy(ex, err3)
+  end)
+
+  it("is read-only once set up", function()
+    local r = run_lib.freeze({ opts = {} })
+    expect.errors(function() r.beam = {} end, "read%-only")
+    expect.eq(type(r.opts), "table")
+  end)
+
+  it("shipped policy files stay small", function()
+    for _, name in ipairs({ "beam", "greedy", "skill", "tune" }) do
+      local n = 0
+      for _ in fs.read(policy.path_of(name)):gmatch("\n") do n = n + 1 end
+      expect.lt(n, 100, name .. ".lua lines")
+    end
+    local n = 0
+    for _ in fs.read(kagent.root .. "/examples/policies/rule_sweep.lua"):gmatch("\n") do n = n + 1 end
+    expect.le(n, 40, "the example policy")
+  end)
+end)
