@@ -33,6 +33,7 @@ import sys
 import tempfile
 
 from . import capabilities, landlock, namespaces, profiling, syscall_filter
+from .loader import source_of
 
 SYSTEM_READ_ROOTS = ("/usr", "/lib", "/lib32", "/lib64", "/libx32", "/bin", "/sbin", "/etc", "/opt",
                      "/proc", "/sys", "/dev", "/run", "/snap", "/nix")
@@ -194,7 +195,7 @@ def remove_job_dir(path):
 
 
 def enter(role, job_dir):
-    """In a child right after fork (one thread): its own PID namespace, folder, environment and
+    """In a child right after fork (one thread): its own namespaces, folder, environment and
     limits, then the write and network confinement, which then hold for every thread and process
     it starts."""
     s = _state
@@ -208,6 +209,7 @@ def enter(role, job_dir):
         "KAGENT_CACHE_DIR": os.path.join(cache, "kagent"),  # measured GPU peaks (roofline.py)
         "PYTHONDONTWRITEBYTECODE": "1"})
     tempfile.tempdir = job_dir
+    sys.dont_write_bytecode = True  # no .pyc beside the sources it imports: it may not write there
     os.chdir(job_dir)
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     try:
@@ -236,7 +238,6 @@ def enter(role, job_dir):
 def job_files(spec):
     """The files a job names (its problem, its candidate or candidates, where they are paths
     rather than source text): what its children may read besides the system's."""
-    from .loader import source_of
     names = [spec.get("problem"), spec.get("candidate")] + list(spec.get("candidates") or ())
     return [os.path.abspath(n) for n in names if isinstance(n, str) and n and source_of(n)[1]]
 
