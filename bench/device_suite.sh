@@ -2,10 +2,11 @@
 # Runs the GPU checks and benchmarks on a GPU machine, one phase per call (each fits in a few
 # minutes), writing logs under $OUT (default /tmp/kagent-device). The binary and profiler
 # library come from a build tree: KAGENT_BUILD (default build/).
-#   bash bench/device_suite.sh portability|eval|sandbox|profile|profile-app|agent|latency|trust|
-#                              trust-ka|latency-compare|all
+#   bash bench/device_suite.sh portability|eval|sandbox|profile|profile-app|agent|sweep|latency|
+#                              trust|trust-ka|latency-compare|all
 # profile-app compares the multi-kernel targets with ncu's application replay (about 90 s per
-# ncu run, so it is not part of `all`).
+# ncu run, so it is not part of `all`); sweep (the tuner over the five showcase problems, about
+# 5 minutes) is not either.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 phase="${1:-all}"
@@ -43,6 +44,8 @@ case "$phase" in
   profile) step profile_gpu_check python3 tests/gpu/profile_gpu_check.py --out "$OUT/profile_check.json" ;;
   profile-app) step profile_app_check python3 tests/gpu/profile_gpu_check.py --targets fixture,4 --repeat 5 --ncu-repeat 3 --ncu-replay application --no-roofline --out "$OUT/profile_app_check.json" ;;
   agent) step agent_gpu_check bash tests/gpu/agent_gpu_check.sh "$OUT/agent" ;;
+  sweep) step sweep_gpu_check bash tests/gpu/sweep_gpu_check.sh "$OUT/sweep_showcase"
+         cat "$OUT/sweep_showcase/table.md" ;;
   latency) step eval_latency python3 bench/eval_latency.py; step profile_cost python3 bench/profile_cost.py ;;
   trust) step trace_overhead python3 bench/trace_overhead.py
          step trust_gpu_check python3 tests/gpu/trust_gpu_check.py --part escapes,memory,compare,sanitize ;;

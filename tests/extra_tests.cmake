@@ -21,3 +21,13 @@ foreach(check IN LISTS KAGENT_GPU_CHECKS)
   set_tests_properties(gpu.${name} PROPERTIES LABELS gpu SKIP_RETURN_CODE 77 TIMEOUT 900
     ENVIRONMENT "PYTHONPATH=${CMAKE_SOURCE_DIR}/src/gpu/eval;KAGENT_BUILD_DIR=${CMAKE_BINARY_DIR};KAGENT_BIN=$<TARGET_FILE:kagent-rt>")
 endforeach()
+
+# Slurm checks: each starts its own single-node Slurm (slurm-wlm, munge) and exits 77 (skipped)
+# where those packages are missing; labelled `slurm`.
+file(GLOB KAGENT_SLURM_TESTS CONFIGURE_DEPENDS "${CMAKE_CURRENT_SOURCE_DIR}/slurm/*_test.sh")
+foreach(check IN LISTS KAGENT_SLURM_TESTS)
+  get_filename_component(name "${check}" NAME_WE)
+  add_test(NAME slurm.${name} COMMAND bash ${check} WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+  set_tests_properties(slurm.${name} PROPERTIES LABELS slurm SKIP_RETURN_CODE 77 TIMEOUT 900
+    ENVIRONMENT "KAGENT_PYTHON=${KAGENT_TEST_PYTHON};KAGENT_BUILD_DIR=${CMAKE_BINARY_DIR};KAGENT_BIN=$<TARGET_FILE:kagent-rt>")
+endforeach()

@@ -29,8 +29,8 @@ function M.input(run, code)
   return r
 end
 
-local function retime(run, code, baselines)
-  return run.pool:benchmark(run.job(code, baselines and { bench = { baselines = M.BASELINES } } or nil))
+local function retime(run, code)
+  return run.pool:benchmark(run.job(code))
 end
 
 -- sol(run, kernel) -> speed-of-light percent of a fresh measurement, or nil, why. Only a
@@ -44,16 +44,51 @@ function M.sol(run, kernel)
   return sol
 end
 
+-- The baselines of the final confirmation: the default torch.compile and its max-autotune mode.
+M.FINAL_BASELINES = { "eager", "compile", "compile_max_autotune" }
+
+-- rank_finalists(run, finalists) -> finalists ordered by one interleaved timing of them all
+-- (pool:compare: the same inputs, blocks in A B ... B A order), fastest first; the search-time
+-- order when there is one finalist or the comparison fails. Each gets .final_rank_ms.
+function M.rank_finalists(run, finalists)
+  local n = math.min(#finalists, math.max(1, run.opts.finalists or 3))
+  local top = {}
+  for i = 1, n do top[i] = finalists[i] end
+  if n < 2 then return finalists end
+  local codes = {}
+  for i, k in ipairs(top) do codes[i] = k.code end
+  local res = run.pool:compare(run.job(nil, { candidates = codes }))
+  if not res.ok then
+    log.warn("interleaved re-measure of the finalists failed: %s", tostring(res.error))
+    return finalists
+  end
+  for i, k in ipairs(top) do k.final_rank_ms = res.candidates[i].time_ms.median end
+  table.sort(top, function(a, b) return a.final_rank_ms < b.final_rank_ms end)
+  for i = n + 1, #finalists do top[#top + 1] = finalists[i] end
+  return top
+end
+
+-- final_job(run, code) -> the confirmation job: a fresh-process re-measure (the evaluator's
+-- `confirm`) next to eager, torch.compile and torch.compile max-autotune, the problem resized
+-- to check that the kernel generalizes, and compute-sanitizer on a GPU unless --sanitize none.
+function M.final_job(run, code)
+  local extra = { bench = { baselines = M.FINAL_BASELINES }, confirm = true, generalize = true,
+    require_generalize = run.opts.require_generalize or nil }
+  if run.can_profile and (run.opts.sanitize or "final") ~= "none" then extra.sanitize = true end
+  return run.job(code, extra)
+end
+
 -- final(run, finalists, input) -> {kernel, result, confirmed, input_ms, tried}. finalists: kernel
--- records, best first. The first whose fresh measurement next to the baselines verifies is
--- the run's result; when none does, the best is reported unconfirmed with its search-time
--- result. The input is re-timed too, so speedup_vs_input compares two measurements of one moment.
+-- records, best first. They are re-measured side by side, then the fastest whose confirmation
+-- job passes is the run's result (a confirmation that fails, at any stage, moves on to the
+-- next). When none passes, the best is reported unconfirmed with its search-time result. The
+-- input is re-timed too, so speedup_vs_input compares two measurements of one moment.
 function M.final(run, finalists, input)
   local out = { tried = {} }
-  for _, k in ipairs(finalists) do
-    local r = retime(run, k.code, true)
+  for _, k in ipairs(M.rank_finalists(run, finalists)) do
+    local r = run.pool:benchmark(M.final_job(run, k.code))
     out.tried[#out.tried + 1] = { id = k.id, ok = r.ok == true, stage = r.stage, error = r.error,
-      time_ms = r.time_ms and r.time_ms.median }
+      time_ms = r.time_ms and r.time_ms.median, interleaved_ms = k.final_rank_ms }
     if r.ok then
       out.kernel, out.result, out.confirmed = k, r, true
       break

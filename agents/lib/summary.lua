@@ -32,12 +32,18 @@ function M.search(run, st, reason, fin)
   for i, k in ipairs(st.beam) do beam[i] = { id = k.id, time_ms = k.result.time_ms.median, fingerprint = k.fingerprint, path = k.path } end
   local s = M.base(run)
   s.input_kernel = run.opts.kernel or st.input.label
-  s.baselines = { eager_ms = eager or json.null, compile_ms = comp or json.null }
+  local mat = final.compile_max_autotune_ms
+  s.baselines = { eager_ms = eager or json.null, compile_ms = comp or json.null,
+    compile_max_autotune_ms = mat or json.null, times = final.baseline_times or json.null }
   s.input_ms, s.best_ms, s.best_time = fin.input_ms, t.median, t
   s.best = { id = best.id, round = best.round, worker = best.worker or json.null, fingerprint = best.fingerprint, path = "best_kernel.py" }
   s.speedup_vs_input = fin.input_ms / t.median
   s.speedup_vs_eager = eager and eager / t.median or json.null
   s.speedup_vs_compile = comp and comp / t.median or json.null
+  s.speedup_vs_compile_max_autotune = mat and mat / t.median or json.null
+  -- what the confirmation checked: the fresh re-measure (trust), the resized problem, the sanitizer
+  s.trust, s.generalizes = final.trust or json.null, final.generalizes or json.null
+  s.sanitizer = final.sanitizer and final.sanitizer.ok or json.null
   s.sol_pct = (final.roofline and final.roofline.sol_pct) or best.sol_pct or json.null
   s.verified, s.confirmation = fin.confirmed, fin.tried
   s.rounds, s.rounds_requested, s.stop_reason = st.round, run.opts.rounds, reason or "rounds done"

@@ -9,6 +9,7 @@
 
 #include "store/memory_store.hpp"
 #include "store/schema.hpp"
+#include "store_test_util.hpp"
 
 namespace fs = std::filesystem;
 using kagent::store::Connection;
@@ -18,33 +19,9 @@ using kagent::store::Migration;
 using kagent::store::Params;
 using kagent::store::Statement;
 using kagent::store::Value;
-
-namespace {
-
-// A fresh folder per test, removed at the end.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "kagent-store-XXXXXX").string();
-    path = mkdtemp(tmpl.data());
-  }
-  ~TempDir() { fs::remove_all(path); }
-  std::string file(const char* name) const { return (path / name).string(); }
-};
-
-int64_t count(MemoryStore& db, const std::string& sql, const Params& p = {}) {
-  int64_t n = -1;
-  db.query(sql, p, [&](const Statement& st) { n = std::get<int64_t>(st.column(0)); });
-  return n;
-}
-
-std::string text(MemoryStore& db, const std::string& sql, const Params& p = {}) {
-  std::string s;
-  db.query(sql, p, [&](const Statement& st) { s = std::get<std::string>(st.column(0)); });
-  return s;
-}
-
-}  // namespace
+using kagent::store::testing::count;
+using kagent::store::testing::TempDir;
+using kagent::store::testing::text;
 
 TEST_CASE("a new database is in WAL mode with foreign keys and the latest schema", "[store]") {
   TempDir dir;

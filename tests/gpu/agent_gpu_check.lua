@@ -6,8 +6,8 @@ local fake = require("fake_session")
 local out = kagent.args[1] or "/tmp/kagent-agent-gpu-check"
 local root = kagent.root
 local failures = 0
--- KAGENT_AGENT_CHECK_STEPS picks steps (default "beam,tune,generate,skill")
-local steps = os.getenv("KAGENT_AGENT_CHECK_STEPS") or "beam,tune,generate,skill"
+-- KAGENT_AGENT_CHECK_STEPS picks steps (default "beam,tune,generate,skill,trust")
+local steps = os.getenv("KAGENT_AGENT_CHECK_STEPS") or "beam,tune,generate,skill,trust"
 local function want(step) return ("," .. steps .. ","):find("," .. step .. ",", 1, true) ~= nil end
 local function check(cond, what)
   print((cond and "PASS " or "FAIL ") .. what)
@@ -128,5 +128,55 @@ if want("skill") then
       type(s.sol_pct) == "number" and string.format("%.0f", s.sol_pct) or "-"))
   end
 end
+-- 5. trust: softmax 4096 x 4096 (fp32) from a slow three-pass kernel; the FAKE LLM answers one
+-- direction with an honest one-pass kernel and the others with the same kernel launched on an
+-- unjoined side stream, with one short side-stream launch, and from a background thread. The
+-- honest kernel must end as best; each cheat is rejected at stage "timing" with a reason that
+-- names the cause, and no figure of theirs reaches the traces, summary.json or memory.
+if want("trust") then
+  local T = root .. "/tests/fixtures/trust/"
+  local kernels = { T .. "softmax_onepass.py", T .. "softmax_side_stream.py", T .. "softmax_side_stream_short.py",
+    T .. "softmax_thread.py" }
+  local server, port = fake.start(fake.script({ n = 4, kernels = kernels }), out)
+  local db = out .. "/trust.db"
+  local r = fake.run_agent("beam.lua", { "--problem", T .. "softmax_problem.py", "--kernel", root .. "/examples/kernels/softmax.py",
+    "--dtype", "fp32", "--rounds", "1", "--beam", "1", "--directions", "4", "--refine", "0", "--out", out .. "/trust" },
+    fake.env(port, { KAGENT_DB = db }), 1500)
+  server:kill()
+  io.write(r.stderr:sub(-4000))
+  check(r.code == 0, "trust: beam.lua exit code " .. tostring(r.code))
+  local rd = fake.newest_run(out .. "/trust")
+  local s = rd and json.decode(fs.read(rd .. "/summary.json") or "null")
+  check(type(s) == "table", "trust: summary.json written")
+  if type(s) == "table" then
+    check((fs.read(rd .. "/best_kernel.py") or ""):gsub("%s+$", "") == fs.read(kernels[1]):gsub("%s+$", ""),
+      "trust: the honest one-pass kernel is best (best = " .. tostring(s.best.id) .. ")")
+    check(s.verified == true, "trust: the best kernel is confirmed")
+    for _, k in ipairs({ "eager_ms", "compile_ms", "compile_max_autotune_ms" }) do
+      check(type(s.baselines[k]) == "number", "trust: summary has " .. k)
+    end
+    for w = 2, 4 do
+      local b = json.decode(fs.read(string.format("%s/rounds/round_1/w%d/benchmark_results.json", rd, w)) or "null")
+      local _, row = next(b and b.kernels or {})
+      row = row or {}
+      check(row.ok == false and row.stage == "timing" and tostring(row.error):find("outside the timed events", 1, true) ~= nil
+        and (row.time_ms == nil or row.time_ms == json.null),
+        string.format("trust: w%d (%s) rejected at stage timing, no time: %s", w, kernels[w]:match("[^/]+$"), tostring(row.error)))
+    end
+    -- the side-stream copies measured about 0.0013 ms before the evaluator refused them
+    check(s.best_ms >= 0.03 and (type(s.sol_pct) ~= "number" or s.sol_pct <= 100),
+      "trust: the summary's figures are the honest kernel's (" .. tostring(s.best_ms) .. " ms)")
+    local m = assert(kagent.mem.open(db))
+    local rows = m:query("SELECT stage, time_ms FROM attempts WHERE stage = 'timing'")
+    local leaked = 0
+    for _, row in ipairs(rows) do if row.time_ms ~= nil and row.time_ms ~= json.null then leaked = leaked + 1 end end
+    check(#rows >= 3 and leaked == 0, string.format("trust: %d rejected attempts in memory, %d with a time", #rows, leaked))
+    m:close()
+    print(string.format("FIGURE trust softmax 4096x4096 fp32: input %.4f ms -> best %.4f ms (%.2fx); eager %.4f, compile %.4f, max-autotune %s ms; SOL %s%%; generalizes %s; sanitizer %s",
+      s.input_ms, s.best_ms, s.speedup_vs_input, s.baselines.eager_ms or 0, s.baselines.compile_ms or 0,
+      tostring(s.baselines.compile_max_autotune_ms), tostring(s.sol_pct), tostring(s.generalizes), tostring(s.sanitizer)))
+  end
+end
+
 print(failures == 0 and "agent GPU check: all passed" or ("agent GPU check: " .. failures .. " failure(s)"))
 return failures == 0 and 0 or 1

@@ -8,14 +8,14 @@
 #     the winner verifies on the GPU and is timed against both baselines.
 #  4. agents/skill.lua on #36 (bf16) from the two-pass kernel with the fake server planning and
 #     replaying the one-pass kernel: retrieval on real counters, plans with evidence, best verified.
-# KAGENT_AGENT_CHECK_STEPS=beam,tune,generate,skill picks steps.
+#  5. trust: agents/beam.lua on softmax 4096x4096 (fp32) with the fake server answering with an
+#     honest one-pass kernel and three side-stream/thread copies: the honest one ends as best,
+#     each copy is rejected at stage "timing", and no figure of theirs reaches summary or memory.
+# KAGENT_AGENT_CHECK_STEPS=beam,tune,generate,skill,trust picks steps.
 # Usage: tests/gpu/agent_gpu_check.sh [out_dir]   (KAGENT_BIN overrides build/kagent-rt)
 set -u
 cd "$(dirname "$0")/../.."
-if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L 2>/dev/null | grep -q GPU; then
-  echo "SKIP: no GPU"
-  exit 77
-fi
+. tests/gpu/require_gpu.sh
 BIN="${KAGENT_BIN:-build/kagent-rt}"
 OUT="${1:-/tmp/kagent-agent-gpu-check}"
 rm -rf "$OUT" && mkdir -p "$OUT"

@@ -26,6 +26,17 @@ local function fake_pool()
   function p:evaluate(job) self.jobs = self.jobs + 1; return fake_result(job.candidate) end
   function p:benchmark(job) self.jobs = self.jobs + 1; return fake_result(job.candidate) end
   function p:profile(job) return fake_result(job.candidate) end
+  -- interleaved timing: each candidate's TIME, its speedup over the first
+  function p:compare(job)
+    self.jobs = self.jobs + 1
+    local out, t1 = {}, nil
+    for i, code in ipairs(job.candidates) do
+      local t = tonumber(code:match("TIME=([%d%.]+)"))
+      t1 = t1 or t
+      out[i] = { time_ms = { median = t }, speedup = { median = t1 / t, cv = 0.001, blocks = 8 } }
+    end
+    return { ok = true, stage = "done", candidates = out }
+  end
   return p
 end
 

@@ -72,6 +72,35 @@ describe("promotion.promote", function()
     expect.falsy(ok, "an unverified child never wins")
     expect.match(why, "not verified")
   end)
+  it("confirms a gain by timing parent and child interleaved in one job", function()
+    local asked = {}
+    local function gated(speedup, cv)
+      local pool = { compare = function(_, job)
+        asked[#asked + 1] = job
+        return { ok = true, candidates = { { speedup = { median = 1, cv = 0 } },
+          { speedup = { median = speedup, p10 = speedup, p90 = speedup, cv = cv } } } }
+      end }
+      return { opts = { min_gain = 1 }, can_profile = true, pool = pool,
+        job = function(code, extra) local j = { candidate = code }; for k, v in pairs(extra) do j[k] = v end; return j end }
+    end
+    local function kern(median, code)
+      local r = res(median, 0.001)
+      r.code, r.fingerprint = code, code
+      return r
+    end
+    expect.truthy(promotion.promote(gated(1.25, 0.01), kern(1.0, "P"), kern(0.8, "C")))
+    expect.eq(asked[1].candidates[1], "P")
+    expect.eq(asked[1].candidates[2], "C")
+    local ok, why = promotion.promote(gated(1.004, 0.01), kern(1.0, "P"), kern(0.8, "C2"))
+    expect.falsy(ok, "the search-time gain does not hold up interleaved")
+    expect.match(why, "under 1%%")
+    ok, why = promotion.promote(gated(1.25, 0.2), kern(1.0, "P"), kern(0.8, "C3"))
+    expect.falsy(ok, "blocks that disagree")
+    expect.match(why, "cv")
+    local n = #asked
+    expect.falsy(promotion.promote(gated(1.25, 0.01), kern(1.0, "P"), kern(0.999, "C4")))
+    expect.eq(#asked, n, "no interleaved job for a child that is not even nominally faster")
+  end)
   it("keep_best moves the head only through the gate", function()
     local head = k("head", 1.0, 0.01, "h", 0)
     head.result = { ok = true, time_ms = head.time }

@@ -9,6 +9,7 @@
 #include "lua/native_modules.hpp"
 #include "lua/stack_guard.hpp"
 #include "store/memory_store.hpp"
+#include "store/merge.hpp"
 #include "store/schema.hpp"
 
 namespace kagent {
@@ -195,6 +196,21 @@ int l_query(lua_State* L) {
   });
 }
 
+// merge(db, path) -> {table = rows added, ...}. Inside a transaction it raises (misuse).
+int l_merge(lua_State* L) {
+  return guarded(L, "db:merge", [&] {
+    MemoryStore& db = check_open(L, 1);
+    const std::string path = luaL_checkstring(L, 2);
+    const store::MergeCounts counts = store::merge_database(db, path);
+    lua_createtable(L, 0, static_cast<int>(counts.size()));
+    for (const auto& [table, added] : counts) {
+      lua_pushnumber(L, static_cast<lua_Number>(added));
+      lua_setfield(L, -2, table.c_str());
+    }
+    return 1;
+  });
+}
+
 int l_path(lua_State* L) {
   return guarded(L, "db:path", [&] {
     lua_pushstring(L, check_open(L, 1).path().c_str());
@@ -230,6 +246,7 @@ int open_native_mem(lua_State* L) {
                                  {"is_open", l_is_open},
                                  {"exec", l_exec},
                                  {"query", l_query},
+                                 {"merge", l_merge},
                                  {"path", l_path},
                                  {"schema_version", l_schema_version},
                                  {"in_transaction", l_in_transaction},

@@ -95,8 +95,60 @@ CREATE TABLE llm_cache(
   created REAL NOT NULL);
 )sql";
 
+// Version 2: a uid on every row that records an event (runs, attempts, reflexions, skill
+// outcomes, lessons, archived kernels). Integer ids are local to one file; the uid is made when
+// the row is written and travels with it, so databases written apart (one per Slurm task) merge
+// without lost or doubled rows (store/merge.cpp). The typed inserts of kagent.mem set it; the
+// triggers fill it for rows inserted by hand. Rows keyed by their content need none: skills by
+// name, LLM replies by request key, rounds by (run, round).
+constexpr const char* kSchemaV2 = R"sql(
+ALTER TABLE runs ADD COLUMN uid TEXT;
+ALTER TABLE attempts ADD COLUMN uid TEXT;
+ALTER TABLE reflexions ADD COLUMN uid TEXT;
+ALTER TABLE skill_outcomes ADD COLUMN uid TEXT;
+ALTER TABLE lessons ADD COLUMN uid TEXT;
+ALTER TABLE archive ADD COLUMN uid TEXT;
+UPDATE runs SET uid = lower(hex(randomblob(16)));
+UPDATE attempts SET uid = lower(hex(randomblob(16)));
+UPDATE reflexions SET uid = lower(hex(randomblob(16)));
+UPDATE skill_outcomes SET uid = lower(hex(randomblob(16)));
+UPDATE archive SET uid = lower(hex(randomblob(16)));
+-- The FTS index holds text and tags only: a uid change must not rewrite it.
+DROP TRIGGER lessons_au;
+CREATE TRIGGER lessons_au AFTER UPDATE OF text, tags ON lessons BEGIN
+  INSERT INTO lessons_fts(lessons_fts, rowid, text, tags) VALUES ('delete', old.id, old.text, old.tags);
+  INSERT INTO lessons_fts(rowid, text, tags) VALUES (new.id, new.text, new.tags);
+END;
+UPDATE lessons SET uid = lower(hex(randomblob(16)));
+CREATE UNIQUE INDEX runs_by_uid ON runs(uid);
+CREATE UNIQUE INDEX attempts_by_uid ON attempts(uid);
+CREATE UNIQUE INDEX reflexions_by_uid ON reflexions(uid);
+CREATE UNIQUE INDEX skill_outcomes_by_uid ON skill_outcomes(uid);
+CREATE UNIQUE INDEX lessons_by_uid ON lessons(uid);
+CREATE UNIQUE INDEX archive_by_uid ON archive(uid);
+CREATE TRIGGER runs_uid AFTER INSERT ON runs WHEN new.uid IS NULL BEGIN
+  UPDATE runs SET uid = lower(hex(randomblob(16))) WHERE id = new.id;
+END;
+CREATE TRIGGER attempts_uid AFTER INSERT ON attempts WHEN new.uid IS NULL BEGIN
+  UPDATE attempts SET uid = lower(hex(randomblob(16))) WHERE id = new.id;
+END;
+CREATE TRIGGER reflexions_uid AFTER INSERT ON reflexions WHEN new.uid IS NULL BEGIN
+  UPDATE reflexions SET uid = lower(hex(randomblob(16))) WHERE id = new.id;
+END;
+CREATE TRIGGER skill_outcomes_uid AFTER INSERT ON skill_outcomes WHEN new.uid IS NULL BEGIN
+  UPDATE skill_outcomes SET uid = lower(hex(randomblob(16))) WHERE id = new.id;
+END;
+CREATE TRIGGER lessons_uid AFTER INSERT ON lessons WHEN new.uid IS NULL BEGIN
+  UPDATE lessons SET uid = lower(hex(randomblob(16))) WHERE id = new.id;
+END;
+CREATE TRIGGER archive_uid AFTER INSERT ON archive WHEN new.uid IS NULL BEGIN
+  UPDATE archive SET uid = lower(hex(randomblob(16))) WHERE id = new.id;
+END;
+)sql";
+
 constexpr Migration kMigrations[] = {
     {1, kSchemaV1},
+    {2, kSchemaV2},
 };
 
 }  // namespace

@@ -1,6 +1,7 @@
 """Job orchestration in the worker: static checks, reference child, candidate child, verdict."""
 import os
 import random
+import statistics
 import time
 
 from . import child_candidate, compare, fingerprint, loader, sandbox, sanitizer
@@ -388,8 +389,12 @@ class Evaluator:
         result["candidates"] = []
         for entry in entries:
             ratios = sorted(b0 / bk for b0, bk in zip(base, entry["blocks"]) if bk > 0)
+            mean = sum(ratios) / len(ratios) if ratios else 0.0
             entry["speedup"] = {"median": _median(ratios), "p10": timing.percentile(ratios, 0.1),
-                                "p90": timing.percentile(ratios, 0.9), "blocks": len(ratios)}
+                                "p90": timing.percentile(ratios, 0.9), "blocks": len(ratios),
+                                # the blocks' agreement: what a promotion gate asks of a gain
+                                "cv": statistics.pstdev(ratios) / mean if len(ratios) > 1 and mean
+                                else 0.0}
             result["candidates"].append(entry)
         result.update(ok=True, stage="done", rounds=spec["rounds"],
                       calls_per_block=spec["calls_per_block"])

@@ -70,6 +70,13 @@ function M.decode_rows(rows)
 end
 
 -- Internal helpers shared by the typed halves.
+
+-- SQL for a new row's uid (schema version 2): the time in microseconds, then 80 random bits from
+-- SQLite's generator (seeded from the OS), so rows written in different processes and files
+-- never share one, and new uids sort last: each insert touches the last page of the uid index
+-- rather than a random one. (Rows inserted by hand get a random uid from the schema's triggers.)
+M._NEW_UID = "printf('%014x', CAST((julianday('now') - 2440587.5) * 86400000000.0 AS INTEGER)) || lower(hex(randomblob(10)))"
+
 function M._booleans(row)
   if row then
     for _, k in ipairs(BOOL_COLUMNS) do
@@ -122,6 +129,16 @@ function Db:query(sql, params)
   if type(sql) ~= "string" then error("db:query: sql must be a string", 2) end
   if params ~= nil and type(params) ~= "table" then error("db:query: params must be a table", 2) end
   return nm.query(h, sql, params)
+end
+
+--- db:merge(path) -> {runs = n, attempts = n, ...} rows added per table | nil, "EDB: ...", "EDB".
+--- Copies in the rows of another kagent-rt database that this one lacks (store/merge.hpp says
+--- how rows are matched); merging the same file twice adds nothing.
+function Db:merge(path)
+  local h = handle(self, "db:merge")
+  if type(path) ~= "string" then error("db:merge: path must be a string", 2) end
+  if nm.in_transaction(h) then error("db:merge: not inside a transaction", 2) end
+  return nm.merge(h, path)
 end
 
 -- Like exec/query but raise on EDB: for the typed functions, which turn it back into nil, err.

@@ -54,8 +54,8 @@ return function(M, Db)
     x(db, "INSERT INTO skills(name, registered, updated) VALUES (?, ?, ?)" ..
       " ON CONFLICT(name) DO NOTHING", { t.skill, now, now })
     local _, id = x(db, "INSERT INTO skill_outcomes(skill, bottleneck, op_class, gpu, success," ..
-      " gain, run_id, attempt_id, created) VALUES (:skill, :bottleneck, :op_class, :gpu," ..
-      " :success, :gain, :run_id, :attempt_id, :created)", {
+      " gain, run_id, attempt_id, created, uid) VALUES (:skill, :bottleneck, :op_class, :gpu," ..
+      " :success, :gain, :run_id, :attempt_id, :created, " .. M._NEW_UID .. ")", {
         skill = t.skill, bottleneck = t.bottleneck, op_class = t.op_class, gpu = t.gpu,
         success = t.success, gain = t.gain, run_id = t.run_id, attempt_id = t.attempt_id,
         created = now,
@@ -111,8 +111,8 @@ return function(M, Db)
     M._check_fields("db:add_lesson", t,
       { text = true, tags = true, problem_hash = true, gpu = true, source_attempt = true })
     M._require("db:add_lesson", t, "text", "string")
-    local _, id = x(db, "INSERT INTO lessons(text, tags, problem_hash, gpu, source_attempt, created)" ..
-      " VALUES (:text, :tags, :problem_hash, :gpu, :source_attempt, :created)", {
+    local _, id = x(db, "INSERT INTO lessons(text, tags, problem_hash, gpu, source_attempt, created, uid)" ..
+      " VALUES (:text, :tags, :problem_hash, :gpu, :source_attempt, :created, " .. M._NEW_UID .. ")", {
         text = t.text, tags = enc(t.tags), problem_hash = t.problem_hash, gpu = t.gpu,
         source_attempt = t.source_attempt, created = wall(),
       })
@@ -171,9 +171,9 @@ return function(M, Db)
     p.metrics = enc(t.metrics)
     p.created = wall()
     local _, id = x(db, "INSERT INTO archive(problem_hash, gpu, dtype, source, source_hash, time_ms," ..
-      " speedup_vs_eager, speedup_vs_compile, metrics, run_id, attempt_id, created) VALUES" ..
+      " speedup_vs_eager, speedup_vs_compile, metrics, run_id, attempt_id, created, uid) VALUES" ..
       " (:problem_hash, :gpu, :dtype, :source, :source_hash, :time_ms, :speedup_vs_eager," ..
-      " :speedup_vs_compile, :metrics, :run_id, :attempt_id, :created)", p)
+      " :speedup_vs_compile, :metrics, :run_id, :attempt_id, :created, " .. M._NEW_UID .. ")", p)
     return id
   end)
 

@@ -29,15 +29,15 @@ return function(M, Db)
   end
 
   local INSERT_ATTEMPT = "INSERT INTO attempts(" .. table.concat(ATTEMPT_FIELDS, ", ") ..
-    ", created) VALUES (:" .. table.concat(ATTEMPT_FIELDS, ", :") .. ", :created)"
+    ", created, uid) VALUES (:" .. table.concat(ATTEMPT_FIELDS, ", :") .. ", :created, " .. M._NEW_UID .. ")"
 
   --- db:start_run{problem, problem_hash, gpu, policy, config} -> run_id
   Db.start_run = method("db:start_run", function(db, t)
     M._check_table("db:start_run", t)
     M._check_fields("db:start_run", t,
       { problem = true, problem_hash = true, gpu = true, policy = true, config = true })
-    local _, id = x(db, "INSERT INTO runs(problem, problem_hash, gpu, policy, config, started) " ..
-      "VALUES (:problem, :problem_hash, :gpu, :policy, :config, :started)", {
+    local _, id = x(db, "INSERT INTO runs(problem, problem_hash, gpu, policy, config, started, uid) " ..
+      "VALUES (:problem, :problem_hash, :gpu, :policy, :config, :started, " .. M._NEW_UID .. ")", {
         problem = t.problem, problem_hash = t.problem_hash, gpu = t.gpu, policy = t.policy,
         config = enc(t.config), started = wall(),
       })
@@ -132,8 +132,8 @@ return function(M, Db)
       fix_effective = true, lessons = true, avoid = true, try = true, text = true })
     M._require("db:add_reflexion", t, "attempt_id", "number")
     local _, id = x(db, "INSERT INTO reflexions(attempt_id, diagnosis_correct, fix_effective," ..
-      " lessons, avoid, try, text, created) VALUES (:attempt_id, :diagnosis_correct," ..
-      " :fix_effective, :lessons, :avoid, :try, :text, :created)", {
+      " lessons, avoid, try, text, created, uid) VALUES (:attempt_id, :diagnosis_correct," ..
+      " :fix_effective, :lessons, :avoid, :try, :text, :created, " .. M._NEW_UID .. ")", {
         attempt_id = t.attempt_id, diagnosis_correct = t.diagnosis_correct,
         fix_effective = t.fix_effective, lessons = enc(t.lessons), avoid = enc(t.avoid),
         try = enc(t.try), text = t.text, created = wall(),
