@@ -30,6 +30,10 @@ kagent.args = nil
 ---@type string
 kagent.script = nil
 
+---| `kagent.exe` | path of the running `kagent-rt` binary (to start another one; children cannot read it from `/proc`, as `kagent-rt` is not dumpable) |
+---@type string?
+kagent.exe = nil
+
 ---| `kagent.root` | the folder holding the shipped `agents/`, `skills/`, `prompts/`: the checkout, or `<prefix>/share/kagent-rt` for an installed binary (found from the executable's location; `KAGENT_ROOT` overrides) |
 ---@type string
 kagent.root = nil

@@ -47,6 +47,26 @@ describe("kagent.secrets", function()
   end)
 end)
 
+describe("kagent-rt", function()
+  it("is not dumpable: a process of its own user cannot read its environment", function()
+    local dir = spec.tmpdir("dumpable")
+    fs.write(dir .. "/t.lua", [[
+      local r = kagent.proc.run({ "sh", "-c", "cat /proc/$PPID/environ" })
+      print(r.code, r.stderr)
+    ]])
+    local argv = { spec.build_dir .. "/kagent-rt", dir .. "/t.lua" }
+    local id = proc.run({ "id", "-u" })
+    if id and id.stdout == "0\n" then  -- root reads anything: run both as nobody instead
+      proc.run({ "chmod", "755", dir })
+      argv = { "setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", argv[1], argv[2] }
+    end
+    local r = assert(proc.run(argv, { env = { SOME_API_KEY = fake_key("dump") }, timeout = 60 }))
+    proc.run({ "rm", "-rf", dir })
+    expect.eq(r.code, 0, r.stderr)
+    expect.match(r.stdout, "^1%s.*Permission denied")
+  end)
+end)
+
 describe("kagent.gpu with keys in the runtime's environment", function()
   it("keeps them out of results, logs and the worker's log", function()
     local r = proc.run({ spec.python, "-c", "import torch" }, { timeout = 60 })

@@ -15,6 +15,7 @@ local kagent = {
   args = native.info.args,
   script = search_path.script(dirs, native.info.script) or native.info.script,
   root = native.info.root,
+  exe = native.info.exe,
   path = dirs,
 }
 
