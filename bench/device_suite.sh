@@ -49,6 +49,8 @@ case "$phase" in
   latency) step eval_latency python3 bench/eval_latency.py; step profile_cost python3 bench/profile_cost.py ;;
   trust) step trace_overhead python3 bench/trace_overhead.py
          step trust_gpu_check python3 tests/gpu/trust_gpu_check.py --part escapes,memory,compare,sanitize ;;
+  trust-agent) KAGENT_AGENT_CHECK_STEPS="${KAGENT_AGENT_CHECK_STEPS:-trust,skill}" \
+         step agent_gpu_check bash tests/gpu/agent_gpu_check.sh "$OUT/agent" ;;
   parity) step parity_77 python3 bench/baseline_parity.py examples/problems/77_conv_transpose3d.py --compile ;;
   trust-ka) step trust_ka python3 tests/gpu/trust_gpu_check.py --part ka,baselines ;;
   latency-compare)  # per-candidate overhead, this evaluator against KAGENT_OLD_EVAL (a copy of an earlier one)

@@ -58,6 +58,13 @@ class AllStreamCheckTest(unittest.TestCase):
         self.assertTrue(res["ok"], res)
         self.assertLess(res["max_uncovered_ms"], 0.001)
 
+    def test_a_late_start_event_is_an_idle_gap_not_work(self):
+        # the host records the start event 40 us after the flush ended: the kernel (and the
+        # events) start late, so the events are shorter than h..end but cover all the work
+        res = check(calls_with(50, lambda c: c.work(40.5, 89.5)))
+        self.assertTrue(res["ok"], res)
+        self.assertLess(res["max_uncovered_ms"], 0.001)
+
     def test_a_side_stream_joined_back_is_covered(self):
         # side work starts after the call began and ends before the end event (joined)
         res = check(calls_with(50, lambda c: c.work(0.3, 10).work(1.0, 45, stream=9)))

@@ -12,8 +12,9 @@ All-stream check: the timed loop runs under an activity trace (CUPTI: every kern
 fill on any stream, from any thread) with host marks on the trace's clock, taken while the device
 is idle, that open and close each call's window. In a window, the first records are the
 harness's flush and spin on the timed stream; the call starts when they end (h). Work of the
-call that began before h ran beside the harness, not after it, and work that ended after h + the
-events' time ran beyond the end event: either is time the events did not see. Work between
+call that began before h ran beside the harness, not after it, and work spanning longer than the
+events' time (from h or its first record, whichever is later) ran beyond the end event: either
+is time the events did not see. Work between
 windows (a thread launching after the call returned) is outside every window. Honest kernels,
 on one stream or on side streams joined back to the timed one, leave none of either.
 """
@@ -297,8 +298,13 @@ def all_stream_check(records, windows, end_mark, events_ms, has_spin=True, gap_s
         work = [r for r in window if not any(r is x for x in harness)]
         uncovered = 0.0
         if work:
-            pre = max(0, h - min(r["start_ns"] for r in work))
-            post = max(0, max(r["end_ns"] for r in work) - (h + events_ms[i] * 1e6))
+            first = min(r["start_ns"] for r in work)
+            last = max(r["end_ns"] for r in work)
+            # beside the harness: before the call could start on the timed stream
+            pre = max(0, h - first)
+            # longer than the events: the call's work after h cannot fit inside them (an idle
+            # gap between h and the start event, a late host, is not work and is not counted)
+            post = max(0, (last - max(h, first)) - events_ms[i] * 1e6)
             uncovered = (pre + post) * 1e-6
         per_call_ms.append(uncovered)
         if uncovered > ESCAPE_ABS_MS + ESCAPE_REL * events_ms[i]:
