@@ -65,8 +65,8 @@ function p:wait(timeout) end
 function p:kill(sig) end
 
 ---`p:take_stderr()` → `text, dropped`: the stderr received since the last call (for a long-lived
----  child whose stderr is consumed as it comes; not returned again by `wait`) and the bytes dropped
----  over `max_output` since then.
+---  child whose stderr is consumed as it comes: what was taken before the child exited is not in
+---  `wait`'s `stderr`) and the bytes dropped over `max_output` since then.
 ---@return any
 function p:take_stderr() end
 
