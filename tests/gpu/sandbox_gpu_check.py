@@ -83,7 +83,9 @@ def part_triton(c, memory_mb):
     home_triton = os.path.expanduser("~/.triton/cache")
     before = listing(home_triton)
     results = {}
-    for label, env in (("sandbox", {"KAGENT_EVAL_MEMORY_MB": str(memory_mb)}), ("open", {"KAGENT_EVAL_SANDBOX": "0"})):
+    # the confinement is opt-in on a GPU worker (src/gpu/eval/README.md, "Sandbox")
+    for label, env in (("sandbox", {"KAGENT_EVAL_SANDBOX": "1", "KAGENT_EVAL_MEMORY_MB": str(memory_mb)}),
+                       ("open", {"KAGENT_EVAL_SANDBOX": "0"})):
         w = Worker(0, env=env)
         try:
             print("worker (%s): %s" % (label, json.dumps(w.ready.get("sandbox"))), flush=True)
