@@ -250,16 +250,15 @@ class Evaluator:
         out = sandbox.run_child(child_candidate.run, (hspec,), spec["timeouts"], self.close_fds)
         result["trust"]["remeasured"] = True
         probe = {"checks": {}, "flags": [], "audit": {}}
-        if verdict.failure_from_outcome(probe, out):
-            return not verdict.fail(result, probe["stage"], probe["code"],
-                                    "in the hardened re-measure: " + probe["error"].split(": ", 1)[1])
         b, arrays = out.first("benchmark")
-        if b is None:
-            return not verdict.fail(result, "timing", "ERUN", "the hardened re-measure sent no timing")
-        if verdict.apply_benchmark(probe, b, arrays, self._loop_ms(out), trial0, rtol, atol,
-                                   self.sample_seed, "cuda" if self.cuda else "cpu"):
-            return not verdict.fail(result, probe["stage"], probe["code"],
-                                    "in the hardened re-measure: " + probe["error"].split(": ", 1)[1])
+        if not verdict.failure_from_outcome(probe, out) and b is None:
+            verdict.fail(probe, "timing", "ERUN", "no timing came back")
+        if probe.get("error") or verdict.apply_benchmark(
+                probe, b, arrays, self._loop_ms(out), trial0, rtol, atol, self.sample_seed,
+                "cuda" if self.cuda else "cpu"):
+            return not verdict.fail_without_figures(
+                result, probe["stage"], probe["code"],
+                "in the hardened re-measure: " + probe["error"].split(": ", 1)[1])
         second = probe["time_ms"]
         roof2 = self.refs.roofline(spec, trial0, second.get("median"))
         flags2 = verdict.figure_flags(second, roof2, peaks, self.cuda, spec["max_spread"])
