@@ -333,6 +333,8 @@ class Evaluator:
                 isinstance(c, str) and c for c in cands):
             raise BadRequest("candidates must be a list of 2 to 8 paths or source texts")
         spec = self.normalize("benchmark", dict(job, candidate=cands[0]))
+        if int(job.get("rounds", 8)) % 2:
+            raise BadRequest("rounds must be even: blocks are compared in A B | B A pairs")
         spec.update(op="compare", candidates=cands, audit=False,
                     rounds=_int_in(job, "rounds", 8, 2, 100),
                     calls_per_block=_int_in(job, "calls_per_block", 5, 1, 100))
@@ -388,11 +390,16 @@ class Evaluator:
         base = entries[0]["blocks"]
         result["candidates"] = []
         for entry in entries:
-            ratios = sorted(b0 / bk for b0, bk in zip(base, entry["blocks"]) if bk > 0)
+            # one ratio per A B | B A pair of blocks: the order a candidate runs in within a
+            # block (after which other kernel, with which caches and clocks) cancels in a pair
+            bk = entry["blocks"]
+            ratios = sorted((base[i] + base[i + 1]) / (bk[i] + bk[i + 1])
+                            for i in range(0, min(len(base), len(bk)) - 1, 2)
+                            if bk[i] + bk[i + 1] > 0)
             mean = sum(ratios) / len(ratios) if ratios else 0.0
             entry["speedup"] = {"median": _median(ratios), "p10": timing.percentile(ratios, 0.1),
-                                "p90": timing.percentile(ratios, 0.9), "blocks": len(ratios),
-                                # the blocks' agreement: what a promotion gate asks of a gain
+                                "p90": timing.percentile(ratios, 0.9), "pairs": len(ratios),
+                                # the pairs' agreement: what a promotion gate asks of a gain
                                 "cv": statistics.pstdev(ratios) / mean if len(ratios) > 1 and mean
                                 else 0.0}
             result["candidates"].append(entry)
