@@ -42,7 +42,7 @@ function M:record(ok, code, err)
   self.last_error, self.last_code = tostring(err), code
   if self.consecutive >= self.limit and not self.down then
     self.down = string.format("%d LLM calls failed in a row (the last: %s)", self.consecutive, self.last_error)
-    log.error("LLM: %s; the run stops after the workers in flight", self.down)
+    log.error("the LLM is down: %s; the run stops once the workers in flight are done", self.down)
   end
 end
 

@@ -88,4 +88,37 @@ describe("an LLM outage", function()
       db:close()
     end, { timeout = 600 })
   end
+
+  it("while generating the first kernel stops with exit 3, and nothing is learned", function()
+    if not cpu.have_torch() then skip("no torch for " .. spec.python .. " (set KAGENT_PYTHON)") end
+    local dir = spec.tmpdir("outage-generate")
+    local srv = fake_llm.start({ script = CASES[1][2] })
+    local r = session.run_agent("beam.lua", { "--problem", cpu.problem, "--devices", "cpu", "--out", dir .. "/runs",
+      "--gen-workers", "2", "--llm-timeout", "total=2s", "--llm-backoff", "0.05", "--llm-failures", "3" },
+      env(dir, srv.port), 600)
+    srv:stop()
+    expect.eq(r.code, 3, r.stderr:sub(-2000))
+    expect.truthy(r.stderr:find("--resume ", 1, true), r.stderr:sub(-800))
+    local rd = session.newest_run(dir .. "/runs")
+    local st = json.decode(fs.read(rd .. "/state.json"))
+    expect.eq(st.input, nil, "no input kernel yet: --resume starts the run again")
+    local db = assert(mem.open(dir .. "/mem.db"))
+    expect.eq(db:query("SELECT status FROM runs")[1].status, "stopped")
+    expect.eq(count(db, "SELECT count(*) AS n FROM lessons") + count(db, "SELECT count(*) AS n FROM archive"), 0)
+    db:close()
+  end, { timeout = 600 })
+
+  it("a local server that does not answer when asked for its model: exit 3 before anything starts", function()
+    local dir = spec.tmpdir("outage-models")
+    local srv = fake_llm.start({ script = { models_reply = { fault = "hang" } }, flavor = "vllm" })
+    local e = env(dir, srv.port)
+    e.KAGENT_MODEL, e.OPENAI_API_KEY = false, false
+    local r = session.run_agent("beam.lua", { "--problem", cpu.problem, "--kernel", cpu.fx .. "slow.py", "--devices", "cpu",
+      "--out", dir .. "/runs", "--llm-timeout", "total=1s,idle=0.3s" }, e, 120)
+    srv:stop()
+    expect.eq(r.code, 3, r.stderr)
+    expect.truthy(r.stderr:find("the LLM does not answer", 1, true), r.stderr)
+    expect.truthy(r.stderr:find("Nothing was started", 1, true), r.stderr)
+    expect.falsy(fs.exists(dir .. "/runs"), "no run folder")
+  end)
 end)

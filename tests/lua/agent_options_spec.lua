@@ -201,8 +201,7 @@ COMP_WORDS=(%s); COMP_CWORD=$((${#COMP_WORDS[@]} - 1)); _kagent_rt; printf '%%s\
     -- permissions bind only a user other than root: as root the run drops to nobody
     local uid = tonumber(assert(proc.run({ "id", "-u" }, { timeout = 10 })).stdout)
     if uid == 0 then
-      local pid = fs.read("/proc/self/stat"):match("^(%d+)")
-      local bin = os.getenv("KAGENT_BIN") or assert(proc.run({ "readlink", "/proc/" .. pid .. "/exe" }, { timeout = 10 })).stdout:match("^%s*(.-)%s*$")
+      local bin = os.getenv("KAGENT_BIN") or kagent.exe
       local check = proc.run({ "setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", bin, "--version" }, { timeout = 10 })
       if not (check and check.code == 0) then skip("running as root, and setpriv cannot drop to nobody here") end
       run = function(env)
