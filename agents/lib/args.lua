@@ -48,7 +48,7 @@ function M.suggest(word, candidates)
   if #prefixed == 1 then return prefixed[1] end
 end
 
--- range_text(s) -> "a whole number >= 1", "a number in (0, 100]", ...
+-- range_text(s) -> "a whole number >= 1", "a number > 0 and <= 100", ...
 local function range_text(s)
   local what = s.type == "integer" and "a whole number" or "a number"
   local lo = s.above ~= nil and ("> " .. s.above) or (s.min ~= nil and (">= " .. s.min)) or nil
