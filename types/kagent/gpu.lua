@@ -26,6 +26,11 @@ local gpu = {}
 ---@return kagent.gpu.Pool
 function gpu.pool(opts) end
 
+---`gpu.gpus()` ⏸ → array of the GPU indices `nvidia-smi -L` lists (empty when there is none, or
+---  no `nvidia-smi`): what a pool's default `devices` is made of, for checking a user's choice.
+---@return any
+function gpu.gpus() end
+
 ---@class kagent.gpu.Pool
 local pool = {}
 
