@@ -13,30 +13,29 @@ local M = {}
 M.HEARTBEAT_S = tonumber(os.getenv("KAGENT_SWEEP_HEARTBEAT") or "") or 15
 
 -- binary() -> the path of this kagent-rt binary, which runs each problem (KAGENT_BIN overrides).
--- Resolved once: a child reached through a shell cannot use /proc/self/exe.
-local bin_path
 function M.binary()
-  if bin_path then return bin_path end
   local env = os.getenv("KAGENT_BIN")
-  if env and env ~= "" then bin_path = fs.abspath(env); return bin_path end
-  -- the shell's parent is this process
-  local r = proc.run({ "sh", "-c", 'readlink -f "/proc/$PPID/exe"' }, { timeout = 10 })
-  local path = r and r.code == 0 and r.stdout:match("^%s*(.-)%s*$")
-  bin_path = path ~= "" and path or nil
-  return bin_path
+  if env and env ~= "" then return fs.abspath(env) end
+  return kagent.exe
 end
 
 -- run_state(plan, p) -> {done = run folder} | {resume = run folder} | {}: the newest run with a
--- summary.json is finished; else the newest with a state.json (a round done) is resumed; a run
--- stopped before its first round ends has nothing to resume and is started again.
+-- summary.json of a finished run is done; else the newest with a state.json (written from its
+-- start) is resumed; a run whose start failed (summary.json with status "failed") is left as it
+-- is and the problem started again.
 function M.run_state(plan, p)
   local dir = plan_lib.runs_dir(plan, p)
   local names = fs.list(dir) or {}
   local resume
   for i = #names, 1, -1 do
     local d = fs.join(dir, names[i])
-    if fs.exists(fs.join(d, "summary.json")) then return { done = d } end
-    if not resume and fs.exists(fs.join(d, "state.json")) then resume = d end
+    local s = fs.read(fs.join(d, "summary.json"))
+    if s then
+      local summary = json.decode(s)
+      if not (type(summary) == "table" and summary.status == "failed") then return { done = d } end
+    elseif not resume and fs.exists(fs.join(d, "state.json")) then
+      resume = d
+    end
   end
   return { resume = resume }
 end

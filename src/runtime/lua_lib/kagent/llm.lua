@@ -6,6 +6,7 @@ local http = require("kagent.http")
 local json = require("kagent.json")
 local task = require("kagent.task")
 local log = require("kagent.log")
+local secrets = require("kagent.secrets")
 local clock = require("kagent.time")
 local extract = require("kagent.llm.extract")
 local record = require("kagent.llm.record")
@@ -85,6 +86,7 @@ function M.configure(opts)
                        "max_tokens" }) do
     if opts[k] ~= nil then cfg[k] = opts[k] end
   end
+  if opts.api_key_env ~= nil then secrets.add_name(opts.api_key_env) end
   if opts.db ~= nil then
     cfg.db = opts.db
     store = nil
@@ -222,16 +224,17 @@ local function call_limits(r, req, set, body, streaming, t0)
            connect = set.connect_timeout, retries = req.retries or cfg.retries }
 end
 
---- configured() ⏸ (only to ask a local server its model) -> true, "provider:model" | false, why.
+--- configured() ⏸ (only to ask a local server its model) -> true, "provider:model" | false, why,
+--- code (ENOTSUP, EAUTH, or the failure of asking the server).
 function M.configured()
-  local set, serr = settings()
-  if not set then return false, (serr:gsub("^%u+: ", "")) end
-  local r, err = resolve(nil)
-  if not r then return false, (err:gsub("^%u+: ", "")) end
+  local set, serr, scode = settings()
+  if not set then return false, (serr:gsub("^%u+: ", "")), scode end
+  local r, err, code = resolve(nil)
+  if not r then return false, (err:gsub("^%u+: ", "")), code end
   if not r.model then
     task._running_task("llm.configured")
     local ok, f = pick_served_model(r, call_limits(r, {}, set, nil, false))
-    if not ok then return false, f.message end
+    if not ok then return false, f.message, f.code end
   end
   return true, r.provider .. ":" .. r.model
 end
