@@ -58,7 +58,7 @@ local function route(run, st)
     a = { ok = false, traced = false, trace_error = "the analysis failed: " .. tostring(a.error) }
   end
   local force = run.opts.route ~= "auto" and run.opts.route or nil
-  local r = router.decide(run, a, { force = force, vote = run.opts.route_vote, cache = run.opts.route_cache })
+  local r = router.decide(run, a, { force = force, vote = not run.opts.no_vote, cache = not run.opts.fresh })
   if r.vote then
     run.rd:write("fuse/route_prompt.txt", r.vote.prompt or "")
     run.rd:write("fuse/route_reply.txt", r.vote.reply or "")
@@ -110,7 +110,7 @@ local function session(run, u, share, progress)
   local out = { dir = u.dir, occurrences = u.occurrences, signature = u.signature }
   local code, result
   -- a kernel verified on this very subgraph in an earlier run is checked again and reused
-  local row = run.opts.reuse_kernels and mem:best_archived(run.dtype)
+  local row = not run.opts.fresh and mem:best_archived(run.dtype)
   if row then
     local r = sub.evaluate(row.source)
     if attempt.verified(r) then
@@ -202,9 +202,10 @@ end
 
 -- Finish ----------------------------------------------------------------------------------------------
 
-local function finish(run, st, best)
+local function finish(run, st, best, failures)
   local r = st.route
   local s = summary.base(run)
+  if not best then s.status, s.error = "failed", table.concat(failures, "; ") end
   s.route = { path = r.path, decided_by = r.decided_by, reason = r.reason or json.null, cached_from = r.cached_from or json.null,
     static = r.static, vote = r.vote or json.null, fallback = r.fallback or json.null, final = r.final or json.null }
   s.stages = st.stages
@@ -248,6 +249,7 @@ end
 function M.run(run)
   local st = { stages = {} }
   run.rd:write("problem.py", run.problem_code)
+  local guard = run.llm_guard
   local r = stage(run, st, "route", function() return route(run, st) end)
   local paths = { r.path, r.path == "direct" and "decompose" or "direct" }
   local best, failures = nil, {}
@@ -266,14 +268,20 @@ function M.run(run)
       end
       failures[#failures + 1] = path .. ": " .. tostring(why)
       log.warn("the %s path failed: %s", path, tostring(why))
+      -- the other path needs the LLM too: once it is down there is nothing to fall back on
+      if guard.down then break end
     end
   end
   r.failures = #failures > 0 and failures or nil
   run.rd:write("fuse/route.json", r)
-  local s = finish(run, st, best)
+  local s = finish(run, st, best, failures)
   if not best then
     run.progress:finish(string.format("run %s: no verified program.\n  %s\n  %s", run.rd.id,
       table.concat(failures, "\n  "), run.rd.dir))
+    if guard.down then
+      io.stderr:write(run.prog .. ": the LLM stopped answering (" .. guard.down .. "); try again later.\n")
+      return 3
+    end
     return 1
   end
   local b = s.baselines

@@ -186,7 +186,7 @@ describe("agents/fuse.lua on CPU with the fake LLM server", function()
       { match = "ops network_6.", text = code("linear.py") },
       { match = "# GENERATE KERNEL", text = code("linear_relu.py") },
     } }, dir)
-    local rd, s = fuse(server, port, dir, "runs", { "--problem", mlp, "--route-vote", "false" })
+    local rd, s = fuse(server, port, dir, "runs", { "--problem", mlp, "--no-vote" })
     local texts = stats(port).texts
     server:kill()
     expect.eq(s.route.decided_by, "rules")
@@ -209,7 +209,7 @@ describe("agents/fuse.lua on CPU with the fake LLM server", function()
     expect.eq(s.verified, true)
   end, { timeout = 900 })
 
-  it("falls back to the direct path when every decomposition is refused, and needs an LLM", function()
+  it("falls back to the direct path when every decomposition is refused; needs an LLM and good options", function()
     if not cpu.have_torch() then skip("no torch for " .. spec.python .. " (set KAGENT_PYTHON)") end
     local dir = spec.tmpdir("fuse-fallback")
     local server, port = fake.start({ latency = 0, replies = {
@@ -242,5 +242,19 @@ describe("agents/fuse.lua on CPU with the fake LLM server", function()
     local n = fake.run_agent("fuse.lua", { "--problem", conv, "--devices", "cpu", "--out", dir .. "/none" }, env_for(dir), 600)
     expect.eq(n.code, 2)
     expect.match(n.stderr, "no LLM is configured")
+    for _, bad in ipairs({ { { "--route", "decomp" }, "did you mean 'decompose'?" },
+        { { "--own-share", "2" }, "--own-share expects a number > 0 and <= 1, got '2'" },
+        { { "--decompose-tries", "0" }, "--decompose-tries expects a whole number >= 1" } }) do
+      local argv = { "--problem", conv, "--out", dir .. "/bad" }
+      for _, x in ipairs(bad[1]) do argv[#argv + 1] = x end
+      local b = fake.run_agent("fuse.lua", argv, env_for(dir), 60)
+      expect.eq(b.code, 2, table.concat(bad[1], " "))
+      expect.truthy(b.stderr:find(bad[2], 1, true), b.stderr)
+    end
+    expect.falsy(fs.exists(dir .. "/bad"), "refused before any run folder")
+    local h = fake.run_agent("fuse.lua", { "--help" }, env_for(dir), 60)
+    expect.eq(h.code, 0)
+    expect.match(h.stdout, "usage: kagent%-rt agents/fuse.lua %-%-problem P")
+    expect.match(h.stdout, "Route and decomposition:")
   end, { timeout = 900 })
 end)

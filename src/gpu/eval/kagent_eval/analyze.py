@@ -21,6 +21,7 @@ import os
 import time
 
 from . import child_common, compare, inputs, loader, sandbox, source_merge
+from .request import BadRequest
 
 KINDS = ("problem", "forward", "merge")
 
@@ -76,7 +77,6 @@ class Unsupported(Exception):
 
 def handle(ev, job):
     """The worker's side: checks the job, runs the analysis in a child, returns its result."""
-    from .jobs import BadRequest
     t0 = time.monotonic()
     if not isinstance(job, dict):
         raise BadRequest("job must be an object")
