@@ -54,15 +54,8 @@ local function main(argv)
   if not opts then return code end
   local checked, _, icode = run_lib.check_inputs(PROG, opts, SPEC)
   if not checked then return icode end
-  local llm, configured, which, lcode = run_lib.configure_llm(opts)
-  if not configured then
-    if require("agents.lib.llm_guard").TRANSIENT[lcode] then
-      io.stderr:write(PROG .. ": the LLM does not answer: " .. tostring(which) .. ". Nothing was started; try again later.\n")
-      return 3
-    end
-    io.stderr:write(PROG .. ": no LLM is configured, and writing kernels for a model needs one: " .. tostring(which) .. "\n")
-    return 2
-  end
+  local llm, lcode = run_lib.require_llm(PROG, opts, "writing kernels for a model")
+  if not llm then return lcode end
   opts.policy = "fuse"
   local run, _, ecode = run_lib.setup(PROG, opts, { mode = "fuse", llm = llm })
   if not run then return ecode end

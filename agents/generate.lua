@@ -36,16 +36,9 @@ local function main(argv)
   if not opts then return code end
   local checked, _, icode = run_lib.check_inputs(PROG, opts, SPEC)
   if not checked then return icode end
-  local llm, configured, which, lcode = run_lib.configure_llm(opts)
-  if not configured then
-    if require("agents.lib.llm_guard").TRANSIENT[lcode] then
-      io.stderr:write(PROG .. ": the LLM does not answer: " .. tostring(which) .. ". Nothing was started; try again later.\n")
-      return 3
-    end
-    io.stderr:write(PROG .. ": no LLM is configured, and generating a kernel needs one: " .. tostring(which)
-      .. "\nTo improve an existing kernel without an LLM: kagent-rt agents/tune.lua --problem P --kernel K\n")
-    return 2
-  end
+  local llm, lcode = run_lib.require_llm(PROG, opts, "generating a kernel",
+    "To improve an existing kernel without an LLM: kagent-rt agents/tune.lua --problem P --kernel K")
+  if not llm then return lcode end
   opts.policy = "generate"
   local run, _, ecode = run_lib.setup(PROG, opts, { mode = "generate", llm = llm })
   if not run then return ecode end

@@ -103,6 +103,21 @@ function M.configure_llm(opts)
   return llm, llm.configured()
 end
 
+-- require_llm(prog, opts, needs, hint) -> kagent.llm configured from the options, or nil and the
+-- exit status after saying why on stderr: 3 when the LLM does not answer (nothing was started; try
+-- later), 2 when none is configured (`needs`: what needs one; `hint`: an extra line, optional)
+function M.require_llm(prog, opts, needs, hint)
+  local llm, configured, which, code = M.configure_llm(opts)
+  if configured then return llm end
+  if llm_guard.TRANSIENT[code] then
+    io.stderr:write(prog .. ": the LLM does not answer: " .. tostring(which) .. ". Nothing was started; try again later.\n")
+    return nil, 3
+  end
+  io.stderr:write(prog .. ": no LLM is configured, and " .. needs .. " needs one: " .. tostring(which) .. "\n"
+    .. (hint and (hint .. "\n") or ""))
+  return nil, 2
+end
+
 M.USAGE_FIELDS = { "calls", "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "cost_usd" }
 
 -- The one usage counter is the LLM layer's (kagent.llm.usage()); a resumed run adds what the

@@ -209,6 +209,25 @@ describe("agents/fuse.lua on CPU with the fake LLM server", function()
     expect.eq(s.verified, true)
   end, { timeout = 900 })
 
+  it("stops with exit 3 when the LLM goes down while subgraph kernels are generated, without falling back", function()
+    if not cpu.have_torch() then skip("no torch for " .. spec.python .. " (set KAGENT_PYTHON)") end
+    local dir = spec.tmpdir("fuse-outage")
+    local server, port = fake.start({ latency = 0, replies = { { match = "# DECOMPOSE INTO SUBGRAPHS", text = GOOD },
+      { status = 500 } } }, dir)
+    local r = fake.run_agent("fuse.lua", { "--problem", gemm, "--route", "decompose", "--gen-workers", "1", "--devices",
+      "cpu", "--out", dir .. "/runs", "--llm-timeout", "total=2s", "--llm-backoff", "0.05", "--llm-failures", "3" },
+      env_for(dir, port), 600)
+    server:kill()
+    expect.eq(r.code, 3, r.stderr:sub(-2000))
+    expect.match(r.stderr, "the LLM stopped answering")
+    local s = read_json(the_run(dir .. "/runs") .. "/summary.json")
+    expect.eq(s.status, "failed")
+    expect.eq(s.verified, false)
+    expect.eq(s.route.fallback, json.null, "no fallback: the direct path needs the LLM too")
+    expect.eq(s.stages.direct, nil)
+    expect.truthy(s.llm_failures.calls >= 3, "the failed calls are counted")
+  end, { timeout = 600 })
+
   it("falls back to the direct path when every decomposition is refused; needs an LLM and good options", function()
     if not cpu.have_torch() then skip("no torch for " .. spec.python .. " (set KAGENT_PYTHON)") end
     local dir = spec.tmpdir("fuse-fallback")
