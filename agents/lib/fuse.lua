@@ -43,9 +43,14 @@ local function stage(run, st, name, fn)
   return a, b
 end
 
--- strict(run, share) -> the run whose evaluator jobs audit with the fuse's threshold
-local function strict(run, share)
-  return subrun.derive(run, { job = function(j) j.fallback_threshold = share; return j end })
+-- audited(share) -> what every evaluator job of a fuse run gets: the kernel audit's threshold
+local function audited(share)
+  return function(j) j.fallback_threshold = share; return j end
+end
+
+-- strict(run) -> the run whose evaluator jobs audit with --own-share
+local function strict(run)
+  return subrun.derive(run, { job = audited(run.opts.own_share) })
 end
 
 -- Route ---------------------------------------------------------------------------------------------
@@ -98,7 +103,7 @@ end
 
 -- Generate: one session per distinct subgraph, all in parallel ----------------------------------------
 
-local function session(run, u, share, progress)
+local function session(run, u, progress)
   local t0 = ktime.now()
   local dir = "fuse/" .. u.dir
   local path = run.rd:path(dir .. "/problem.py")
@@ -106,7 +111,7 @@ local function session(run, u, share, progress)
   local mem = memory.open(run.db, { problem = path, problem_hash = fingerprint.hash(u.code), gpu = run.mem.info.gpu,
     policy = "fuse-subgraph", config = { fuse_run = run.mem.run_id, subgraph = u.dir, dtype = run.dtype } })
   local sub = subrun.derive(run, { problem_path = path, problem_code = u.code, dir = dir, mem = mem, progress = progress,
-    job = function(j) j.fallback_threshold = share; return j end })
+    job = audited(run.opts.own_share) })
   local out = { dir = u.dir, occurrences = u.occurrences, signature = u.signature }
   local code, result
   -- a kernel verified on this very subgraph in an earlier run is checked again and reused
@@ -145,10 +150,9 @@ local function session(run, u, share, progress)
 end
 
 local function generate_all(run, st, unique)
-  local share = run.opts.own_share
   local progress = subrun.progress(run.progress, #unique, "generate")
   local fns = {}
-  for i, u in ipairs(unique) do fns[i] = function() return session(run, u, share, progress(u.dir)) end end
+  for i, u in ipairs(unique) do fns[i] = function() return session(run, u, progress(u.dir)) end end
   local outs, failed = {}, {}
   for i, res in ipairs(task.all(fns)) do
     local o = res.ok and res[1] or { dir = unique[i].dir, outcome = "error", error = tostring(res[1]) }
@@ -177,7 +181,7 @@ local function decompose_path(run, st)
   if not ok then return nil, gerr end
   local c
   local composed, cerr = stage(run, st, "compose", function()
-    c = composer.compose(strict(run, run.opts.own_share), st.analysis, dec, unique)
+    c = composer.compose(strict(run), st.analysis, dec, unique)
     st.compose = c
     if not c.ok then return nil, c.error end
     return true
@@ -188,7 +192,7 @@ end
 
 local function direct_path(run, st)
   return stage(run, st, "direct", function()
-    local view = strict(run, run.opts.own_share)
+    local view = strict(run)
     local g, gerr = generate.run(view, run.opts.gen_workers)
     if not g then return nil, gerr end
     local r = view.pool:evaluate(view.job(g.code, { bench = { baselines = confirm.BASELINES } }))
@@ -245,7 +249,8 @@ local function finish(run, st, best, failures)
   return s
 end
 
--- run(run) -> exit code: 0 with a verified program, 1 when neither path gave one
+-- run(run) -> exit code: 0 with a verified program, 1 when neither path gave one, 3 when the LLM
+-- stopped answering (then the other path is not tried: it needs the LLM too)
 function M.run(run)
   local st = { stages = {} }
   run.rd:write("problem.py", run.problem_code)
