@@ -18,6 +18,7 @@ end
 M.tuple = tuple
 
 local FLOATS = { float32 = true, float16 = true, bfloat16 = true, float64 = true }
+M.FLOATS = FLOATS
 
 -- input_expr(meta) -> Python that draws a tensor like the traced value (shape, dtype, spread)
 function M.input_expr(meta)

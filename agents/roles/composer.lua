@@ -8,6 +8,7 @@
 -- the static checks find no torch compute in its wrapper.
 local json = require("kagent.json")
 local attempt = require("agents.lib.attempt")
+local subproblem = require("agents.lib.subproblem")
 
 local M = {}
 
@@ -20,12 +21,6 @@ local function attr(q)
   return expr
 end
 M.attr = attr
-
-local function tuple(shape)
-  return require("agents.lib.subproblem").tuple(shape)
-end
-
-local FLOATS = { float32 = true, float16 = true, bfloat16 = true, float64 = true }
 
 -- forward(analysis, dec, entries) -> the composed ModelNew (and its helper) as Python source.
 -- entries: {[kernel dir] = {kind = "ModelNew"|"kernel_function", name}}
@@ -42,7 +37,7 @@ function M.forward(a, dec, entries)
   for _, q in ipairs(a.used_params or {}) do
     local p = (a.params or {})[q] or {}
     local dt = p.dtype or "float32"
-    local empty = string.format("torch.empty(%s%s)", tuple(p.shape), FLOATS[dt] and "" or (", dtype=torch." .. dt))
+    local empty = string.format("torch.empty(%s%s)", subproblem.tuple(p.shape), subproblem.FLOATS[dt] and "" or (", dtype=torch." .. dt))
     init[#init + 1] = string.format("        _fuse_register(self, '%s', %s)", q,
       p.kind == "buffer" and empty or ("torch.nn.Parameter(" .. empty .. ", requires_grad=False)"))
   end
