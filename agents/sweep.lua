@@ -22,7 +22,7 @@ local SPEC = {
   kernels = { type = "string", help = "folder of first kernels named <problem>.py (tune needs one per problem)" },
   out = { type = "string", help = "the sweep folder (default runs/sweep_<policy>_<UTC time>); a sweep there is resumed" },
   db = { type = "string", help = "the sweep's memory database (default KAGENT_DB, else runs/kagent.db)" },
-  devices = { type = "string", help = "GPUs dealt out to the runs, \"0,1\", or \"cpu\" (default: all GPUs here, else cpu)" },
+  devices = { type = "string", help = "GPUs dealt out to the runs: \"all\", \"0,1\" (positions among the GPUs this process may use: CUDA_VISIBLE_DEVICES, else all nvidia-smi lists), or \"cpu\" (default: all GPUs here, else cpu)" },
   ["max-concurrent"] = { type = "integer", min = 1, help = "problems run at once here (default one per GPU; 1 in CPU mode)" },
   slurm = { type = "boolean", default = false, help = "run as a Slurm job array, one problem per task" },
   partition = { type = "string", help = "Slurm partition" },

@@ -2,7 +2,7 @@
 # Runs the GPU checks and benchmarks on a GPU machine, one phase per call (each fits in a few
 # minutes), writing logs under $OUT (default /tmp/kagent-device). The binary and profiler
 # library come from a build tree: KAGENT_BUILD (default build/).
-#   bash bench/device_suite.sh portability|eval|sandbox|profile|profile-app|agent|sweep|latency|
+#   bash bench/device_suite.sh portability|eval|devices|sandbox|profile|profile-app|agent|sweep|latency|
 #                              trust|trust-ka|latency-compare|all
 # profile-app compares the multi-kernel targets with ncu's application replay (about 90 s per
 # ncu run, so it is not part of `all`); sweep (the tuner over the five showcase problems, about
@@ -39,6 +39,7 @@ portability() {
 case "$phase" in
   portability) portability ;;
   eval) step eval_gpu_check python3 tests/gpu/eval_gpu_check.py ;;
+  devices) step devices_gpu_check bash tests/gpu/devices_gpu_check.sh ;;
   sandbox) step sandbox_gpu_check python3 tests/gpu/sandbox_gpu_check.py ;;
   examples) step examples_check python3 tests/gpu/examples_check.py ;;
   profile) step profile_gpu_check python3 tests/gpu/profile_gpu_check.py --out "$OUT/profile_check.json" ;;

@@ -4,13 +4,14 @@
 -- The entry points share one command line, so a run can hand over to another policy (beam.lua
 -- to the tuner when no LLM is configured) and --resume can continue any of them.
 
--- devices: "cpu", or GPU indices "0,1" (checked against the GPUs found when the run starts)
+-- devices: "cpu", "all", or GPU indices "0,1": positions among the GPUs this process may use
+-- (kagent.gpu.gpus(); checked against them when the run starts)
 local function devices(v)
-  if v == "cpu" then return v end
+  if v == "cpu" or v == "all" then return v end
   local seen = {}
   for item in (v .. ","):gmatch("([^,]*),") do
     if not item:match("^%s*%d+%s*$") then
-      return nil, "expects GPU indices such as 0 or 0,1, or cpu; got '" .. v .. "'"
+      return nil, "expects all, cpu, or GPU indices such as 0 or 0,1; got '" .. v .. "'"
     end
     local d = tonumber(item)
     if seen[d] then return nil, "GPU " .. d .. " is named twice in '" .. v .. "'" end
@@ -50,7 +51,7 @@ return setmetatable({
   finalists = { type = "integer", min = 1, default = 3, group = GATE, help = "kernels re-measured side by side before the final choice" },
   sanitize = { type = "string", choices = { "final", "all", "none" }, default = "final", group = GATE, help = "compute-sanitizer (memcheck, racecheck) on the confirmed best, every candidate, or none; GPU only" },
   ["require-generalize"] = { type = "boolean", default = false, group = GATE, help = "reject kernels that fail on the problem resized (other batch sizes and extents)" },
-  devices = { type = "string", metavar = "0,1|cpu", check = devices, group = EVAL, help = "GPU indices or cpu (default: all GPUs, else cpu)" },
+  devices = { type = "string", metavar = "all|0,1|cpu", check = devices, group = EVAL, help = "all GPUs this process may use (CUDA_VISIBLE_DEVICES, else all nvidia-smi lists), some of them by position in that list (0,1), or cpu (default: all GPUs, else cpu)" },
   metrics = { type = "string", choices = { "full", "sol" }, default = "full", group = EVAL, help = "profiler metric set for parents and children" },
   ["job-timeout"] = { type = "number", above = 0, default = 300, group = EVAL, help = "seconds per evaluator stage" },
   model = { type = "string", metavar = "provider:model", group = LLM, llm = true, help = "the LLM (default KAGENT_MODEL, or the one model a local server lists)" },

@@ -140,18 +140,36 @@ function M.freeze(t)
   end })
 end
 
--- pool_devices(prog, opts) -> the pool's devices ("cpu", GPU indices, or nil: all GPUs), or nil,
--- message, exit code when --devices names a GPU this machine does not have
-local function pool_devices(prog, opts)
+-- The GPUs this process may use, for a message: "... 0 = GPU 4 NVIDIA H100, 1 = GPU 5 ...; CUDA_VISIBLE_DEVICES=4,5"
+local function allowed_text(have)
+  local mask = os.getenv("CUDA_VISIBLE_DEVICES")
+  local from = mask and ("; CUDA_VISIBLE_DEVICES=" .. mask) or ""
+  if #have == 0 then
+    return (mask and "CUDA_VISIBLE_DEVICES='" .. mask .. "' allows none" or "nvidia-smi lists none") .. "; use --devices cpu"
+  end
+  local items = {}
+  for i, g in ipairs(have) do
+    items[i] = string.format("%d = %s %s", i - 1, g.mig and g.uuid or ("GPU " .. g.index), tostring(g.name))
+  end
+  return "the GPUs this process may use: " .. table.concat(items, ", ") .. from
+end
+
+-- pool_devices(prog, opts) -> the pool's devices ("cpu", positions among the GPUs this process may
+-- use, or nil: all of them, else CPU mode), or nil, message, exit code when --devices names a GPU
+-- that is not there (or asks for all and there is none)
+function M.pool_devices(prog, opts)
   if opts.devices == "cpu" or not opts.devices then return opts.devices end
-  local have, set = require("kagent.gpu").gpus(), {}
-  for _, d in ipairs(have) do set[d] = true end
+  local have = require("kagent.gpu").gpus()
   local list = {}
+  if opts.devices == "all" then
+    if #have == 0 then return die(string.format("%s: --devices all: there is no GPU here (%s)", prog, allowed_text(have))) end
+    for i = 1, #have do list[i] = i - 1 end
+    return list
+  end
   for d in opts.devices:gmatch("%d+") do
     d = tonumber(d)
-    if not set[d] then
-      return die(string.format("%s: --devices %s: there is no GPU %d here (%s)", prog, opts.devices, d,
-        #have == 0 and "nvidia-smi lists none; use --devices cpu" or ("GPUs found: " .. table.concat(have, ","))))
+    if d >= #have then
+      return die(string.format("%s: --devices %s: there is no GPU %d here (%s)", prog, opts.devices, d, allowed_text(have)))
     end
     list[#list + 1] = d
   end
@@ -196,7 +214,7 @@ function M.setup(prog, opts, how)
   if not problem_code then return die(prog .. ": cannot read the problem file " .. opts.problem) end
   local db, dberr, dbcode = open_memory(prog, opts.db)
   if not db then return nil, dberr, dbcode end
-  local devices, derr, dcode = pool_devices(prog, opts)
+  local devices, derr, dcode = M.pool_devices(prog, opts)
   if derr then return nil, derr, dcode end
 
   local pool = gpu.pool({ devices = devices, timeout = opts.job_timeout })

@@ -33,7 +33,7 @@ local BAD = {
   { { "--tuner", "true" }, "--tuner is a flag and takes no value (got 'true')" },
   { { "--problem" }, "option '--problem' requires an argument" },
   { { "extra.py" }, "unexpected argument 'extra.py'" },
-  { { "--devices", "0,x" }, "--devices: expects GPU indices such as 0 or 0,1, or cpu; got '0,x'" },
+  { { "--devices", "0,x" }, "--devices: expects all, cpu, or GPU indices such as 0 or 0,1; got '0,x'" },
   { { "--devices", "1,1" }, "GPU 1 is named twice" },
   { { "--llm-timeout", "idle=5x" }, "--llm-timeout: bad duration '5x'" },
   { { "--llm-failures", "0" }, "--llm-failures expects a whole number >= 1, got '0'" },

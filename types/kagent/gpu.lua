@@ -6,8 +6,10 @@
 local gpu = {}
 
 ---`gpu.pool(opts)` → `pool`. Does not yield: workers start on first use. Options:
----  - `devices`: array of GPU indices (`{0, 1}`) or `"cpu"`. Default: every GPU that `nvidia-smi -L`
----    lists, else `"cpu"`.
+---  - `devices`: array of GPU numbers, positions in `gpu.gpus()` (`{0, 1}`: the first two GPUs this
+---    process may use), or `"cpu"`. Default: every GPU of `gpu.gpus()`, else `"cpu"`. Each GPU
+---    worker gets that GPU alone (`CUDA_VISIBLE_DEVICES` set to its `visible`), so a pool never
+---    leaves the GPUs an inherited mask allows. A number past the list starts no worker.
 ---  - `python`: interpreter (default env `KAGENT_PYTHON`, else `python3`).
 ---  - `workers_per_gpu` (default 1; more than 1 breaks timing exclusivity, use for verify-only pools).
 ---  - `timeout`: wall-clock seconds the pool waits for a job's reply before it kills and respawns
@@ -26,18 +28,36 @@ local gpu = {}
 ---@return kagent.gpu.Pool
 function gpu.pool(opts) end
 
----`gpu.gpus()` ⏸ → array of the GPU indices `nvidia-smi -L` lists (empty when there is none, or
----  no `nvidia-smi`): what a pool's default `devices` is made of, for checking a user's choice.
+---`gpu.pool(opts)` → `pool`. Does not yield: workers start on first use. Options:
+---  - `devices`: array of GPU numbers, positions in `gpu.gpus()` (`{0, 1}`: the first two GPUs this
+---    process may use), or `"cpu"`. Default: every GPU of `gpu.gpus()`, else `"cpu"`. Each GPU
+---    worker gets that GPU alone (`CUDA_VISIBLE_DEVICES` set to its `visible`), so a pool never
+---    leaves the GPUs an inherited mask allows. A number past the list starts no worker.
+---  - `python`: interpreter (default env `KAGENT_PYTHON`, else `python3`).
+---  - `workers_per_gpu` (default 1; more than 1 breaks timing exclusivity, use for verify-only pools).
+---  - `timeout`: wall-clock seconds the pool waits for a job's reply before it kills and respawns
+---    the worker (default 900; the worker's own per-stage timeouts normally end a job first);
+---    `start_timeout` (default 120) for a worker's ready line.
+---  - `env`: extra environment for the workers (table as in `proc.spawn`). A worker starts with a
+---    cleared environment holding only the allow-listed part of the runtime's and of `env`
+---    (`kagent.secrets.worker_env`): never an API key. Evaluator settings are `KAGENT_EVAL_*`
+---    variables, e.g. `KAGENT_EVAL_MEMORY_MB` (each candidate's host memory limit, default half
+---    the machine's; 0 none) and `KAGENT_EVAL_SANDBOX=auto|1|0` (auto: the candidate sandbox in CPU
+---    mode, opt-in on a GPU worker for now; 0: off); `src/gpu/eval/README.md`.
+---  - `log_dir`: if set, the pool appends each worker's stderr (candidate prints, tracebacks),
+---    redacted, to `<log_dir>/worker-<device>-<n>.log`.
+---  Every reply of a worker passes through `kagent.secrets.redact_tree` before the pool returns it.
 ---@return any
 function gpu.gpus() end
 
 ---@class kagent.gpu.Pool
 local pool = {}
 
----`pool:devices()` ⏸ → array of `{device = 0|"cpu", mode = "cuda"|"cpu", gpu_name, torch, triton,
----  sandbox}` (starts the workers), or `nil, "EWORKER: ...", "EWORKER"` if none starts. `sandbox`
----  says how the worker confines candidates: `{enabled, root, landlock_abi, writes, reads, network,
----  memory_mb, processes, missing = {reasons}}` (`src/gpu/eval/README.md`, "Sandbox"). A worker
+---`pool:devices()` ⏸ → array of `{device = 0|"cpu", mode = "cuda"|"cpu", gpu, gpu_name, torch,
+---  triton, sandbox}` (starts the workers; `gpu` is the device's entry of `gpu.gpus()`, nil in CPU
+---  mode), or `nil, "EWORKER: ...", "EWORKER"` if none starts. `sandbox` says how the worker
+---  confines candidates: `{enabled, root, landlock_abi, writes, reads, network, memory_mb,
+---  processes, missing = {reasons}}` (`src/gpu/eval/README.md`, "Sandbox"). A worker
 ---  whose evaluator version (its ready line's `version`) is not `kagent.version` is stopped and
 ---  does not count as started: the error names both versions, the folder that `kagent_eval` came
 ---  from, the python, and what to do (remove the other `kagent_eval` from that python, or
@@ -51,7 +71,9 @@ function pool:devices() end
 ---  `timeout` is killed and respawned and the result is `{ok = false, stage = "worker", error =
 ---  "EWORKER: ..."}`; a request the worker refuses (missing problem file, bad dtype) gives
 ---  `{ok = false, stage = "request", error = "EBADREQ: ..."}`, and a worker that fails on a job
----  without dying `{ok = false, stage = "worker", error = "EWORKER: ..."}`. Every result also carries `device`
+---  without dying `{ok = false, stage = "worker", error = "EWORKER: ..."}`. Every result also
+---  carries `device` (the pool device that ran it: its number, which `job.device` takes, or `"cpu"`), `gpu` (the
+---  GPU that measured it, `{index, uuid, name, mig, visible}` as in `gpu.gpus()`; nil in CPU mode)
 ---  and `wall` (seconds in the pool). Misuse (no `problem`/`candidate`) raises. Jobs from many
 ---  tasks queue for a free worker.
 ---@param job table
@@ -64,7 +86,9 @@ function pool:verify(job) end
 ---  `timeout` is killed and respawned and the result is `{ok = false, stage = "worker", error =
 ---  "EWORKER: ..."}`; a request the worker refuses (missing problem file, bad dtype) gives
 ---  `{ok = false, stage = "request", error = "EBADREQ: ..."}`, and a worker that fails on a job
----  without dying `{ok = false, stage = "worker", error = "EWORKER: ..."}`. Every result also carries `device`
+---  without dying `{ok = false, stage = "worker", error = "EWORKER: ..."}`. Every result also
+---  carries `device` (the pool device that ran it: its number, which `job.device` takes, or `"cpu"`), `gpu` (the
+---  GPU that measured it, `{index, uuid, name, mig, visible}` as in `gpu.gpus()`; nil in CPU mode)
 ---  and `wall` (seconds in the pool). Misuse (no `problem`/`candidate`) raises. Jobs from many
 ---  tasks queue for a free worker.
 ---@param job table
@@ -77,7 +101,9 @@ function pool:benchmark(job) end
 ---  `timeout` is killed and respawned and the result is `{ok = false, stage = "worker", error =
 ---  "EWORKER: ..."}`; a request the worker refuses (missing problem file, bad dtype) gives
 ---  `{ok = false, stage = "request", error = "EBADREQ: ..."}`, and a worker that fails on a job
----  without dying `{ok = false, stage = "worker", error = "EWORKER: ..."}`. Every result also carries `device`
+---  without dying `{ok = false, stage = "worker", error = "EWORKER: ..."}`. Every result also
+---  carries `device` (the pool device that ran it: its number, which `job.device` takes, or `"cpu"`), `gpu` (the
+---  GPU that measured it, `{index, uuid, name, mig, visible}` as in `gpu.gpus()`; nil in CPU mode)
 ---  and `wall` (seconds in the pool). Misuse (no `problem`/`candidate`) raises. Jobs from many
 ---  tasks queue for a free worker.
 ---@param job table
@@ -90,7 +116,9 @@ function pool:profile(job) end
 ---  `timeout` is killed and respawned and the result is `{ok = false, stage = "worker", error =
 ---  "EWORKER: ..."}`; a request the worker refuses (missing problem file, bad dtype) gives
 ---  `{ok = false, stage = "request", error = "EBADREQ: ..."}`, and a worker that fails on a job
----  without dying `{ok = false, stage = "worker", error = "EWORKER: ..."}`. Every result also carries `device`
+---  without dying `{ok = false, stage = "worker", error = "EWORKER: ..."}`. Every result also
+---  carries `device` (the pool device that ran it: its number, which `job.device` takes, or `"cpu"`), `gpu` (the
+---  GPU that measured it, `{index, uuid, name, mig, visible}` as in `gpu.gpus()`; nil in CPU mode)
 ---  and `wall` (seconds in the pool). Misuse (no `problem`/`candidate`) raises. Jobs from many
 ---  tasks queue for a free worker.
 ---@param job table

@@ -1,37 +1,22 @@
 -- Running a sweep on this machine: problems run at once up to a cap, each in its own child
 -- kagent-rt with its own GPUs (a slot), so no two runs time kernels on the same GPU unless the
 -- cap asks for more runs than there are GPUs.
-local proc = require("kagent.proc")
+local gpu = require("kagent.gpu")
 local task = require("kagent.task")
 local task_lib = require("agents.lib.sweep.task")
 
 local M = {}
 
--- gpu_count() -> GPUs this process may use: CUDA_VISIBLE_DEVICES when set, else nvidia-smi's list
--- (0 without a driver).
-function M.gpu_count()
-  local vis = os.getenv("CUDA_VISIBLE_DEVICES")
-  if vis then
-    local n = 0
-    for d in vis:gmatch("[^,]+") do if d:match("%S") and not d:match("^%s*%-") then n = n + 1 end end
-    return n
-  end
-  local r = proc.run({ "nvidia-smi", "-L" }, { timeout = 30 })
-  if not (r and r.code == 0) then return 0 end
-  local n = 0
-  for _ in r.stdout:gmatch("GPU %d+:") do n = n + 1 end
-  return n
-end
-
 -- slots(devices, max_concurrent) -> array of {devices = "0,2" | "cpu", gpus = n}, and a warning
--- when runs must share GPUs. devices: "cpu", "0,1,..." or nil (all GPUs here, else CPU mode).
+-- when runs must share GPUs. devices: "cpu", "0,1,..." or "all"/nil (every GPU this process may
+-- use, kagent.gpu.gpus(), else CPU mode). GPU numbers are positions in that list, as in --devices.
 function M.slots(devices, cap)
   local gpus = {}
   if devices ~= "cpu" then
-    if devices then
+    if devices and devices ~= "all" then
       for d in devices:gmatch("%d+") do gpus[#gpus + 1] = d end
     else
-      for i = 0, M.gpu_count() - 1 do gpus[#gpus + 1] = tostring(i) end
+      for i = 0, #gpu.gpus() - 1 do gpus[#gpus + 1] = tostring(i) end
     end
   end
   local out = {}

@@ -244,7 +244,7 @@ function M.task_main(plan, index)
   local cpu = plan.devices == "cpu"
   local gpus = 0
   if not cpu then
-    gpus = require("agents.lib.sweep.local_run").gpu_count()
+    gpus = #require("kagent.gpu").gpus()
     if gpus == 0 then gpus = plan.slurm.gpus_per_task or 1 end
   end
   local job = os.getenv("SLURM_ARRAY_JOB_ID")

@@ -1,6 +1,6 @@
 """kagent_eval: the evaluator worker of kagent-rt (verification, benchmarking, audit).
 
-Run as ``python3 -m kagent_eval.worker --device N|cpu`` with ``PYTHONPATH=<root>/src/gpu/eval``
+Run as ``python3 -m kagent_eval.worker --device N|UUID|cpu`` with ``PYTHONPATH=<root>/src/gpu/eval``
 (or after ``pip install src/gpu/eval``).
 The package imports torch lazily where it can, so the trusted parent stays light.
 """

@@ -1,6 +1,6 @@
 """Evaluator worker: JSON lines on stdin/stdout, one job at a time.
 
-    python3 -m kagent_eval.worker --device 0|cpu [--threads N]
+    python3 -m kagent_eval.worker --device 0|GPU-<uuid>|MIG-<uuid>|cpu [--threads N]
 
 torch (and triton, if present) are imported once here; the worker never initialises CUDA, so
 forking a sandbox per job is safe and cheap. Only protocol lines reach stdout: fd 1 is pointed at
@@ -73,7 +73,8 @@ def _import_stack(cuda):
 
 
 def _gpu_name(index):
-    """Name from nvidia-smi, so the worker itself never touches CUDA."""
+    """Name from nvidia-smi (which takes an index or a UUID), so the worker itself never touches
+    CUDA."""
     import subprocess
     try:
         out = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader", "-i", str(index)],
@@ -85,7 +86,9 @@ def _gpu_name(index):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="kagent_eval.worker")
-    ap.add_argument("--device", default=os.environ.get("KAGENT_EVAL_DEVICE", "cpu"))
+    ap.add_argument("--device", default=os.environ.get("KAGENT_EVAL_DEVICE", "cpu"),
+                    help="cpu, or the one GPU this worker uses as a CUDA_VISIBLE_DEVICES entry: an "
+                         "index or a GPU-/MIG- UUID (the pool passes the UUID)")
     ap.add_argument("--threads", type=int, default=None,
                     help="torch threads of a CPU-mode job (default 1: an intra-op thread pool on a "
                          "shared machine waits for its slowest thread, which makes timings noisy)")
@@ -105,7 +108,8 @@ def main(argv=None):
 
     cpu = args.device == "cpu"
     if not cpu:
-        # one visible GPU per worker: children use cuda:0 and cannot touch the others
+        # one visible GPU per worker (replacing the mask it inherited, which the pool has read):
+        # children use cuda:0 and cannot touch the others
         os.environ["CUDA_VISIBLE_DEVICES"] = str(args.device)
     torch, triton_ver = _import_stack(not cpu)
     threads = args.threads or (1 if cpu else None)
@@ -118,7 +122,8 @@ def main(argv=None):
     from . import sandbox
     device = "cpu" if cpu else "cuda:0"
     ev = Evaluator(device, threads=threads, protocol_fd=proto_fd)
-    ready = {"ready": True, "device": "cpu" if cpu else int(args.device), "mode": "cpu" if cpu else "cuda",
+    gpu_id = int(args.device) if args.device.isdigit() else args.device  # an index or a UUID
+    ready = {"ready": True, "device": "cpu" if cpu else gpu_id, "mode": "cpu" if cpu else "cuda",
              "torch": torch.__version__, "triton": triton_ver, "pid": os.getpid(),
              "gpu_name": None if cpu else _gpu_name(args.device), "sandbox": sandbox_status,
              "version": __version__, "package": os.path.dirname(os.path.abspath(__file__))}

@@ -66,11 +66,13 @@ function M.pool(opts)
   if type(opts) ~= "table" then error("gpu.pool: opts must be a table", 2) end
   local devices = opts.devices
   if devices ~= nil and devices ~= "cpu" and type(devices) ~= "table" then
-    error("gpu.pool: devices must be an array of GPU indices or \"cpu\"", 2)
+    error("gpu.pool: devices must be an array of GPU numbers (positions in gpu.gpus()) or \"cpu\"", 2)
   end
   if type(devices) == "table" then
     for i, d in ipairs(devices) do
-      if type(d) ~= "number" then error("gpu.pool: devices[" .. i .. "] is not a number", 2) end
+      if type(d) ~= "number" or d < 0 or d % 1 ~= 0 then
+        error("gpu.pool: devices[" .. i .. "] is not a GPU number (0, 1, ...)", 2)
+      end
     end
   end
   local wpg = opts.workers_per_gpu or 1
@@ -90,21 +92,77 @@ function M.pool(opts)
   }, Pool)
 end
 
---- gpus() ⏸ -> the indices of the GPUs nvidia-smi lists (empty when none, or no nvidia-smi).
-function M.gpus()
+-- What `nvidia-smi -L` lists: the GPUs ({index, uuid, name}) and the MIG devices of MIG-enabled
+-- ones ({index = their GPU's, uuid = "MIG-...", name = "<GPU name> MIG <profile>", mig = true}).
+local function smi_list()
   local r = proc.run({ "nvidia-smi", "-L" }, { timeout = 30 })
-  local list = {}
-  if r and r.code == 0 then
-    for idx in tostring(r.stdout):gmatch("GPU (%d+):") do list[#list + 1] = tonumber(idx) end
+  local gpus, migs = {}, {}
+  if not (r and r.code == 0) then return gpus, migs end
+  local parent
+  for line in tostring(r.stdout):gmatch("[^\n]+") do
+    local idx, rest = line:match("^GPU (%d+): (.*)$")
+    if idx then
+      local name, uuid = rest:match("^(.-)%s*%(UUID: ([^%)]+)%)")
+      parent = { index = tonumber(idx), name = name or rest, uuid = uuid }
+      gpus[#gpus + 1] = parent
+    else
+      local profile, uuid = line:match("^%s+MIG (%S+)%s+Device%s+%d+: %(UUID: ([^%)]+)%)")
+      if profile and parent then
+        migs[#migs + 1] = { index = parent.index, uuid = uuid, name = parent.name .. " MIG " .. profile, mig = true }
+      end
+    end
   end
-  return list
+  return gpus, migs
 end
 
--- Every GPU nvidia-smi lists, or "cpu" when there is none (or no nvidia-smi).
-local function detect_devices()
-  local list = M.gpus()
-  if #list == 0 then return "cpu" end
-  return list
+-- The device a CUDA_VISIBLE_DEVICES entry names, or nil when CUDA would find it invalid: a
+-- nvidia-smi index, or a GPU-/MIG- UUID or a prefix of one that names a single device.
+local function mask_entry(item, gpus, migs)
+  if item:match("^%d+$") then
+    for _, g in ipairs(gpus) do if g.index == tonumber(item) then return g end end
+    return nil
+  end
+  if not (item:match("^GPU%-.") or item:match("^MIG%-.")) then return nil end
+  local found
+  for _, list in ipairs({ gpus, migs }) do
+    for _, g in ipairs(list) do
+      if g.uuid and g.uuid:sub(1, #item) == item then
+        if found then return nil end  -- an ambiguous prefix names no device
+        found = g
+      end
+    end
+  end
+  return found
+end
+
+--- gpus() ⏸ -> the GPUs this process may use, in the order of a pool's device numbers (0, 1, ...):
+--- array of {index, uuid, name, mig, visible}. See docs/lua-api.md.
+function M.gpus()
+  local gpus, migs = smi_list()
+  local mask = os.getenv("CUDA_VISIBLE_DEVICES")
+  local allowed
+  if mask == nil then
+    allowed = gpus
+  else
+    -- CUDA's reading: entries in order; the first invalid one (-1, an unknown index or UUID, one
+    -- named before) ends the list, so "" and "-1" allow none
+    allowed = {}
+    local seen = {}
+    for item in (mask .. ","):gmatch("([^,]*),") do
+      local g = mask_entry(item:match("^%s*(.-)%s*$"), gpus, migs)
+      if not g or seen[g] then break end
+      seen[g] = true
+      allowed[#allowed + 1] = g
+    end
+  end
+  local out = {}
+  for i, g in ipairs(allowed) do
+    -- a worker's mask names the device by UUID: the same device for CUDA whatever its
+    -- CUDA_DEVICE_ORDER, and for nvidia-smi
+    out[i] = { index = g.index, uuid = g.uuid, name = g.name, mig = g.mig or false,
+      visible = g.uuid or tostring(g.index) }
+  end
+  return out
 end
 
 -- The worker's whole environment: the allow-list's part of ours (kagent.secrets), the evaluator
@@ -130,13 +188,14 @@ function Pool:_drain(w, final)
   if w.log_path and text ~= "" then fs.append(w.log_path, text) end
 end
 
--- Spawns one worker and waits for its ready line.
-function Pool:_spawn(device, slot)
-  local argv = { self.python, "-m", "kagent_eval.worker", "--device", tostring(device) }
+-- Spawns one worker and waits for its ready line. gpu: the entry of gpus() for a GPU device,
+-- whose `visible` mask the worker takes as its one GPU.
+function Pool:_spawn(device, slot, gpu)
+  local argv = { self.python, "-m", "kagent_eval.worker", "--device", gpu and gpu.visible or "cpu" }
   local p, err = proc.spawn(argv, { stdin = true, env = self:_env(), clear_env = true,
     max_output = 4 * 1048576 })
   if not p then return nil, "EWORKER: cannot start the evaluator worker: " .. tostring(err) end
-  local w = { proc = p, device = device, slot = slot, busy = false, next_id = 0,
+  local w = { proc = p, device = device, slot = slot, gpu = gpu, busy = false, next_id = 0,
     log_path = self.log_dir and string.format("%s/worker-%s-%d.log", self.log_dir, tostring(device), slot) }
   local deadline = ktime.now() + self.start_timeout
   while true do
@@ -178,12 +237,24 @@ function Pool:_ensure()
     return nil, self.start_error
   end
   self.starting = true
-  local devices = self.want_devices or detect_devices()
-  if devices == "cpu" then devices = { "cpu" } end
+  -- pool devices are positions in the list of GPUs this process may use (default: all of them)
+  local devices, allowed = self.want_devices, {}
+  if devices ~= "cpu" then allowed = M.gpus() end
+  if devices == nil and #allowed > 0 then
+    devices = {}
+    for i = 1, #allowed do devices[i] = i - 1 end
+  end
+  if devices == nil or devices == "cpu" then devices = { "cpu" } end
   local fns = {}
   for _, d in ipairs(devices) do
     local n = (d == "cpu") and 1 or self.workers_per_gpu
-    for s = 1, n do fns[#fns + 1] = function() return self:_spawn(d, s) end end
+    local g = (d ~= "cpu") and allowed[d + 1] or nil
+    if d ~= "cpu" and not g then
+      local why = string.format("EWORKER: there is no GPU %d among the %d this process may use (gpu.gpus())", d, #allowed)
+      fns[#fns + 1] = function() return nil, why end
+    else
+      for s = 1, n do fns[#fns + 1] = function() return self:_spawn(d, s, g) end end
+    end
   end
   local results = task.all(fns)
   local workers, errs = {}, {}
@@ -203,7 +274,12 @@ function Pool:_ensure()
   return true
 end
 
---- devices() -> array of {device, mode, gpu_name, torch, triton, sandbox} | nil, "EWORKER: ...", "EWORKER"
+-- A copy of a worker's gpus() entry for a result (a caller may change what it gets).
+local function gpu_record(g)
+  return g and { index = g.index, uuid = g.uuid, name = g.name, mig = g.mig, visible = g.visible }
+end
+
+--- devices() -> array of {device, mode, gpu, gpu_name, torch, triton, sandbox} | nil, "EWORKER: ...", "EWORKER"
 function Pool:devices()
   task._running_task("pool:devices")
   local ok, err = self:_ensure()
@@ -213,8 +289,8 @@ function Pool:devices()
     if not seen[w.device] then
       seen[w.device] = true
       local i = w.info
-      out[#out + 1] = { device = i.device, mode = i.mode, gpu_name = i.gpu_name, torch = i.torch,
-        triton = i.triton, sandbox = i.sandbox }
+      out[#out + 1] = { device = w.device, mode = i.mode, gpu = gpu_record(w.gpu),
+        gpu_name = i.gpu_name or (w.gpu and w.gpu.name), torch = i.torch, triton = i.triton, sandbox = i.sandbox }
     end
   end
   return out
@@ -252,7 +328,7 @@ function Pool:_respawn(w, why)
   pcall(function() w.proc:wait(5) end)
   pcall(self._drain, self, w, true)
   self.counters.respawns = self.counters.respawns + 1
-  local nw, err = self:_spawn(w.device, w.slot)
+  local nw, err = self:_spawn(w.device, w.slot, w.gpu)
   if nw then
     for k, v in pairs(nw) do w[k] = v end
   else
@@ -341,7 +417,10 @@ function Pool:_job(op, job)
     result = reply.result
   end
   if not result.ok then self.counters.failures = self.counters.failures + 1 end
-  result.device = result.device or w.device
+  -- which device measured it: the pool's number for it (what job.device pins) and the GPU itself
+  -- (nil in CPU mode); the worker's own "cuda:0" names only its one visible GPU
+  result.device = w.device
+  result.gpu = gpu_record(w.gpu)
   result.wall = ktime.now() - t0
   return result
 end
