@@ -40,7 +40,10 @@ function M.shape(run, parent, d, draft, w)
   draft = draft or {}
   local r = draft.result
   if type(r) ~= "table" then
-    r = { ok = false, stage = draft.stage or "llm", error = draft.error or "no kernel was produced" }
+    local err = draft.error or "no kernel was produced"
+    -- a question the replay had no answer to is its own stage, not an LLM failure
+    local stage = tostring(err):match("^EREPLAY:") and "replay" or draft.stage or "llm"
+    r = { ok = false, stage = stage, error = err }
   elseif r.ok and not M.verified(r) then
     r = { ok = false, stage = "benchmark", error = "ENOTIME: verified but not timed" }
   end
@@ -144,10 +147,15 @@ function M.store(run, parent, d, a)
     attempt_id = id })
 end
 
--- summary(a, id) -> the row the driver keeps per attempt (summary.json outcomes, report.html)
+-- summary(a, id, parent) -> the row the driver keeps per attempt (state.json, summary.json
+-- outcomes, report.html): outcome, time with its spread, the parent's time, the bottleneck.
 function M.summary(a, id, parent)
+  local t = a.ok and a.result.time_ms or {}
+  local bottleneck = a.direction and a.direction.summary
   return { round = a.round, worker = a.worker, outcome = a.outcome, skill = a.skill, time_ms = a.child_ms,
-    stage = a.stage, error = a.error, tries = a.tries, parent = parent.id, attempt_id = id }
+    p10 = t.p10, p90 = t.p90, parent_ms = a.parent_ms, stage = a.stage, error = a.error, tries = a.tries,
+    parent = parent.id, attempt_id = id, duplicate_of = a.duplicate_of, gained = a.gained == true or nil,
+    bottleneck = bottleneck and tostring(bottleneck):sub(1, 200) or nil, role = a.role }
 end
 
 return M

@@ -21,6 +21,7 @@ local function worker(run, k, n, shared, lessons)
   local out = shared.outcomes[k]
   local function stop() return shared.winner ~= nil end
   local function phase(name) shared.phase[k] = name end
+  require("agents.lib.calls").at({ round = 0, parent = "problem", worker = k })
   phase("llm")
   local g = generator.propose(run, { k = k, n = n, lessons = lessons })
   run.rd:write(dir .. "/gen_prompt.txt", g.prompt)

@@ -23,6 +23,7 @@ local select = require("agents.lib.select")
 local expand = require("agents.lib.expand")
 local reflector = require("agents.roles.reflector")
 local profiler = require("agents.roles.profiler")
+local calls = require("agents.lib.calls")
 
 local M = {}
 
@@ -139,6 +140,7 @@ end
 
 local function worker(run, pol, st, job)
   local w = { round = job.round, k = job.k, dir = run.rd:worker_dir(job.round, job.k) }
+  calls.at({ round = job.round, parent = job.parent.fingerprint, worker = job.k })
   busy(run, st, 1)
   local ok, draft = pcall(pol.expand or expand.expand, job.parent, job.direction, run, w)
   if not ok then
@@ -177,6 +179,7 @@ function M.round(run, pol, st, r)
   local plan = {}
   for i, p in ipairs(parents) do
     plan[i] = function()
+      calls.at({ round = r, parent = p.fingerprint })
       ensure_profile(run, p)
       return pol.directions(p, run)
     end
@@ -297,7 +300,22 @@ function M.main(prog, argv, default_policy)
   local st, serr = M.start(run, saved)
   if not st then say(prog, serr); run.mem:finish("failed", { error = serr }); return 2 end
   local reason = M.search(run, pol, st)
-  M.finish(run, st, reason)
+  local s = M.finish(run, st, reason)
+  return M.replay_status(prog, s)
+end
+
+-- replay_status(prog, summary) -> exit code: 0, or 4 when a strict replay (cache mode "replay")
+-- met questions it had no recorded answer to. Those branches stopped where they were asked
+-- (stage "replay"), so the run is not a reproduction of the recorded one, and says so.
+M.REPLAY_MISS_EXIT = 4
+function M.replay_status(prog, s)
+  local r = s.replay or {}
+  if r.mode == "replay" and (r.misses or 0) > 0 then
+    say(prog, string.format("strict replay: %d of %d LLM call(s) had no recorded answer; their branches stopped "
+      .. "(see replay_misses.json in the run directory). This run does not reproduce the recorded one.",
+      r.misses, r.calls or 0))
+    return M.REPLAY_MISS_EXIT
+  end
   return 0
 end
 
