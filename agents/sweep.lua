@@ -276,7 +276,7 @@ local function main(argv)
   local rows, agg = report.results(plan, { wall_s = wall, cpu = cpu == true })
   local text = report.write(plan, rows, agg)
   print(text)
-  print(string.format("\nsweep folder: %s (sweep.json, table.md)", plan.dir))
+  print(string.format("\nsweep folder: %s (sweep.json, table.md, index.html)", plan.dir))
   if rerr then return fail(rerr, 1) end
   return agg.correct == agg.problems and agg.finished == agg.problems and 0 or 1
 end
