@@ -125,6 +125,7 @@ local function main(argv)
   for i, t in ipairs(todo) do
     fns[i] = function()
       local dev = table.remove(slots)
+      local t0 = kagent.time.now()
       local dtype = opts.dtype or t.dtype or "fp32"
       local row = measure.measure(pool, t, { dtype = dtype, baselines = baselines, skipped = skipped,
         do_bench = opts.do_bench and not cpu, device = dev, timeout = opts.job_timeout, compare = opts.compare, cpu = cpu,
@@ -133,8 +134,8 @@ local function main(argv)
       by_name[t.name] = row
       finished = finished + 1
       local function ms(v) return type(v) == "number" and string.format("%.4f", v) or "-" end
-      io.stderr:write(string.format("  [%d/%d] %s: optimized %s ms, input %s ms, eager %s ms (%d of %d done)\n", i, #todo,
-        t.name, ms(row.optimized_ms), ms(row.input_kernel_ms), ms(row.eager_ms), finished, #todo))
+      io.stderr:write(string.format("  [%d/%d] %s: optimized %s ms, input %s ms, eager %s ms (%.0f s; %d of %d done)\n", i,
+        #todo, t.name, ms(row.optimized_ms), ms(row.input_kernel_ms), ms(row.eager_ms), kagent.time.now() - t0, finished, #todo))
       local keep = {}
       for _, r in ipairs(rows) do keep[#keep + 1] = r end
       for _, tt in ipairs(list) do if by_name[tt.name] then keep[#keep + 1] = by_name[tt.name] end end
@@ -145,11 +146,15 @@ local function main(argv)
   task.all(fns, { limit = #devs })
   pool:close()
 
-  -- rows in the order the problems were given (kept rows first where they came from --resume)
-  local ordered = {}
-  local kept = {}
+  -- rows in the order the problems were given, then rows of --resume's file for problems not
+  -- given this time (so problems measured by separate commands gather in one file)
+  local ordered, kept, listed = {}, {}, {}
   for _, r in ipairs(rows) do kept[r.problem] = r end
-  for _, t in ipairs(list) do ordered[#ordered + 1] = kept[t.name] or by_name[t.name] end
+  for _, t in ipairs(list) do
+    listed[t.name] = true
+    ordered[#ordered + 1] = kept[t.name] or by_name[t.name]
+  end
+  for _, r in ipairs(rows) do if not listed[r.problem] then ordered[#ordered + 1] = r end end
   local ok, werr = write_outputs(ordered, opts)
   if not ok then return fail("cannot write the outputs: " .. tostring(werr), 1) end
   print(output.table_text(ordered, { dtype = opts.dtype or (list[1] and list[1].dtype) or "fp32", device = device }))
