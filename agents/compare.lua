@@ -12,7 +12,7 @@ local fs = require("kagent.fs")
 local json = require("kagent.json")
 local proc = require("kagent.proc")
 local args = require("agents.lib.args")
-local policy_options = require("agents.lib.options")
+local run_args = require("agents.lib.sweep.run_args")
 local plan_lib = require("agents.lib.sweep.plan")
 local results = require("agents.lib.compare.results")
 
@@ -30,15 +30,7 @@ local SPEC = {
   ["max-concurrent"] = { type = "number", help = "problems run at once per policy (as agents/sweep.lua)" },
 }
 -- The runs' own options, passed to every run of every policy.
-local OWN = { problem = true, kernel = true, out = true, db = true, resume = true, policy = true, devices = true }
-local PASS = {}
-for name, s in pairs(policy_options) do
-  if not OWN[name] and not SPEC[name] then
-    PASS[#PASS + 1] = name
-    SPEC[name] = { type = s.type, help = s.help .. " (each run)" }
-  end
-end
-table.sort(PASS)
+local PASS = run_args.add(SPEC)
 
 local function fail(msg, code)
   io.stderr:write(PROG .. ": " .. msg .. "\n")
@@ -113,18 +105,10 @@ local function main(argv)
   local out = opts.out or fs.join("runs", "compare_" .. os.date("!%Y%m%d-%H%M%S"))
   fs.mkdir_p(out)
   local cache = opts.replay and fs.abspath(opts.replay) or fs.abspath(fs.join(out, "llm_cache.db"))
-  local run_args = {}
-  for _, name in ipairs(PASS) do
-    local v = opts[name:gsub("-", "_")]
-    if v ~= nil and name ~= "model" then run_args[#run_args + 1] = "--" .. name; run_args[#run_args + 1] = tostring(v) end
-  end
-  if opts.live and opts.temperature == nil then run_args[#run_args + 1] = "--temperature"; run_args[#run_args + 1] = "0" end
-  run_args[#run_args + 1] = "--model"
-  run_args[#run_args + 1] = model
-  if #extra > 0 then
-    run_args[#run_args + 1] = "--"
-    for _, a in ipairs(extra) do run_args[#run_args + 1] = a end
-  end
+  -- the runs' options as given (the model reaches the runs as KAGENT_MODEL), then "-- extra"
+  if opts.live and opts.temperature == nil then opts.temperature = 0 end
+  local pass = run_args.args(PASS, opts, #extra > 0 and { "--" } or {})
+  for _, a in ipairs(extra) do pass[#pass + 1] = a end
   -- the LLM for every run of every policy: the recorded cache (strict: a miss is never sent), or
   -- the live model recording into this comparison's cache
   local env = { KAGENT_LLM_CACHE = opts.replay and "replay" or "record", KAGENT_LLM_DB = cache, KAGENT_MODEL = model,
@@ -138,7 +122,7 @@ local function main(argv)
   for _, p in ipairs(policies) do
     io.stderr:write(string.format("%s: policy %s\n", PROG, p))
     local code, serr = sweep(p, { problems = table.concat(problems, ","), kernels = opts.kernels, out = out,
-      devices = opts.devices, max_concurrent = opts.max_concurrent, run_args = run_args, env = env })
+      devices = opts.devices, max_concurrent = opts.max_concurrent, run_args = pass, env = env })
     if code == nil then return fail("cannot start agents/sweep.lua: " .. tostring(serr), 1) end
     if code ~= 0 and code ~= 1 then failed[#failed + 1] = string.format("%s (sweep exited %d)", p, code) end
     local dir = fs.join(out, folder_name(p))
@@ -150,7 +134,7 @@ local function main(argv)
     end
   end
   local meta = { problems = #problems, llm = llm_text, mode = opts.replay and "replay" or "live", model = model,
-    cache = cache, seed = opts.live and opts.seed or json.null, run_args = table.concat(run_args, " "),
+    cache = cache, seed = opts.live and opts.seed or json.null, run_args = table.concat(pass, " "),
     policies = policies }
   local text = results.table_text(list, meta)
   fs.write(fs.join(out, "compare.md"), text .. "\n")

@@ -10,7 +10,7 @@ local fs = require("kagent.fs")
 local json = require("kagent.json")
 local ktime = require("kagent.time")
 local args = require("agents.lib.args")
-local policy_options = require("agents.lib.options")
+local run_args = require("agents.lib.sweep.run_args")
 local plan_lib = require("agents.lib.sweep.plan")
 local report = require("agents.lib.sweep.report")
 
@@ -36,34 +36,11 @@ local SPEC = {
   task = { type = "number", help = "(run by Slurm tasks) run problem N of the sweep in --out" },
 }
 -- The options of the runs themselves, passed on as given (the policy's defaults apply otherwise).
-local OWN = { problem = true, kernel = true, out = true, db = true, resume = true, policy = true, devices = true }
-local PASS = {}
-for name, s in pairs(policy_options) do
-  if not OWN[name] then
-    PASS[#PASS + 1] = name
-    SPEC[name] = { type = s.type, help = s.help .. (s.default ~= nil and (" (each run; its default " .. tostring(s.default) .. ")")
-      or " (each run)") }
-  end
-end
-table.sort(PASS)
+local PASS = run_args.add(SPEC)
 
 local function fail(msg, code)
   io.stderr:write(PROG .. ": " .. msg .. "\n")
   return code or 2
-end
-
--- passed_args(opts, extra) -> the runs' own options as given, then everything after "--"
-local function passed_args(opts, extra)
-  local out = {}
-  for _, name in ipairs(PASS) do
-    local v = opts[name:gsub("-", "_")]
-    if v ~= nil then
-      out[#out + 1] = "--" .. name
-      out[#out + 1] = tostring(v)
-    end
-  end
-  for _, a in ipairs(extra) do out[#out + 1] = a end
-  return out
 end
 
 local function same_list(a, b)
@@ -224,7 +201,7 @@ local function main(argv)
   end
 
   if opts.max_concurrent and opts.max_concurrent < 1 then return fail("--max-concurrent must be at least 1") end
-  local pass = passed_args(opts, extra)
+  local pass = run_args.args(PASS, opts, extra)
   local plan = opts.out and plan_lib.load(opts.out)
   if plan then
     local why = resume_check(plan, opts, pass)

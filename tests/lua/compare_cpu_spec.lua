@@ -63,6 +63,7 @@ describe("agents/compare.lua", function()
     local replay = compare(dir, dir .. "/replay", "replay", session.DEAD_PORT)
     if replay.code ~= 0 then error("replayed comparison exited " .. replay.code .. "\n" .. replay.stderr:sub(-3000)) end
 
+    print((replay.stdout:gsub("\n+$", ""):gsub("\n", "\n     ")))
     local a = json.decode(assert(fs.read(dir .. "/live/compare.json")))
     local b = json.decode(assert(fs.read(dir .. "/replay/compare.json")))
     expect.eq(#b.policies, 2)
