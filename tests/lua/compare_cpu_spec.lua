@@ -7,18 +7,22 @@ local fs, json, proc = kagent.fs, kagent.json, kagent.proc
 local fake = require("fake_session")
 local session = require("replay_session")
 
-local PROBLEMS = { "rmsnorm_small", "relu_signed", "softmax" }
--- A kernel that fails verification on relu_signed and softmax (a wrong output, every time).
+-- three op classes, so what one problem's runs record (lessons, skill records) cannot change
+-- another's prompts
+local PROBLEMS = { "rmsnorm_small", "relu_signed", "matmul_small" }
+-- A kernel that fails verification on relu_signed (a wrong output, every time).
 local BROKEN = "Shifted.\n```python\nimport torch\nimport torch.nn as nn\n\n\nclass ModelNew(nn.Module):\n"
   .. "    def __init__(self):\n        super().__init__()\n\n    def forward(self, x):\n        return x + 1.0\n```\n"
 
--- the replies: rmsnorm_small gets a kernel 5x faster than its first one, the others a wrong one,
--- so every outcome is decided by a wide gap or a wrong output, never by a close timing
+-- the replies: rmsnorm_small gets a kernel 5x faster than its first one, relu_signed a wrong one,
+-- matmul_small its own kernel with a comment (a duplicate of its parent): every outcome is decided
+-- by a wide gap, a wrong output or a fingerprint, never by a close timing
 local function script()
   local s = session.script()
+  local same = "Same kernel.\n```python\n# reformatted\n" .. fs.read(kagent.root .. "/examples/kernels/cpu/matmul_small.py") .. "```\n"
   local replies = { s.replies[1], s.replies[2],
     { match = "torch.mean(x ** 2", text = fake.cpu().code_block("fast.py") },
-    { match = "torch.relu(x)", text = BROKEN }, { match = "torch.softmax(x, dim=1)", text = BROKEN } }
+    { match = "torch.relu(x)", text = BROKEN }, { match = "torch.matmul(A, B)", text = same } }
   return { latency = 0, replies = replies }
 end
 
@@ -26,7 +30,7 @@ local function compare(dir, out, mode, port)
   local probs = {}
   for i, n in ipairs(PROBLEMS) do probs[i] = kagent.root .. "/examples/problems/" .. n .. ".py" end
   local argv = { "--policies", "beam,greedy", "--problems", table.concat(probs, ","), "--kernels", dir .. "/kernels",
-    "--devices", "cpu", "--rounds", "1", "--beam", "1", "--directions", "1", "--refine", "0", "--out", out,
+    "--devices", "cpu", "--rounds", "1", "--beam", "1", "--directions", "1", "--refine", "0", "--gate", "noise", "--out", out,
     "--model", "openai:fake" }
   if mode == "live" then argv[#argv + 1] = "--live" else argv[#argv + 1] = "--replay"; argv[#argv + 1] = dir .. "/live/llm_cache.db" end
   return fake.run_agent("compare.lua", argv, fake.env(port, { KAGENT_PYTHON = spec.python, KAGENT_DB = false,
@@ -54,7 +58,7 @@ describe("agents/compare.lua", function()
     if not fake.cpu().have_torch() then skip("no torch for " .. spec.python .. " (set KAGENT_PYTHON)") end
     local dir = spec.tmpdir("compare")
     fs.mkdir_p(dir .. "/kernels")
-    for _, n in ipairs({ "relu_signed", "softmax" }) do fs.write(dir .. "/kernels/" .. n .. ".py", fs.read(kagent.root .. "/examples/kernels/cpu/" .. n .. ".py")) end
+    for _, n in ipairs({ "relu_signed", "matmul_small" }) do fs.write(dir .. "/kernels/" .. n .. ".py", fs.read(kagent.root .. "/examples/kernels/cpu/" .. n .. ".py")) end
     fs.write(dir .. "/kernels/rmsnorm_small.py", fs.read(session.kernel))
     local server, port = fake.start(script(), dir)
     local live = compare(dir, dir .. "/live", "live", port)
@@ -79,7 +83,8 @@ describe("agents/compare.lua", function()
     expect.eq(#ob, 2 * #PROBLEMS, "one attempt per problem and policy")
     expect.same(ob, oa, "the same attempts with the same outcomes")
     expect.truthy(table.concat(ob, "\n"):find("beam rmsnorm_small r1w1 improved", 1, true), "the fast kernel improved")
-    expect.truthy(table.concat(ob, "\n"):find("greedy softmax r1w1 failed:correctness", 1, true), "the wrong kernel failed")
+    expect.truthy(table.concat(ob, "\n"):find("greedy relu_signed r1w1 failed:correctness", 1, true), "the wrong kernel failed")
+    expect.truthy(table.concat(ob, "\n"):find("beam matmul_small r1w1 duplicate", 1, true), "the copy is a duplicate")
     -- the table names every figure; the page has a chart per figure measured
     expect.match(replay.stdout, "| policy | correctness rate | fast_1%.0 vs eager | fast_1%.2 vs eager |")
     expect.match(replay.stdout, "| beam | %d+%% |")
