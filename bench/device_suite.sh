@@ -2,8 +2,8 @@
 # Runs the GPU checks and benchmarks on a GPU machine, one phase per call (each fits in a few
 # minutes), writing logs under $OUT (default /tmp/kagent-device). The binary and profiler
 # library come from a build tree: KAGENT_BUILD (default build/).
-#   bash bench/device_suite.sh portability|eval|profile|profile-app|agent|sweep|latency|trust|
-#                              trust-ka|bench-ka|latency-compare|all
+#   bash bench/device_suite.sh portability|eval|sandbox|profile|profile-app|agent|sweep|latency|
+#                              trust|trust-ka|bench-ka|latency-compare|all
 # profile-app compares the multi-kernel targets with ncu's application replay (about 90 s per
 # ncu run, so it is not part of `all`); sweep (the tuner over the five showcase problems, about
 # 5 minutes) is not either, nor bench-ka (agents/bench.lua on KernelAgent's artifacts, 10 to 20
@@ -40,6 +40,7 @@ portability() {
 case "$phase" in
   portability) portability ;;
   eval) step eval_gpu_check python3 tests/gpu/eval_gpu_check.py ;;
+  sandbox) step sandbox_gpu_check python3 tests/gpu/sandbox_gpu_check.py ;;
   examples) step examples_check python3 tests/gpu/examples_check.py ;;
   profile) step profile_gpu_check python3 tests/gpu/profile_gpu_check.py --out "$OUT/profile_check.json" ;;
   profile-app) step profile_app_check python3 tests/gpu/profile_gpu_check.py --targets fixture,4 --repeat 5 --ncu-repeat 3 --ncu-replay application --no-roofline --out "$OUT/profile_app_check.json" ;;
@@ -65,6 +66,7 @@ case "$phase" in
            python3 bench/eval_latency.py --n 4 --fresh 0 --tag old ;;
   all) portability
        step eval_gpu_check python3 tests/gpu/eval_gpu_check.py
+       step sandbox_gpu_check python3 tests/gpu/sandbox_gpu_check.py
        step profile_gpu_check python3 tests/gpu/profile_gpu_check.py --out "$OUT/profile_check.json"
        step agent_gpu_check bash tests/gpu/agent_gpu_check.sh "$OUT/agent"
        step eval_latency python3 bench/eval_latency.py ;;

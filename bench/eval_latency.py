@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """Per-candidate evaluation latency: a warm evaluator worker vs a fresh interpreter per candidate.
 
-    python3 bench/eval_latency.py [--n 5] [--cpu] [--nospare] [--gap S]
+    python3 bench/eval_latency.py [--n 5] [--cpu] [--nospare] [--nosandbox] [--gap S]
 
 Each candidate is verified (5 trials) and benchmarked (min_time 0.1 s, no baselines). Warm: one
 long-lived worker (torch/triton imported once, a sandbox per job, prepared ahead of it by the
-worker's spare; --nospare also times one forked on demand). Fresh: a new worker
+worker's spare; --nospare also times one forked on demand, --nosandbox one whose children are
+not confined: KAGENT_EVAL_SANDBOX=0, the cost of the sandbox). Fresh: a new worker
 process per candidate (interpreter start, imports, CUDA context, reference outputs), which is
 what running each candidate as its own script costs. Overhead = wall time minus the timed loop.
 Prints a table; writes JSON to $OUT/eval_latency.json when OUT is set.
@@ -46,6 +47,15 @@ def one(w, i, cpu):
             "elapsed_s": res.get("elapsed")}
 
 
+def warm_rows(device, cpu, n, first_id, env):
+    """n warm jobs on a worker started with `env` (after one job that warms it up)."""
+    w = Worker(device, env=env)
+    one(w, first_id, cpu)
+    rows = [one(w, first_id + 1 + i, cpu) for i in range(n)]
+    w.close()
+    return rows
+
+
 def stage_medians(rows):
     keys = sorted({k for r in rows for k in (r["stage_s"] or {})})
     return {k: round(statistics.median((r["stage_s"] or {}).get(k, 0.0) for r in rows), 3)
@@ -63,6 +73,8 @@ def main():
     ap.add_argument("--tag", default="", help="suffix of the JSON file under $OUT")
     ap.add_argument("--nospare", action="store_true",
                     help="also time a warm worker without its prepared spare sandbox")
+    ap.add_argument("--nosandbox", action="store_true",
+                    help="also time a warm worker whose children are not confined")
     args = ap.parse_args()
     device = "cpu" if args.cpu else 0
     w = Worker(device)
@@ -78,15 +90,8 @@ def main():
         paced.append(one(w, 300 + i, args.cpu))
         print("paced job %d: %.3f s" % (i, paced[-1]["wall_s"]), flush=True)
     w.close()
-    nospare = []
-    if args.nospare:
-        os.environ["KAGENT_EVAL_SPARE"] = "0"
-        w = Worker(device)
-        one(w, 200, args.cpu)
-        for i in range(args.n):
-            nospare.append(one(w, 201 + i, args.cpu))
-        w.close()
-        del os.environ["KAGENT_EVAL_SPARE"]
+    nospare = warm_rows(device, args.cpu, args.n, 200, {"KAGENT_EVAL_SPARE": "0"}) if args.nospare else []
+    nosandbox = warm_rows(device, args.cpu, args.n, 400, {"KAGENT_EVAL_SANDBOX": "0"}) if args.nosandbox else []
     fresh = []
     for i in range(max(2, args.n // 2) if args.fresh is None else args.fresh):
         t0 = time.perf_counter()
@@ -98,7 +103,7 @@ def main():
         fresh.append(r)
     med = lambda rows, k: statistics.median(x[k] for x in rows) if rows else float("nan")
     out = {"device": str(device), "first_job": first, "warm": warm, "fresh": fresh, "nospare": nospare,
-           "paced": paced, "gap_s": args.gap,
+           "nosandbox": nosandbox, "paced": paced, "gap_s": args.gap,
            "warm_wall_median_s": med(warm, "wall_s"), "warm_overhead_median_s": med(warm, "overhead_s"),
            "fresh_wall_median_s": med(fresh, "wall_s"), "fresh_overhead_median_s": med(fresh, "overhead_s")}
     out["ratio_fresh_over_warm_overhead"] = out["fresh_overhead_median_s"] / max(1e-9, out["warm_overhead_median_s"])
@@ -117,6 +122,13 @@ def main():
         out["nospare_overhead_median_s"] = med(nospare, "overhead_s")
         print("%-8s %8d %10.3f %10.3f" % ("nospare", len(nospare), out["nospare_wall_median_s"],
                                           out["nospare_overhead_median_s"]))
+    if nosandbox:
+        out["nosandbox_wall_median_s"] = med(nosandbox, "wall_s")
+        out["nosandbox_overhead_median_s"] = med(nosandbox, "overhead_s")
+        out["ratio_sandbox_over_nosandbox_wall"] = out["warm_wall_median_s"] / out["nosandbox_wall_median_s"]
+        print("%-8s %8d %10.3f %10.3f" % ("nosandbox", len(nosandbox), out["nosandbox_wall_median_s"],
+                                          out["nosandbox_overhead_median_s"]))
+        print("sandbox/no-sandbox warm wall ratio: %.2fx" % out["ratio_sandbox_over_nosandbox_wall"])
     print("fresh/warm overhead ratio: %.1fx" % out["ratio_fresh_over_warm_overhead"])
     out["warm_stage_median_s"] = stage_medians(warm)
     print("warm job stages, median (s):", out["warm_stage_median_s"],
@@ -130,7 +142,7 @@ def main():
     if fresh:
         print("fresh job stages (s):", {k: round(v, 3) for k, v in (fresh[-1]["stage_s"] or {}).items()},
               "reference_s=%.3f" % (fresh[-1]["reference_s"] or 0))
-    every = warm + fresh + nospare + paced
+    every = warm + fresh + nospare + nosandbox + paced
     if not all(r["ok"] for r in every):
         print("some jobs failed:", [r["error"] for r in every if not r["ok"]])
     if os.environ.get("OUT"):

@@ -9,7 +9,7 @@
 -- from the small tables below (constructors, objects, parameter names); the rest is `any`.
 local fs = kagent.fs
 
-local MODULES = { "task", "time", "proc", "json", "log", "fs", "prompt", "gpu", "http", "llm", "mem" }
+local MODULES = { "task", "time", "proc", "json", "log", "fs", "prompt", "gpu", "http", "llm", "mem", "secrets" }
 local IS_MODULE = {}
 for _, m in ipairs(MODULES) do IS_MODULE[m] = true end
 
@@ -23,7 +23,7 @@ local RETURNS = { ["task.spawn"] = "kagent.task.Task", ["task.current"] = "kagen
   ["task.semaphore"] = "kagent.task.Semaphore", ["proc.spawn"] = "kagent.proc.Process?",
   ["gpu.pool"] = "kagent.gpu.Pool", ["mem.open"] = "kagent.mem.Db?" }
 local FIELD_TYPES = { ["kagent.version"] = "string", ["kagent.args"] = "string[]",
-  ["kagent.script"] = "string", ["kagent.root"] = "string", ["kagent.path"] = "string[]",
+  ["kagent.script"] = "string", ["kagent.exe"] = "string?", ["kagent.root"] = "string", ["kagent.path"] = "string[]",
   ["p.pid"] = "integer", ["t.name"] = "string?", ["prompt.dirs"] = "string[]",
   ["mem.SCHEMA_VERSION"] = "integer" }
 local PARAM_TYPES = { fn = "function", fmt = "string", path = "string", name = "string",

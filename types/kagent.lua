@@ -15,6 +15,7 @@
 ---@field http kagent.http
 ---@field llm kagent.llm
 ---@field mem kagent.mem
+---@field secrets kagent.secrets
 kagent = {}
 
 ---| `kagent.version` | version string, e.g. `"0.1.0"` |
@@ -28,6 +29,10 @@ kagent.args = nil
 ---| `kagent.script` | path of the script being run |
 ---@type string
 kagent.script = nil
+
+---| `kagent.exe` | path of the running `kagent-rt` binary (to start another one; children cannot read it from `/proc`, as `kagent-rt` is not dumpable) |
+---@type string?
+kagent.exe = nil
 
 ---| `kagent.root` | the folder holding the shipped `agents/`, `skills/`, `prompts/`: the checkout, or `<prefix>/share/kagent-rt` for an installed binary (found from the executable's location; `KAGENT_ROOT` overrides) |
 ---@type string

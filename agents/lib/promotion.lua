@@ -42,7 +42,7 @@ function M.interleaved(run, parent, child)
   local out
   if res.ok then
     local sp = res.candidates[2].speedup
-    out = { ok = true, speedup = sp.median, p10 = sp.p10, p90 = sp.p90, cv = sp.cv, blocks = sp.blocks }
+    out = { ok = true, speedup = sp.median, p10 = sp.p10, p90 = sp.p90, cv = sp.cv, pairs = sp.pairs }
   else
     out = { ok = false, error = res.error or res.stage }
   end

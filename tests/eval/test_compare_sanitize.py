@@ -30,7 +30,7 @@ class CompareTest(unittest.TestCase):
         self.assertTrue(r["ok"], r)
         first, second = r["candidates"]
         self.assertEqual(first["speedup"]["median"], 1.0)
-        self.assertEqual(second["speedup"]["blocks"], 4)
+        self.assertEqual(second["speedup"]["pairs"], 2)  # four blocks: two A B | B A pairs
         self.assertGreater(second["speedup"]["median"], 2.0)
         self.assertLess(second["time_ms"]["median"], first["time_ms"]["median"])
         self.assertEqual(second["time_ms"]["n"], 12)
@@ -48,6 +48,7 @@ class CompareTest(unittest.TestCase):
     def test_bad_requests(self):
         for job in ({"problem": PROBLEM, "candidates": [SLOW]},
                     {"problem": PROBLEM, "candidates": [SLOW, FAST], "rounds": 0},
+                    {"problem": PROBLEM, "candidates": [SLOW, FAST], "rounds": 3},
                     {"problem": PROBLEM, "candidates": "x"}):
             reply = self.w.request("compare", job)
             self.assertFalse(reply["ok"])

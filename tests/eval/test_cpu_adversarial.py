@@ -73,6 +73,11 @@ class CpuAdversarialTest(unittest.TestCase):
         self.assertFalse(r["ok"], r)
         self.assertIn(r["error"].split(":")[0], ("ECACHE", "EMISMATCH"))
 
+    def test_cache_by_content_is_caught(self):
+        r = self.run_case("cpu_cache_by_content.py", "matmul_problem.py", "benchmark")
+        self.assertFalse(r["ok"], r)
+        self.assertEqual(r["error"].split(":")[0], "ECACHE", r["error"])
+
     def test_background_thread_is_rejected_or_flagged(self):
         r = self.run_case("cpu_thread_late_write.py", "relu_problem.py", "verify")
         self.assertTrue(not r["ok"] or "static:streams_threads" in r["flags"]

@@ -2,6 +2,7 @@
 probe, in-process (real forks, CPU torch) and through a real CPU-mode worker."""
 import os
 import sys
+import tempfile
 import time
 import unittest
 
@@ -29,8 +30,9 @@ def _prep_hangs(tag):
     time.sleep(60)
 
 
-def _prep_ticks(path):
-    with open(path, "w") as f:
+def _prep_ticks():
+    # the job folder: the only place a sandboxed child may write
+    with open(os.path.join(tempfile.gettempdir(), "ticks"), "w") as f:
         for _ in range(60):
             f.write("%.6f\n" % time.time())
             f.flush()
@@ -92,18 +94,15 @@ class SpareTest(unittest.TestCase):
         self.assertIsNotNone(out.first("timed")[0])
 
     def test_paused_preparation_makes_no_progress(self):
-        import tempfile
-        with tempfile.TemporaryDirectory() as d:
-            path = os.path.join(d, "ticks")
-            sp = spare.Spare(_prep_ticks, _echo, (path,))
-            time.sleep(0.2)
-            sp.pause()
-            time.sleep(0.6)
-            sp.resume()
-            self.assertTrue(sp.wait_ready())
-            with open(path) as f:
-                ticks = [float(x) for x in f.read().split()]
-            sp.discard()
+        sp = spare.Spare(_prep_ticks, _echo)
+        time.sleep(0.2)
+        sp.pause()
+        time.sleep(0.6)
+        sp.resume()
+        self.assertTrue(sp.wait_ready())
+        with open(os.path.join(sp.job_dir, "ticks")) as f:
+            ticks = [float(x) for x in f.read().split()]
+        sp.discard()
         self.assertEqual(len(ticks), 60)
         self.assertGreater(max(b - a for a, b in zip(ticks, ticks[1:])), 0.5)
 

@@ -1,4 +1,5 @@
 """Talks to a real evaluator worker process over its JSON-lines protocol (no fakes)."""
+import glob
 import json
 import os
 import select
@@ -15,17 +16,59 @@ def fixture(*parts):
     return os.path.join(FIX, *parts)
 
 
+def fixture_text(*parts, **values):
+    """A fixture's source with each @NAME@ replaced by values[NAME] (tokens, ports, pids)."""
+    with open(fixture(*parts)) as f:
+        text = f.read()
+    for key, value in values.items():
+        text = text.replace("@%s@" % key, str(value))
+    return text
+
+
+def processes_with(token):
+    """Pids of the processes whose command line holds `token`."""
+    found = []
+    for path in glob.glob("/proc/[0-9]*/cmdline"):
+        try:
+            with open(path, "rb") as f:
+                if token.encode() in f.read():
+                    found.append(int(path.split("/")[2]))
+        except OSError:
+            pass
+    return found
+
+
+def children_of(pid):
+    found = []
+    for path in glob.glob("/proc/[0-9]*/stat"):
+        try:
+            with open(path) as f:
+                if int(f.read().rsplit(")", 1)[1].split()[1]) == pid:
+                    found.append(int(path.split("/")[2]))
+        except (OSError, IndexError, ValueError):
+            pass
+    return found
+
+
 class Worker:
-    def __init__(self, device="cpu", threads=2):
+    """env: variables added to the worker's environment; log: its --log file (default
+    KAGENT_WORKER_LOG); user: run it as this OS user (needs root)."""
+
+    def __init__(self, device="cpu", threads=2, env=None, log=None, user=None):
         # KAGENT_EVAL_PYTHONPATH: another copy of the evaluator (a benchmark's "before")
         env = dict(os.environ, PYTHONPATH=os.environ.get("KAGENT_EVAL_PYTHONPATH")
-                   or os.path.join(ROOT, "src", "gpu", "eval"))
+                   or os.path.join(ROOT, "src", "gpu", "eval"), **(env or {}))
         argv = [PYTHON, "-m", "kagent_eval.worker", "--device", str(device), "--threads", str(threads)]
-        if os.environ.get("KAGENT_WORKER_LOG"):
-            argv += ["--log", os.environ["KAGENT_WORKER_LOG"]]
+        log = log or os.environ.get("KAGENT_WORKER_LOG")
+        if log:
+            argv += ["--log", log]
+        ids = {}
+        if user is not None:
+            import pwd
+            ids = dict(user=user, group=pwd.getpwnam(user).pw_gid, extra_groups=[])
         self.proc = subprocess.Popen(
-            argv,
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, cwd=ROOT)
+            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
+            cwd=ROOT, **ids)
         self.next_id = 0
         self.ready = self._read(120)
 

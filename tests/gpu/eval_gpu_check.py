@@ -46,6 +46,8 @@ ADVERSARIAL = [
      lambda r: not r["ok"] and r["error"].startswith("ECRASH"), "ECRASH"),
     ("cpu_cache_by_address.py", "gpu_matmul_problem.py",
      lambda r: not r["ok"], "rejected"),
+    ("cpu_cache_by_content.py", "gpu_matmul_problem.py",
+     lambda r: not r["ok"], "rejected"),
     ("cpu_repeat_fast_path.py", "gpu_matmul_problem.py",
      lambda r: not r["ok"], "rejected"),
 ]

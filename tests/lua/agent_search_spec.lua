@@ -33,7 +33,7 @@ local function fake_pool()
     for i, code in ipairs(job.candidates) do
       local t = tonumber(code:match("TIME=([%d%.]+)"))
       t1 = t1 or t
-      out[i] = { time_ms = { median = t }, speedup = { median = t1 / t, cv = 0.001, blocks = 8 } }
+      out[i] = { time_ms = { median = t }, speedup = { median = t1 / t, cv = 0.001, pairs = 4 } }
     end
     return { ok = true, stage = "done", candidates = out }
   end

@@ -39,6 +39,7 @@ describe("kagent.gpu", function()
     expect.eq(devs[1].mode, "cpu")
     expect.eq(devs[1].device, "cpu")
     expect.truthy(devs[1].torch, "torch version")
+    expect.truthy(devs[1].sandbox and devs[1].sandbox.root, "how candidates are confined")
   end, { timeout = 120 })
 
   it("verifies a correct candidate", function()

@@ -64,6 +64,45 @@ describe("proc", function()
     expect.eq(#r.stdout, 1000); expect.eq(r.stdout_dropped, 99000)
   end)
 
+  it("hands over stderr as it comes, with what was dropped", function()
+    local p = assert(proc.spawn({ "sh", "-c", "echo one >&2; read x; head -c 3000 /dev/zero >&2; echo two >&2" },
+      { stdin = true, max_output = 1000 }))
+    local text, dropped = "", 0
+    while not text:find("one") do
+      local more, d = p:take_stderr()
+      text, dropped = text .. more, dropped + d
+      kagent.task.sleep(0.01)
+    end
+    expect.eq(text, "one\n")
+    expect.eq(dropped, 0)
+    p:write("go\n")
+    local r = p:wait(10)
+    expect.eq(r.stderr, string.rep("\0", 1000), "what was taken is not returned again")
+    expect.eq(r.stderr_dropped, 3004 - 1000)
+  end)
+
+  it("gives children still running at shutdown a TERM before the KILL", function()
+    local dir = spec.tmpdir("shutdown")
+    kagent.fs.write(dir .. "/t.lua", string.format([[
+      kagent.proc.spawn({ "sh", "-c", "trap 'touch %s/cleaned; exit 0' TERM; echo up; sleep 30 & wait" })
+      kagent.proc.spawn({ "sh", "-c", "trap '' TERM; sleep 30" })  -- ignores TERM: killed after the grace
+      kagent.task.sleep(0.3)
+    ]], dir))
+    local t0 = kagent.time.now()
+    local r = assert(proc.run({ spec.build_dir .. "/kagent-rt", dir .. "/t.lua" }, { timeout = 20 }))
+    expect.eq(r.code, 0, r.stderr)
+    expect.truthy(kagent.fs.exists(dir .. "/cleaned"), "the child ran its TERM handler")
+    expect.lt(kagent.time.now() - t0, 5, "the one ignoring TERM did not hold the exit up")
+    proc.run({ "rm", "-rf", dir })
+  end)
+
+  it("lists the runtime's environment", function()
+    local env = proc.environ()
+    expect.eq(env.PATH, os.getenv("PATH"))
+    local r = proc.run({ "sh", "-c", "echo $PATH" }, { clear_env = true, env = { PATH = env.PATH } })
+    expect.eq(r.stdout, env.PATH .. "\n")
+  end)
+
   it("reports programs that cannot start", function()
     local p, err, code = proc.spawn({ "/nonexistent/program" })
     expect.eq(p, nil); expect.eq(code, "ESPAWN"); expect.match(err, "nonexistent")

@@ -13,9 +13,15 @@ local gpu = {}
 ---  - `timeout`: wall-clock seconds the pool waits for a job's reply before it kills and respawns
 ---    the worker (default 900; the worker's own per-stage timeouts normally end a job first);
 ---    `start_timeout` (default 120) for a worker's ready line.
----  - `env`: extra environment for the workers (table as in `proc.spawn`).
----  - `log_dir`: if set, each worker appends its stderr (candidate prints, tracebacks) to
----    `<log_dir>/worker-<device>-<n>.log`.
+---  - `env`: extra environment for the workers (table as in `proc.spawn`). A worker starts with a
+---    cleared environment holding only the allow-listed part of the runtime's and of `env`
+---    (`kagent.secrets.worker_env`): never an API key. Evaluator settings are `KAGENT_EVAL_*`
+---    variables, e.g. `KAGENT_EVAL_MEMORY_MB` (each candidate's host memory limit, default half
+---    the machine's; 0 none) and `KAGENT_EVAL_SANDBOX=auto|1|0` (auto: the candidate sandbox in CPU
+---    mode, opt-in on a GPU worker for now; 0: off); `src/gpu/eval/README.md`.
+---  - `log_dir`: if set, the pool appends each worker's stderr (candidate prints, tracebacks),
+---    redacted, to `<log_dir>/worker-<device>-<n>.log`.
+---  Every reply of a worker passes through `kagent.secrets.redact_tree` before the pool returns it.
 ---@param opts? table
 ---@return kagent.gpu.Pool
 function gpu.pool(opts) end
@@ -23,12 +29,14 @@ function gpu.pool(opts) end
 ---@class kagent.gpu.Pool
 local pool = {}
 
----`pool:devices()` ⏸ → array of `{device = 0|"cpu", mode = "cuda"|"cpu", gpu_name, torch, triton}`
----  (starts the workers), or `nil, "EWORKER: ...", "EWORKER"` if none starts. A worker whose
----  evaluator version (its ready line's `version`) is not `kagent.version` is stopped and does not
----  count as started: the error names both versions, the folder that `kagent_eval` came from, the
----  python, and what to do (remove the other `kagent_eval` from that python, or `pip install` the
----  shipped one).
+---`pool:devices()` ⏸ → array of `{device = 0|"cpu", mode = "cuda"|"cpu", gpu_name, torch, triton,
+---  sandbox}` (starts the workers), or `nil, "EWORKER: ...", "EWORKER"` if none starts. `sandbox`
+---  says how the worker confines candidates: `{enabled, root, landlock_abi, writes, reads, network,
+---  memory_mb, processes, missing = {reasons}}` (`src/gpu/eval/README.md`, "Sandbox"). A worker
+---  whose evaluator version (its ready line's `version`) is not `kagent.version` is stopped and
+---  does not count as started: the error names both versions, the folder that `kagent_eval` came
+---  from, the python, and what to do (remove the other `kagent_eval` from that python, or
+---  `pip install` the shipped one).
 ---@return any
 function pool:devices() end
 
@@ -88,9 +96,10 @@ function pool:evaluate(job) end
 ---  each already verified) in one process: the same inputs, timer and launch pad, in `rounds`
 ---  blocks (default 8) of `calls_per_block` calls (default 5) ordered A B … then … B A, under the
 ---  all-stream check. Result `{ok, stage, candidates = {{time_ms, blocks, roofline, speedup =
----  {median, p10, p90, cv, blocks}}, ...}, rounds, calls_per_block}`; `speedup` summarises, over
----  the blocks, the first candidate's block median over this one's (the first's is 1); `cv` is the
----  coefficient of variation of those per-block ratios. The last output of each is checked
+---  {median, p10, p90, cv, pairs}}, ...}, rounds, calls_per_block}`; `speedup` summarises, over
+---  the A B | B A pairs of blocks (`rounds` must be even), the first candidate's time over this
+---  one's (the first's is 1): the order within a block cancels in a pair; `cv` is the coefficient
+---  of variation of those per-pair ratios. The last output of each is checked
 ---  against the reference (`EMISMATCH` names the candidate). A candidate whose timing raises a
 ---  trust flag other than `spread` fails the comparison with `stage = "timing"`, `EUNTRUSTED`
 ---  (the spread is reported for the caller's gate: `time_ms.cv`, `speedup.p10..p90`). Takes the

@@ -14,11 +14,16 @@ local proc = {}
 ---  - `timeout` (seconds; the process group is killed when it passes),
 ---  - `kill_grace` (seconds between TERM and KILL, default 2),
 ---  - `max_output` (bytes kept per stream, default 16 MiB; the rest is dropped and counted).
----  The child runs in its own process group.
+---  The child runs in its own process group. When `kagent-rt` stops, the group of every child still
+---  running gets TERM, and KILL after at most 1 s.
 ---@param argv string[]
 ---@param opts? table
 ---@return kagent.proc.Process?
 function proc.spawn(argv, opts) end
+
+---`proc.environ()` → `{NAME = value}`: the runtime's environment, `.env` values included.
+---@return any
+function proc.environ() end
 
 ---`proc.run(argv, opts)` ⏸ — `spawn` + `wait(opts.timeout)`; returns the wait table or
 ---  `nil, err, code`.
@@ -58,6 +63,12 @@ function p:wait(timeout) end
 ---@param sig? any
 ---@return any
 function p:kill(sig) end
+
+---`p:take_stderr()` → `text, dropped`: the stderr received since the last call (for a long-lived
+---  child whose stderr is consumed as it comes: what was taken before the child exited is not in
+---  `wait`'s `stderr`) and the bytes dropped over `max_output` since then.
+---@return any
+function p:take_stderr() end
 
 ---`p:running()` → boolean.
 ---@return any

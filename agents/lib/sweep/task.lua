@@ -13,17 +13,10 @@ local M = {}
 M.HEARTBEAT_S = tonumber(os.getenv("KAGENT_SWEEP_HEARTBEAT") or "") or 15
 
 -- binary() -> the path of this kagent-rt binary, which runs each problem (KAGENT_BIN overrides).
--- Resolved once: a child reached through a shell cannot use /proc/self/exe.
-local bin_path
 function M.binary()
-  if bin_path then return bin_path end
   local env = os.getenv("KAGENT_BIN")
-  if env and env ~= "" then bin_path = fs.abspath(env); return bin_path end
-  -- the shell's parent is this process
-  local r = proc.run({ "sh", "-c", 'readlink -f "/proc/$PPID/exe"' }, { timeout = 10 })
-  local path = r and r.code == 0 and r.stdout:match("^%s*(.-)%s*$")
-  bin_path = path ~= "" and path or nil
-  return bin_path
+  if env and env ~= "" then return fs.abspath(env) end
+  return kagent.exe
 end
 
 -- run_state(plan, p) -> {done = run folder} | {resume = run folder} | {}: the newest run with a

@@ -1,6 +1,7 @@
 // kagent-rt: runs a Lua agent script on the runtime (event loop, tasks, native primitives).
 #include <signal.h>
 #include <sys/epoll.h>
+#include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
 
@@ -72,6 +73,9 @@ int main(int argc, char** argv) {
     return 2;
   }
 
+  // Not dumpable: our /proc files (environ, memory) belong to root, so a candidate kernel running
+  // as the same user cannot read the API keys we hold; no core dump can hold them either.
+  prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
   kagent::load_dotenv(env_file);
   if (log_level.empty()) {
     const char* env = std::getenv("KAGENT_LOG_LEVEL");

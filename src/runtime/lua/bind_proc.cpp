@@ -1,8 +1,13 @@
 // native.proc: child processes for kagent.proc. A process is a userdata holding a
-// shared_ptr<ChildProcess>; every process still running when the runtime stops is killed.
+// shared_ptr<ChildProcess>; every process still running when the runtime stops is stopped (TERM,
+// then KILL).
 #include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <cstring>
 #include <memory>
+#include <vector>
 #include <set>
 #include <string>
 
@@ -213,10 +218,61 @@ int l_wait_start(lua_State* L) {
   return 1;
 }
 
+// take_stderr(p) -> text, dropped: the stderr buffered since the last call
+int l_take_stderr(lua_State* L) {
+  std::string text;
+  const size_t dropped = check_proc(L, 1).take_stderr(text);
+  lua_pushlstring(L, text.data(), text.size());
+  lua_pushnumber(L, static_cast<lua_Number>(dropped));
+  return 2;
+}
+
+// environ() -> {NAME = value}: this process's environment, .env values included
+int l_environ(lua_State* L) {
+  lua_newtable(L);
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    const char* eq = std::strchr(*e, '=');
+    if (eq == nullptr) continue;
+    lua_pushlstring(L, *e, static_cast<size_t>(eq - *e));
+    lua_pushstring(L, eq + 1);
+    lua_rawset(L, -3);
+  }
+  return 1;
+}
+
 int l_kill(lua_State* L) {
   ChildProcess& p = check_proc(L, 1);
   p.kill(static_cast<int>(luaL_optinteger(L, 2, SIGTERM)));
   return 0;
+}
+
+// At shutdown every process still running gets TERM, and KILL once it has had kShutdownGrace
+// seconds: a child that cleans up on TERM (an evaluator worker removing its sandboxes' folders)
+// can, and none outlives kagent-rt.
+constexpr double kShutdownGrace = 1.0;
+
+bool has_exited(pid_t pid) {
+  siginfo_t info{};
+  // WNOWAIT: leaves the zombie for the ChildProcess to reap
+  return waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) != 0 || info.si_pid == pid;
+}
+
+void stop_all() {
+  std::vector<std::shared_ptr<ChildProcess>> live;
+  for (const auto& w : registry()) {
+    auto p = w.lock();
+    if (p && p->running() && !has_exited(p->pid())) {
+      ::kill(-p->pid(), SIGTERM);
+      live.push_back(std::move(p));
+    }
+  }
+  const double deadline = EventLoop::monotonic_now() + kShutdownGrace;
+  while (!live.empty() && EventLoop::monotonic_now() < deadline) {
+    std::erase_if(live, [](const auto& p) { return has_exited(p->pid()); });
+    if (!live.empty()) usleep(10000);
+  }
+  for (const auto& w : registry())
+    if (auto p = w.lock()) p->kill_now();  // the stragglers of every group too
 }
 
 }  // namespace
@@ -227,8 +283,7 @@ int open_native_proc(lua_State* L) {
   lua_setfield(L, -2, "__gc");
   lua_pop(L, 1);
   Runtime::from(L).at_shutdown([] {
-    for (const auto& w : registry())
-      if (auto p = w.lock()) p->kill_now();
+    stop_all();
     registry().clear();
   });
   static const luaL_Reg fns[] = {{"spawn", l_spawn},
@@ -240,6 +295,8 @@ int open_native_proc(lua_State* L) {
                                  {"close_stdin", l_close_stdin},
                                  {"wait_start", l_wait_start},
                                  {"kill", l_kill},
+                                 {"take_stderr", l_take_stderr},
+                                 {"environ", l_environ},
                                  {nullptr, nullptr}};
   lua_newtable(L);
   set_functions(L, fns);

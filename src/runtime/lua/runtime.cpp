@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <stdexcept>
+#include <filesystem>
 #include <string>
 
 #include "lua/lua_util.hpp"
@@ -128,6 +129,10 @@ void Runtime::open_libraries() {
   set_field(L_, "version", std::string_view(kVersion));
   set_field(L_, "script", std::string_view(opts_.script));
   set_field(L_, "root", std::string_view(opts_.root));
+  // The binary's path, read here: children cannot read it from our /proc (we are not dumpable).
+  std::error_code exe_error;
+  const std::string exe = std::filesystem::read_symlink("/proc/self/exe", exe_error).string();
+  if (!exe_error) set_field(L_, "exe", std::string_view(exe));
   lua_newtable(L_);
   for (size_t i = 0; i < opts_.args.size(); ++i) {
     lua_pushlstring(L_, opts_.args[i].data(), opts_.args[i].size());

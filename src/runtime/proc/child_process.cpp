@@ -226,6 +226,14 @@ bool ChildProcess::try_read_line(std::string& line, bool& eof) {
   return false;
 }
 
+size_t ChildProcess::take_stderr(std::string& out) {
+  out.swap(err_buf_);
+  err_buf_.clear();
+  const size_t dropped = err_dropped_;
+  err_dropped_ = 0;
+  return dropped;
+}
+
 void ChildProcess::deliver_line_if_ready() {
   if (!line_cb_) return;
   std::string line;

@@ -57,6 +57,10 @@ class ChildProcess : public std::enable_shared_from_this<ChildProcess> {
   void on_line(double timeout, LineCallback cb);
   void cancel_line_wait();
 
+  // Moves out the stderr buffered so far (for a long-lived child whose stderr is consumed as it
+  // comes) and returns how many bytes were dropped since the last call (over max_output).
+  size_t take_stderr(std::string& out);
+
   // Queues `data` for stdin; `cb` runs once it is all written (nullptr) or failed (message).
   void write(std::string data, WriteCallback cb);
   void close_stdin();

@@ -232,10 +232,12 @@ PROBE_MAX_BYTES = 2 << 30
 
 
 def _fresh_input_probe(torch, timer, cand, args):
-    """Fastest call on the timed inputs and fastest call on copies of them at new addresses.
+    """Fastest call on the timed inputs and fastest call on fresh inputs: new addresses and new
+    values (each floating input's values rotated by a random offset, so the distribution is the
+    same and no value sits where it was).
 
-    A result cache keyed by address (or a fast path taken only on repeated inputs) makes every
-    repeated call fast and every fresh one slow. Noise (a preempted call on a loaded machine)
+    A result cache keyed by address or by content (or a fast path taken only on repeated inputs)
+    makes every repeated call fast and every fresh one slow. Noise (a preempted call on a loaded machine)
     only ever adds time, so the minimum of several calls per side, interleaved so both sides see
     the same machine state, is what stays comparable. All copies are alive at once: freeing one
     would let the allocator hand its address to the next and turn a miss into a hit."""
@@ -249,7 +251,7 @@ def _fresh_input_probe(torch, timer, cand, args):
     for k in range(PROBE_ROUNDS):
         if k > 0 and (len(alive) + n) * nbytes > 2 * PROBE_MAX_BYTES:
             break
-        copies = [[a.clone() if isinstance(a, torch.Tensor) else a for a in args] for _ in range(n)]
+        copies = [[_fresh_values(torch, a, len(alive) + i + 1) for a in args] for i in range(n)]
         alive.extend(copies)
         with torch.no_grad():
             for c in copies:  # the larger of event and host time: work on a side stream counts too
@@ -259,6 +261,17 @@ def _fresh_input_probe(torch, timer, cand, args):
         if not (r < verdict.CACHE_RATIO * f and f - r > verdict.CACHE_MIN_GAP_MS[mode]):
             break
     return {"fresh_ms": min(fresh), "repeat_ms": min(repeat), "n": len(fresh)}
+
+
+def _fresh_values(torch, value, k):
+    """A copy of an input at a new address; a floating one with its values rotated by an offset
+    that differs per copy (integer inputs, such as indices, are copied as they are)."""
+    if not isinstance(value, torch.Tensor):
+        return value
+    if not value.is_floating_point() or value.numel() < 2:
+        return value.clone()
+    flat = value.reshape(-1)
+    return torch.roll(flat, shifts=1 + (k * 7919) % (flat.numel() - 1)).view(value.shape)
 
 
 def _compiled_fingerprint(module):

@@ -1,13 +1,13 @@
 """Job orchestration in the worker: static checks, reference child, candidate child, verdict."""
 import os
 import random
-import statistics
 import time
 
 from . import child_candidate, compare, fingerprint, loader, sandbox, sanitizer
 from . import spare as spare_mod
-from . import static_checks, timing, verdict
+from . import compare_op, sanitize_op, static_checks, verdict
 from .reference import ReferenceCache
+from .request import BadRequest  # noqa: F401  (worker.py takes it from here)
 
 OPS_WITH = {  # op -> (audit, bench, profile)
     "verify": (False, False, False),
@@ -16,10 +16,6 @@ OPS_WITH = {  # op -> (audit, bench, profile)
     "evaluate": (True, True, True),
 }
 DEFAULT_BASELINES = ["eager", "compile"]
-
-
-class BadRequest(Exception):
-    pass
 
 
 class Evaluator:
@@ -54,7 +50,9 @@ class Evaluator:
             self.spare.discard()
             self.spare = None
 
-    def _run_candidate(self, cspec):
+    def run_candidate(self, cspec):
+        """The candidate's child for a job: the prepared spare when there is one, else a fresh
+        fork; the next spare starts preparing meanwhile."""
         current, self.spare = self.spare, None
         self._refill_spare()  # the next job's sandbox prepares during this job's untimed stages
         following = self.spare
@@ -164,7 +162,7 @@ class Evaluator:
         poison = sum(m["numel"] * 4 for m in trial0["outputs"] if m.get("kind") == "tensor")
         skipped = [i for i, t in ref_trials.items() if t.get("skipped")]
         cspec = dict(spec, poison_bytes=poison, skip_trials=skipped)
-        out = self._run_candidate(cspec)
+        out = self.run_candidate(cspec)
         result["stage_s"] = _stage_durations(out)
         if getattr(out, "exit_s", None) is not None:
             result["stage_s"]["exit"] = out.exit_s  # process teardown after its last message
@@ -222,7 +220,7 @@ class Evaluator:
                     result["metrics"] = p["result"]["metrics"]
             elif not self.cuda:
                 result["profile"] = {"ok": False, "error": "ENOTSUP: profiling needs a GPU"}
-        if spec["sanitize"] and not self._sanitize_verdict(spec, result):
+        if spec["sanitize"] and not sanitize_op.verdict_of(self, spec, result):
             return result
         result.update(ok=True, stage="done")
         return result
@@ -252,16 +250,15 @@ class Evaluator:
         out = sandbox.run_child(child_candidate.run, (hspec,), spec["timeouts"], self.close_fds)
         result["trust"]["remeasured"] = True
         probe = {"checks": {}, "flags": [], "audit": {}}
-        if verdict.failure_from_outcome(probe, out):
-            return not verdict.fail(result, probe["stage"], probe["code"],
-                                    "in the hardened re-measure: " + probe["error"].split(": ", 1)[1])
         b, arrays = out.first("benchmark")
-        if b is None:
-            return not verdict.fail(result, "timing", "ERUN", "the hardened re-measure sent no timing")
-        if verdict.apply_benchmark(probe, b, arrays, self._loop_ms(out), trial0, rtol, atol,
-                                   self.sample_seed, "cuda" if self.cuda else "cpu"):
-            return not verdict.fail(result, probe["stage"], probe["code"],
-                                    "in the hardened re-measure: " + probe["error"].split(": ", 1)[1])
+        if not verdict.failure_from_outcome(probe, out) and b is None:
+            verdict.fail(probe, "timing", "ERUN", "no timing came back")
+        if probe.get("error") or verdict.apply_benchmark(
+                probe, b, arrays, self._loop_ms(out), trial0, rtol, atol, self.sample_seed,
+                "cuda" if self.cuda else "cpu"):
+            return not verdict.fail_without_figures(
+                result, probe["stage"], probe["code"],
+                "in the hardened re-measure: " + probe["error"].split(": ", 1)[1])
         second = probe["time_ms"]
         roof2 = self.refs.roofline(spec, trial0, second.get("median"))
         flags2 = verdict.figure_flags(second, roof2, peaks, self.cuda, spec["max_spread"])
@@ -279,126 +276,11 @@ class Evaluator:
         result["flags"] = [f for f in result["flags"] if f not in verdict.TRUST_RULES]
         return True
 
-    # -- sanitize: compute-sanitizer on one forward -------------------------------------------
     def sanitize(self, job):
-        """memcheck and racecheck (or job["tools"]) on one forward of the candidate. ok is True
-        (clean), False (the tools found errors) or None (they could not judge: no GPU, no
-        compute-sanitizer, the forward failed under them)."""
-        t0 = time.monotonic()
-        spec = self.normalize("verify", job)
-        tools = (job or {}).get("tools") or list(sanitizer.TOOLS)
-        if not isinstance(tools, list) or not all(t in sanitizer.TOOLS for t in tools):
-            raise BadRequest("tools must be a list of %s" % ", ".join(sanitizer.TOOLS))
-        spec.update(tools=tools, tool_timeout=float((job or {}).get("tool_timeout", 600)))
-        if not self.cuda:
-            return {"ok": None, "error": "ENOTSUP: compute-sanitizer needs a GPU (CPU mode)",
-                    "elapsed": time.monotonic() - t0}
-        self.settle()
-        limit = spec["tool_timeout"] * len(tools) + 60
-        out = sandbox.run_child(sanitizer.run_child, (spec,), dict(spec["timeouts"],
-                                                                    sanitize=limit),
-                                self.close_fds)
-        res, _ = out.first("sanitize")
-        result = dict((res or {}).get("result") or {})
-        if res is None:
-            result = {"ok": None, "error": "%s: %s" % (out.failure or ("EWORKER", "no report"))}
-        result["elapsed"] = time.monotonic() - t0
-        return result
+        return sanitize_op.run(self, job)
 
-    def _sanitize_verdict(self, spec, result):
-        """For jobs with "sanitize": a kernel the tools find errors in is rejected; one they
-        cannot judge is rejected too (fail closed), with their reason."""
-        report = self.sanitize(dict(spec["job"], tools=spec["sanitize"]))
-        result["sanitizer"] = report
-        if report.get("ok"):
-            return True
-        if report.get("ok") is False:
-            bad = [t for t, r in (report.get("tools") or {}).items() if r.get("ok") is False]
-            return not verdict.fail(result, "sanitize", "ESANITIZE", "%s found %s" % (
-                " and ".join(bad), "; ".join(
-                    "%s error(s) in %s" % (report["tools"][t].get("errors"), t) for t in bad)))
-        return not verdict.fail(result, "sanitize", "ESANITIZE",
-                                "compute-sanitizer could not check the kernel: %s" % (
-                                    report.get("error") or "; ".join(
-                                        r.get("report", "")[:300]
-                                        for r in (report.get("tools") or {}).values())))
-
-    # -- compare: interleaved timing of several verified candidates ------------------------
     def compare(self, job):
-        """Times candidates interleaved in one process (blocks A B ... B A on the same inputs)
-        and reports each one's timing and its speedup over the first, per block."""
-        t0 = time.monotonic()
-        cands = (job or {}).get("candidates") if isinstance(job, dict) else None
-        if not isinstance(cands, list) or len(cands) < 2 or len(cands) > 8 or not all(
-                isinstance(c, str) and c for c in cands):
-            raise BadRequest("candidates must be a list of 2 to 8 paths or source texts")
-        spec = self.normalize("benchmark", dict(job, candidate=cands[0]))
-        spec.update(op="compare", candidates=cands, audit=False,
-                    rounds=_int_in(job, "rounds", 8, 2, 100),
-                    calls_per_block=_int_in(job, "calls_per_block", 5, 1, 100))
-        result = {"ok": False, "stage": "load", "checks": {}, "flags": [], "audit": {},
-                  "device": self.device, "dtype": spec["dtype"]}
-        try:
-            self._compare(spec, result)
-        finally:
-            result["elapsed"] = time.monotonic() - t0
-        return result
-
-    def _compare(self, spec, result):
-        for k, cand in enumerate(spec["candidates"]):
-            source, _ = loader.source_of(cand)
-            rejects = static_checks.rejecting(static_checks.scan(source), not self.cuda)
-            if rejects:
-                return verdict.fail(result, "audit", "ESTATIC", "candidate %d: %s at line %d" % (
-                    k + 1, rejects[0]["rule"], rejects[0]["line"]))
-        ref_trials, _, err = self.refs.get(spec)
-        if err:
-            return verdict.fail(result, "load", "EREFERENCE", err)
-        rtol, atol = compare.tolerances(spec["dtype"], spec["rtol"], spec["atol"])
-        out = self._run_candidate(spec)
-        if verdict.failure_from_outcome(result, out):
-            return result
-        timed = sorted(out.of_type("timed"), key=lambda m: m[0].get("index", 0))
-        if len(timed) != len(spec["candidates"]):
-            return verdict.fail(result, "benchmark", "ERUN", "%d of %d candidates were timed" % (
-                len(timed), len(spec["candidates"])))
-        peaks = self.refs.peaks(spec)
-        entries, untrusted = [], []
-        for k, (msg, arrays) in enumerate(timed):
-            entry = {"flags": []}
-            if verdict.apply_benchmark(entry, {"time_ms": msg["time_ms"],
-                                               "last_outputs": msg.get("last_outputs")}, arrays,
-                                       None, ref_trials[0], rtol, atol, self.sample_seed,
-                                       "cuda" if self.cuda else "cpu"):
-                return verdict.fail(result, entry["stage"], entry["code"], "candidate %d: %s" % (
-                    k + 1, entry["error"].split(": ", 1)[1]))
-            roof = self.refs.roofline(spec, ref_trials[0], entry["time_ms"].get("median"))
-            # the spread is not a reason to refuse here: it is reported (cv, the block ratios'
-            # p10..p90) and the promotion gate that asked for the comparison judges it
-            flags = [f for f in verdict.figure_flags(entry["time_ms"], roof, peaks, self.cuda,
-                                                     spec["max_spread"]) if f != "spread"]
-            if flags:
-                untrusted.append((k, flags))
-            entries.append({"time_ms": entry["time_ms"], "blocks": msg.get("blocks") or [],
-                            "roofline": roof})
-        if untrusted:
-            k, flags = untrusted[0]
-            verdict.reject_untrusted(result, flags, "candidate %d" % (k + 1))
-            return result
-        base = entries[0]["blocks"]
-        result["candidates"] = []
-        for entry in entries:
-            ratios = sorted(b0 / bk for b0, bk in zip(base, entry["blocks"]) if bk > 0)
-            mean = sum(ratios) / len(ratios) if ratios else 0.0
-            entry["speedup"] = {"median": _median(ratios), "p10": timing.percentile(ratios, 0.1),
-                                "p90": timing.percentile(ratios, 0.9), "blocks": len(ratios),
-                                # the blocks' agreement: what a promotion gate asks of a gain
-                                "cv": statistics.pstdev(ratios) / mean if len(ratios) > 1 and mean
-                                else 0.0}
-            result["candidates"].append(entry)
-        result.update(ok=True, stage="done", rounds=spec["rounds"],
-                      calls_per_block=spec["calls_per_block"])
-        return result
+        return compare_op.run(self, job)
 
     @staticmethod
     def _loop_ms(out):
@@ -426,20 +308,6 @@ def _trust_detail(first, second):
                          "every call" % (name, s.get("escaped_calls", 0), s.get("calls", 0),
                                          s.get("outside_windows", 0)))
     return "; ".join(parts) or None
-
-
-def _median(values):
-    return timing.percentile(sorted(values), 0.5) if values else None
-
-
-def _int_in(job, key, default, lo, hi):
-    try:
-        value = int(job.get(key, default))
-    except (TypeError, ValueError):
-        raise BadRequest("%s must be an integer" % key)
-    if not lo <= value <= hi:
-        raise BadRequest("%s must be %d..%d" % (key, lo, hi))
-    return value
 
 
 def _sanitize_tools(value):

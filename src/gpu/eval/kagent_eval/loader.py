@@ -23,14 +23,13 @@ def source_of(path_or_text):
 
 def load_module(name, path_or_text):
     """Import a problem or candidate; source text is written to a file so tracebacks
-    and Triton (which reads the source of @jit functions) work."""
+    and Triton (which reads the source of @jit functions) work. The file is a new one with an
+    unpredictable name in the temporary folder, which in a sandboxed child is its private job
+    folder (jail.enter)."""
     text, path = source_of(path_or_text)
     if path is None:
-        digest = hashlib.sha1(text.encode()).hexdigest()[:12]
-        folder = os.path.join(tempfile.gettempdir(), "kagent_eval_src")
-        os.makedirs(folder, exist_ok=True)
-        path = os.path.join(folder, "%s_%s.py" % (name, digest))
-        with open(path, "w") as f:
+        fd, path = tempfile.mkstemp(prefix=name + "_", suffix=".py")
+        with os.fdopen(fd, "w") as f:
             f.write(text)
     mod_name = "%s_%s" % (name, hashlib.sha1(path.encode()).hexdigest()[:8])
     spec = importlib.util.spec_from_file_location(mod_name, path)

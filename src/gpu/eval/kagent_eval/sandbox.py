@@ -2,7 +2,9 @@
 
 The worker forks after its heavy imports but before any CUDA call, so each child creates its
 own CUDA context (~0.25 s) and a crash, hang or sticky CUDA error dies with the child. The child
-reports over a pipe with `wire` frames; the parent only reads data from it.
+reports over a pipe with `wire` frames; the parent only reads data from it. Each child enters the
+sandbox (`jail`) in its own job folder, and when it has been reaped every process it left behind
+is killed (`reaper`).
 """
 import ctypes
 import os
@@ -11,7 +13,7 @@ import sys
 import time
 import traceback
 
-from . import wire
+from . import jail, reaper, wire
 
 _PR_SET_PDEATHSIG = 1
 DEFAULT_TIMEOUTS = {"start": 60.0, "gate": 60.0, "load": 120.0, "compile": 180.0, "run": 120.0,
@@ -42,9 +44,24 @@ def _die_with_parent():
 # the worker's ends of pipes to other children (a spare sandbox waiting for its job): a child
 # must not keep them, or a candidate could write a job into the next candidate's sandbox
 PARENT_ONLY_FDS = set()
+# children forked and not yet reaped: what a sweep for leftovers must spare
+LIVE = set()
 
 
-def _child_main(fd, close_fds, target, args):
+def fork_child(child_main, *child_args):
+    """Forks; the child runs child_main(*child_args) and never returns. The parent gets the pid."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:
+        child_main(*child_args)
+    LIVE.add(pid)
+    return pid
+
+
+def _child_main(fd, close_fds, target, args, job_dir, role, reads=None):
+    """reads: the files the job may read besides the system's, or None to leave reads open
+    until the child narrows them itself (a spare, when its job arrives)."""
     code = 0
     try:
         os.setpgid(0, 0)
@@ -59,6 +76,9 @@ def _child_main(fd, close_fds, target, args):
         os.dup2(2, 1)  # candidate prints must never reach the protocol stream
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        jail.enter(role, job_dir)
+        if reads is not None:
+            jail.narrow_reads(reads)
         target(Channel(fd), *args)
         wire.send(fd, {"type": "done"})
     except BaseException as e:  # report any failure, including SystemExit from the candidate
@@ -103,17 +123,34 @@ class Outcome:
         return found[0] if found else (None, None)
 
 
+def _in_child(rfd, *child_main_args):
+    os.close(rfd)
+    _child_main(*child_main_args)
+
+
+# children that never run candidate code: they get the trusted caches (jail), which candidates
+# cannot write; any other child is a candidate's
+TRUSTED_TARGETS = {"kagent_eval.child_reference.run", "kagent_eval.peaks.run"}
+
+
+def role_of(target):
+    name = "%s.%s" % (getattr(target, "__module__", ""), getattr(target, "__name__", ""))
+    return "trusted" if name in TRUSTED_TARGETS else "candidate"
+
+
 def run_child(target, args=(), timeouts=None, close_fds=(), stage_names=None):
-    """Fork, run target(channel, *args) in the child, collect its frames until it exits."""
+    """Fork, run target(channel, *args) in the child, collect its frames until it exits. The
+    child may read the files its job names (jail.job_files of the first dict in args)."""
     rfd, wfd = os.pipe()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    pid = os.fork()
-    if pid == 0:
-        os.close(rfd)
-        _child_main(wfd, close_fds, target, args)
-    os.close(wfd)
-    return collect(pid, rfd, timeouts)
+    job_dir = jail.new_job_dir()
+    spec = next((a for a in args if isinstance(a, dict)), {})
+    try:
+        pid = fork_child(_in_child, rfd, wfd, close_fds, target, args, job_dir, role_of(target),
+                         jail.job_files(spec))
+        os.close(wfd)
+        return collect(pid, rfd, timeouts)
+    finally:
+        jail.remove_job_dir(job_dir)
 
 
 def limits_with(timeouts):
@@ -167,6 +204,11 @@ def collect(pid, rfd, timeouts, on_stage=None):
         status = _reap(pid, kill=not done and out.failure is not None)
         out.exit_s = time.monotonic() - t_last
         out.elapsed = time.monotonic() - t_start
+    err, _ = out.first("error")
+    if out.failure is None and err is not None:
+        memory = jail.memory_failure(err.get("error_type"), err.get("message"))
+        if memory:
+            out.failure = ("EMEMORY", memory)
     if out.failure is None and not done and not out.of_type("error"):
         if os.WIFSIGNALED(status):
             out.failure = ("ECRASH", "the candidate's process died of %s in stage %s" % (
@@ -178,7 +220,16 @@ def collect(pid, rfd, timeouts, on_stage=None):
 
 
 def _reap(pid, kill):
-    """Wait for the child; kill its whole process group first when it must not go on."""
+    """Wait for the child (killing its whole process group first when it must not go on), then
+    kill whatever else it started."""
+    try:
+        return _wait_child(pid, kill)
+    finally:
+        LIVE.discard(pid)
+        reaper.sweep(keep=LIVE)
+
+
+def _wait_child(pid, kill):
     if kill:
         for target in (-pid, pid):
             try:
@@ -192,11 +243,6 @@ def _reap(pid, kill):
         except ChildProcessError:
             return 0
         if got == pid:
-            if not kill:
-                try:  # leftovers (threads' helpers, grandchildren) go with the group
-                    os.killpg(pid, signal.SIGKILL)
-                except OSError:
-                    pass
             return status
         if time.monotonic() > deadline:
             kill = True

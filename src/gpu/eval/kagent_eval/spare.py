@@ -14,10 +14,16 @@ faster than spares can prepare.
 """
 import os
 import signal
-import sys
 import time
 
-from . import sandbox, wire
+from . import jail, sandbox, wire
+
+
+def _in_spare(rfd, spec_w, wfd, close_fds, args, job_dir):
+    os.close(rfd)
+    os.close(spec_w)
+    # reads stay open while it prepares (no candidate code yet); _spare_main narrows them
+    sandbox._child_main(wfd, close_fds, _spare_main, args, job_dir, "candidate", None)
 
 
 class Spare:
@@ -26,13 +32,9 @@ class Spare:
         self.info = None
         spec_r, spec_w = os.pipe()
         rfd, wfd = os.pipe()
-        sys.stdout.flush()
-        sys.stderr.flush()
-        pid = os.fork()
-        if pid == 0:
-            os.close(rfd)
-            os.close(spec_w)
-            sandbox._child_main(wfd, close_fds, _spare_main, (spec_r, prepare, target, prep_args))
+        self.job_dir = jail.new_job_dir()
+        pid = sandbox.fork_child(_in_spare, rfd, spec_w, wfd, close_fds,
+                                 (spec_r, prepare, target, prep_args), self.job_dir)
         os.close(wfd)
         os.close(spec_r)
         self.pid, self.rfd, self.spec_w = pid, rfd, spec_w
@@ -100,6 +102,7 @@ class Spare:
             sandbox.PARENT_ONLY_FDS.difference_update((rfd, gate_w))
             os.close(gate_w)
             self.spec_w = None
+            jail.remove_job_dir(self.job_dir)
         out.prepared = self.info
         return out
 
@@ -120,6 +123,7 @@ class Spare:
             except (OSError, TypeError):
                 pass
         sandbox._reap(self.pid, kill=True)
+        jail.remove_job_dir(self.job_dir)
         self.pid = self.rfd = self.spec_w = None
 
 
@@ -129,6 +133,7 @@ def _spare_main(ch, spec_fd, prepare, target, prep_args):
     warmed = state.get("warmed") if isinstance(state, dict) else None
     ch.send({"type": "ready", "prepare_s": time.monotonic() - t0, "warmed": warmed})
     obj, _ = wire.recv(spec_fd)
+    jail.narrow_reads(jail.job_files(obj["spec"]))
     if isinstance(state, dict):
         state["gate"] = lambda: _wait_gate(ch, spec_fd)
     target(ch, obj["spec"], state)

@@ -322,14 +322,22 @@ def untrusted_reason(flags):
     return "; ".join(why)
 
 
-def reject_untrusted(result, flags, detail=None):
-    """Fails the job at stage "timing" and takes every figure off the result: a figure that
-    cannot be trusted is never ranked, archived or reported."""
-    for key in ("time_ms", "roofline", "speedup_vs_eager", "speedup_vs_compile",
-                "speedup_vs_compile_max_autotune"):
+FIGURES = ("time_ms", "roofline", "speedup_vs_eager", "speedup_vs_compile",
+           "speedup_vs_compile_max_autotune")
+
+
+def fail_without_figures(result, stage, code, message):
+    """Fails the job and takes the candidate's figures off the result (a timing that was never
+    confirmed is never ranked, archived or reported)."""
+    for key in FIGURES:
         result.pop(key, None)
+    return fail(result, stage, code, message)
+
+
+def reject_untrusted(result, flags, detail=None):
+    """Fails the job at stage "timing", naming every cause, with no figure left on it."""
     result["trust"] = dict(result.get("trust") or {}, rejected=sorted(set(flags)), detail=detail)
     msg = untrusted_reason(flags)
     if detail:
         msg += " (%s)" % detail
-    return fail(result, "timing", "EUNTRUSTED", msg)
+    return fail_without_figures(result, "timing", "EUNTRUSTED", msg)

@@ -5,13 +5,45 @@
 torch (and triton, if present) are imported once here; the worker never initialises CUDA, so
 forking a sandbox per job is safe and cheap. Only protocol lines reach stdout: fd 1 is pointed at
 stderr at start and the protocol is written to a private copy of the original stdout.
+
+Before anything else the worker keeps only the allowed environment (envpolicy): started with
+more, it executes itself again with the allowed part, since the environment it was started with
+stays in its memory, which every process it forks inherits and can read. It then makes itself
+unreadable to other processes of its user (not dumpable: its /proc files belong to root), a child
+subreaper (reaper), and sets up the sandbox (jail).
 """
 import argparse
+import ctypes
 import json
 import os
+import signal
 import sys
 import time
 import traceback
+
+_PR_SET_DUMPABLE = 4
+
+
+def _stop(*_):
+    """SIGTERM: leave the protocol loop, so the finally blocks kill the sandboxes and remove
+    their folders; a second TERM must not cut that short."""
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    raise SystemExit(143)
+
+
+def _harden(gpu):
+    """Allowed environment, not dumpable, subreaper, SIGTERM as a clean exit; then the sandbox.
+    Returns the sandbox status for the ready line."""
+    from . import envpolicy, jail, reaper
+    clean = envpolicy.scrubbed(os.environ)
+    if len(clean) != len(os.environ):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.execve(sys.executable, [sys.executable] + sys.orig_argv[1:], clean)
+    ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
+    reaper.become_subreaper()
+    signal.signal(signal.SIGTERM, _stop)
+    return jail.setup(gpu=gpu)
 
 
 def _protocol_stream():
@@ -57,6 +89,12 @@ def main(argv=None):
     ap.add_argument("--threads", type=int, default=None)
     ap.add_argument("--log", default=None, help="append stderr (candidate output, tracebacks) here")
     args = ap.parse_args(argv)
+    from .jail import SandboxError
+    try:
+        sandbox_status = _harden(args.device != "cpu")
+    except SandboxError as e:
+        sys.stderr.write("kagent_eval.worker: %s\n" % e)
+        return 2
     if args.log:
         fd = os.open(args.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         os.dup2(fd, 2)
@@ -80,7 +118,7 @@ def main(argv=None):
     ev = Evaluator(device, threads=threads, protocol_fd=proto_fd)
     ready = {"ready": True, "device": "cpu" if cpu else int(args.device), "mode": "cpu" if cpu else "cuda",
              "torch": torch.__version__, "triton": triton_ver, "pid": os.getpid(),
-             "gpu_name": None if cpu else _gpu_name(args.device),
+             "gpu_name": None if cpu else _gpu_name(args.device), "sandbox": sandbox_status,
              "version": __version__, "package": os.path.dirname(os.path.abspath(__file__))}
 
     def reply(obj):
@@ -91,7 +129,10 @@ def main(argv=None):
     try:
         _serve(ev, sandbox, reply, ready, BadRequest, OPS_WITH)
     finally:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # stopping already: finish the clean-up
         ev.close()
+        from . import reaper
+        reaper.sweep()
     return 0
 
 

@@ -72,33 +72,31 @@ void CUPTIAPI on_buffer_requested(uint8_t** buffer, size_t* size, size_t* max_re
     *max_records = 0;
 }
 
+// A copy or fill: device work on a stream like a kernel, without launch dimensions.
+template <class Record>
+Launch transfer(const Record* m, const char* kind) {
+    Launch l;
+    l.kind = kind;
+    l.name = std::string(kind) + " " + std::to_string(m->bytes) + " B";
+    l.start_ns = m->start;
+    l.end_ns = m->end;
+    l.stream = m->streamId;
+    l.correlation_id = m->correlationId;
+    l.device = m->deviceId;
+    return l;
+}
+
 void CUPTIAPI on_buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t valid) {
     std::vector<Launch> batch;
     CUpti_Activity* record = nullptr;
     while (cuptiActivityGetNextRecord(buffer, valid, &record) == CUPTI_SUCCESS) {
         Launch l;
         if (record->kind == CUPTI_ACTIVITY_KIND_MEMCPY) {
-            auto* m = reinterpret_cast<const CUpti_ActivityMemcpy6*>(record);
-            l.kind = "memcpy";
-            l.name = "memcpy " + std::to_string(m->bytes) + " B";
-            l.start_ns = m->start;
-            l.end_ns = m->end;
-            l.stream = m->streamId;
-            l.correlation_id = m->correlationId;
-            l.device = m->deviceId;
-            batch.push_back(std::move(l));
+            batch.push_back(transfer(reinterpret_cast<const CUpti_ActivityMemcpy6*>(record), "memcpy"));
             continue;
         }
         if (record->kind == CUPTI_ACTIVITY_KIND_MEMSET) {
-            auto* m = reinterpret_cast<const CUpti_ActivityMemset4*>(record);
-            l.kind = "memset";
-            l.name = "memset " + std::to_string(m->bytes) + " B";
-            l.start_ns = m->start;
-            l.end_ns = m->end;
-            l.stream = m->streamId;
-            l.correlation_id = m->correlationId;
-            l.device = m->deviceId;
-            batch.push_back(std::move(l));
+            batch.push_back(transfer(reinterpret_cast<const CUpti_ActivityMemset4*>(record), "memset"));
             continue;
         }
         if (record->kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL &&

@@ -3,11 +3,16 @@
 -- the worker forks, and the verdict comes from the worker. One job at a time per worker keeps a
 -- GPU exclusive while it is timed. A worker that dies or stops answering is killed and respawned,
 -- and the job still gets a result (ok=false, error "EWORKER: ...").
+--
+-- Secrets stay here: a worker starts with the allowed part of the environment only, and
+-- everything it sends back (replies, stderr) passes through kagent.secrets' redaction on arrival.
 local task = require("kagent.task")
 local proc = require("kagent.proc")
 local json = require("kagent.json")
 local log = require("kagent.log")
 local ktime = require("kagent.time")
+local fs = require("kagent.fs")
+local secrets = require("kagent.secrets")
 
 local M = {}
 
@@ -106,31 +111,44 @@ local function detect_devices()
   return list
 end
 
+-- The worker's whole environment: the allow-list's part of ours (kagent.secrets), the evaluator
+-- on PYTHONPATH, and the pool's `env` filtered the same way.
 function Pool:_env()
   local path = eval_dir()
   local old = os.getenv("PYTHONPATH")
-  local env = { PYTHONPATH = (old and old ~= "") and (path .. ":" .. old) or path,
+  local extra = { PYTHONPATH = (old and old ~= "") and (path .. ":" .. old) or path,
     PYTHONUNBUFFERED = "1" }
-  for k, v in pairs(self.env or {}) do env[k] = v end
-  return env
+  for k, v in pairs(self.env or {}) do extra[k] = v end
+  return secrets.worker_env(extra)
+end
+
+-- Appends what the worker wrote to stderr (candidate prints, tracebacks) to its log file, redacted.
+-- Only whole lines go out (the rest waits for the next call), so a secret is never cut in two.
+function Pool:_drain(w, final)
+  local text, dropped = w.proc:take_stderr()
+  text = (w.stderr_carry or "") .. text
+  local cut = final and #text or (text:match(".*()\n") or 0)
+  w.stderr_carry = text:sub(cut + 1)
+  text = secrets.redact(text:sub(1, cut))
+  if dropped > 0 then text = text .. string.format("[kagent-rt: %d bytes of stderr dropped]\n", dropped) end
+  if w.log_path and text ~= "" then fs.append(w.log_path, text) end
 end
 
 -- Spawns one worker and waits for its ready line.
 function Pool:_spawn(device, slot)
   local argv = { self.python, "-m", "kagent_eval.worker", "--device", tostring(device) }
-  if self.log_dir then
-    argv[#argv + 1] = "--log"
-    argv[#argv + 1] = string.format("%s/worker-%s-%d.log", self.log_dir, tostring(device), slot)
-  end
-  local p, err, code = proc.spawn(argv, { stdin = true, env = self:_env(), max_output = 1048576 })
+  local p, err = proc.spawn(argv, { stdin = true, env = self:_env(), clear_env = true,
+    max_output = 4 * 1048576 })
   if not p then return nil, "EWORKER: cannot start the evaluator worker: " .. tostring(err) end
+  local w = { proc = p, device = device, slot = slot, busy = false, next_id = 0,
+    log_path = self.log_dir and string.format("%s/worker-%s-%d.log", self.log_dir, tostring(device), slot) }
   local deadline = ktime.now() + self.start_timeout
   while true do
     local line, rerr = p:read_line(math.max(0.1, deadline - ktime.now()))
     if not line then
       p:kill("KILL")
-      local w = p:wait(5)
-      local tail = w and tostring(w.stderr or ""):sub(-800) or ""
+      local r = p:wait(5)
+      local tail = secrets.redact(tostring(w.stderr_carry or "") .. tostring(r and r.stderr or "")):sub(-800)
       return nil, "EWORKER: worker for device " .. tostring(device) .. " did not start (" ..
         tostring(rerr) .. ") " .. tail
     end
@@ -142,8 +160,13 @@ function Pool:_spawn(device, slot)
         p:wait(5)
         return nil, verr
       end
-      return { proc = p, device = device, slot = slot, info = strip_nulls(msg), busy = false,
-        next_id = 0 }
+      w.info = secrets.redact_tree(strip_nulls(msg))
+      self:_drain(w)
+      if w.info.sandbox and #(w.info.sandbox.missing or {}) > 0 then
+        log.warn("gpu: the sandbox of the worker for device %s lacks: %s", tostring(device),
+          table.concat(w.info.sandbox.missing, "; "))
+      end
+      return w
     end
     log.warn("gpu: ignoring a line from the worker before it was ready: %s", line:sub(1, 200))
   end
@@ -184,7 +207,7 @@ function Pool:_ensure()
   return true
 end
 
---- devices() -> array of {device, mode, gpu_name, torch, triton} | nil, "EWORKER: ...", "EWORKER"
+--- devices() -> array of {device, mode, gpu_name, torch, triton, sandbox} | nil, "EWORKER: ...", "EWORKER"
 function Pool:devices()
   task._running_task("pool:devices")
   local ok, err = self:_ensure()
@@ -195,7 +218,7 @@ function Pool:devices()
       seen[w.device] = true
       local i = w.info
       out[#out + 1] = { device = i.device, mode = i.mode, gpu_name = i.gpu_name, torch = i.torch,
-        triton = i.triton }
+        triton = i.triton, sandbox = i.sandbox }
     end
   end
   return out
@@ -228,8 +251,10 @@ end
 -- Kills a broken worker and starts a new one in its place (same device and slot).
 function Pool:_respawn(w, why)
   log.warn("gpu: restarting the worker for device %s: %s", tostring(w.device), why)
-  w.proc:kill("KILL")
+  -- TERM first: the worker then kills its sandboxes and what they started (KILL follows)
+  w.proc:kill("TERM")
   pcall(function() w.proc:wait(5) end)
+  pcall(self._drain, self, w, true)
   self.counters.respawns = self.counters.respawns + 1
   local nw, err = self:_spawn(w.device, w.slot)
   if nw then
@@ -266,7 +291,10 @@ function Pool:_request(w, op, job, wall)
       return nil, "EWORKER: " .. why
     end
     local msg = json.decode(reply)
-    if type(msg) == "table" and msg.id == id then return strip_nulls(msg) end
+    if type(msg) == "table" and msg.id == id then
+      self:_drain(w)
+      return secrets.redact_tree(strip_nulls(msg))
+    end
     log.warn("gpu: unexpected line from the worker: %s", reply:sub(1, 200))
   end
 end
@@ -360,10 +388,12 @@ function Pool:close()
   for _, w in ipairs(self.workers or {}) do
     pcall(function() w.proc:close_stdin() end)
     pcall(function() w.proc:kill("TERM") end)
+    pcall(self._drain, self, w, true)
   end
   self.workers = nil
   return true
 end
 
 M._strip_nulls = strip_nulls
+M._eval_dir = eval_dir
 return M

@@ -4,7 +4,7 @@ local search_path = require("kagent.search_path")
 
 local modules = {
   task = true, time = true, proc = true, http = true, llm = true, mem = true, gpu = true,
-  prompt = true, json = true, log = true, fs = true,
+  prompt = true, json = true, log = true, fs = true, secrets = true,
 }
 
 local dirs = search_path.dirs(native.info.root)
@@ -15,6 +15,7 @@ local kagent = {
   args = native.info.args,
   script = search_path.script(dirs, native.info.script) or native.info.script,
   root = native.info.root,
+  exe = native.info.exe,
   path = dirs,
 }
 

@@ -6,6 +6,7 @@ local http = require("kagent.http")
 local json = require("kagent.json")
 local task = require("kagent.task")
 local log = require("kagent.log")
+local secrets = require("kagent.secrets")
 local clock = require("kagent.time")
 local extract = require("kagent.llm.extract")
 local record = require("kagent.llm.record")
@@ -86,6 +87,7 @@ function M.configure(opts)
                        "max_tokens" }) do
     if opts[k] ~= nil then cfg[k] = opts[k] end
   end
+  if opts.api_key_env ~= nil then secrets.add_name(opts.api_key_env) end
   if opts.db ~= nil then
     cfg.db = opts.db
     store = nil

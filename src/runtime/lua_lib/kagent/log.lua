@@ -1,5 +1,7 @@
--- kagent.log: spdlog-backed logging, each line tagged with the running task's name.
+-- kagent.log: spdlog-backed logging, each line tagged with the running task's name. Every line
+-- passes through kagent.secrets' redaction first.
 local native = require("kagent.native")
+local secrets = require("kagent.secrets")
 
 local M = {}
 local levels = { "trace", "debug", "info", "warn", "error" }
@@ -15,7 +17,7 @@ for _, level in ipairs(levels) do
     if not native.log.enabled(level) then return end
     local msg
     if select("#", ...) > 0 then msg = string.format(tostring(fmt), ...) else msg = tostring(fmt) end
-    emit(task_name(), msg)
+    emit(task_name(), secrets.redact(msg))
   end
 end
 

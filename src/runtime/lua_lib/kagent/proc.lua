@@ -49,6 +49,10 @@ function Proc:wait(timeout)
   return task._await(P.wait_start(self._h, timeout), "p:wait")
 end
 
+--- take_stderr() -> text, dropped: stderr received since the last call (it is not returned again
+--- by wait), and the bytes dropped over max_output since then.
+function Proc:take_stderr() return P.take_stderr(self._h) end
+
 local signals = { TERM = 15, KILL = 9, INT = 2, HUP = 1, USR1 = 10, USR2 = 12, STOP = 19, CONT = 18 }
 
 --- kill(sig) signals the process group; TERM (default) is followed by KILL after kill_grace.
@@ -56,6 +60,9 @@ function Proc:kill(sig)
   if type(sig) == "string" then sig = signals[sig:upper():gsub("^SIG", "")] end
   P.kill(self._h, sig or 15)
 end
+
+--- environ() -> {NAME = value}: the runtime's environment, .env values included.
+function M.environ() return P.environ() end
 
 --- run(argv, opts) -> wait table | nil, err, code
 function M.run(argv, opts)

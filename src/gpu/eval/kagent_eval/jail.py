@@ -1,0 +1,282 @@
+"""The sandbox every forked child enters (candidate, reference, peaks); README.md, "Sandbox".
+
+Worker side: `setup()` once (probes what the kernel offers, makes the per-user folder),
+`new_job_dir()` before each fork and `remove_job_dir()` after the child and its leftovers are gone.
+Child side: `enter()` right after fork, while the child has one thread, and `narrow_reads()` once
+the job's files are known.
+
+  processes         PID, mount and network namespaces where the kernel allows them
+                    (namespaces.py): nothing outside the job is visible or reachable, and all of
+                    it dies with the job; else the worker is a subreaper and kills what a job
+                    left (reaper.py)
+  private folders   <base>/kagent-eval-<uid>/ (0700, owned by the user, else a fresh random one),
+                    a `job-<worker pid>-<random>` folder per child (its HOME, TMPDIR and cwd), and
+                    per-user caches for Triton, TorchInductor, CUDA and the measured GPU peaks,
+                    one for candidates and one for the trusted children, so a candidate cannot
+                    plant entries a baseline reads
+  memory            RLIMIT_DATA (private writable memory: heap, malloc'd mmaps); not RLIMIT_AS,
+                    which counts the address space CUDA reserves and would break every GPU job;
+                    oom_score_adj 1000 makes a child the kernel's first choice when memory runs out
+  writes            Landlock: the job folder, the caches, /dev/shm and the GPU's device files
+  reads             Landlock, once the job is known: system folders, Python's, the job's files
+  network           its own network namespace (loopback only), else a seccomp filter on
+                    socket() (syscall_filter.py)
+  root              a child run by root drops the capabilities that would undo the above
+                    (capabilities.py)
+"""
+import glob
+import os
+import resource
+import shutil
+import stat
+import sys
+import tempfile
+
+from . import capabilities, landlock, namespaces, profiling, syscall_filter
+from .loader import source_of
+
+SYSTEM_READ_ROOTS = ("/usr", "/lib", "/lib32", "/lib64", "/libx32", "/bin", "/sbin", "/etc", "/opt",
+                     "/proc", "/sys", "/dev", "/run", "/snap", "/nix")
+DEVICE_FILES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/nvidia*",
+                "/dev/nvidia-caps")
+OOM_SCORE_ADJ = "1000"
+
+_state = None  # set by setup(); inherited by the children
+
+
+class SandboxError(Exception):
+    pass
+
+
+def _mem_total_mb():
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemTotal:"):
+                    return int(line.split()[1]) // 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
+def memory_limit_mb(environ=os.environ):
+    """KAGENT_EVAL_MEMORY_MB (0: no limit), else half of the machine's memory."""
+    value = environ.get("KAGENT_EVAL_MEMORY_MB", "").strip()
+    if value:
+        try:
+            mb = int(value)
+        except ValueError:
+            raise SandboxError("KAGENT_EVAL_MEMORY_MB must be a whole number of MB, not %r" % value)
+        if mb < 0:
+            raise SandboxError("KAGENT_EVAL_MEMORY_MB must be >= 0")
+        return mb
+    return _mem_total_mb() // 2
+
+
+def _private_dir(path):
+    st = os.lstat(path)
+    return stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() and not st.st_mode & 0o077
+
+
+def _user_root(base):
+    """<base>/kagent-eval-<uid>, made 0700; a fresh unpredictable folder instead when that name is
+    taken by anything but a private folder of this user (a symlink, another user's)."""
+    path = os.path.join(base, "kagent-eval-%d" % os.getuid())
+    try:
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        pass
+    if _private_dir(path):
+        return path, None
+    fresh = tempfile.mkdtemp(prefix="kagent-eval-%d-" % os.getuid(), dir=base)
+    return fresh, "%s is not a private folder of this user; using %s" % (path, fresh)
+
+
+def _python_read_roots():
+    cwd = os.getcwd()
+    roots = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
+             os.path.dirname(os.path.realpath(sys.executable))}
+    # the start folder (sys.path[0] under -m) is the user's, not Python's: left out
+    roots.update(p for p in sys.path if p and os.path.isabs(p) and p != cwd and os.path.isdir(p))
+    for name in ("LD_LIBRARY_PATH", "KAGENT_EVAL_READ_PATHS"):
+        roots.update(p for p in os.environ.get(name, "").split(":") if os.path.isabs(p))
+    for name, value in os.environ.items():
+        if name.startswith(("CUDA_", "TRITON_")) and os.path.isabs(value):
+            roots.add(value)
+    roots.update(os.path.dirname(p) for p in profiling.library_candidates())  # the CUPTI profiler
+    return sorted(roots)
+
+
+def _remove_stale_jobs(root):
+    """Job folders of workers that died without cleaning up."""
+    for path in glob.glob(os.path.join(root, "job-*-*")):
+        try:
+            pid = int(os.path.basename(path).split("-")[1])
+            os.kill(pid, 0)
+        except ValueError:
+            continue
+        except ProcessLookupError:
+            remove_job_dir(path)
+        except PermissionError:
+            pass
+
+
+def setup(environ=os.environ, gpu=False):
+    """Probes the kernel and makes the per-user folders; returns status() (the worker's ready
+    line shows it). Raises SandboxError for bad settings."""
+    global _state
+    setting = environ.get("KAGENT_EVAL_SANDBOX", "auto")
+    if setting not in ("auto", "0", "1"):
+        raise SandboxError("KAGENT_EVAL_SANDBOX must be auto, 0 or 1, not %r" % setting)
+    # On a GPU worker the confinement is opt-in until it has run there in full: Landlock's write
+    # rule breaks CUDA itself (cuInit fails with error 304 on the H100 machine), and namespaces,
+    # the system call filter and the memory limit passed a CUDA context and a kernel there but
+    # not yet Triton, CUPTI and compute-sanitizer (docs/results/2026-11-23-trust.md)
+    enabled = setting == "1" or (setting == "auto" and not gpu)
+    memory = memory_limit_mb(environ) if enabled else 0
+    base = environ.get("KAGENT_EVAL_SANDBOX_DIR") or tempfile.gettempdir()
+    root, note = _user_root(base)
+    caches = {}
+    for role in ("candidate", "trusted"):
+        caches[role] = os.path.join(root, "cache", role)
+        os.makedirs(caches[role], 0o700, exist_ok=True)
+    _remove_stale_jobs(root)
+    missing = [note] if note else []
+    abi = landlock.abi() if enabled and not gpu else 0
+    if enabled and gpu:
+        missing.append("GPU worker: no Landlock (its write rule makes CUDA's cuInit fail with "
+                       "error 304): writes and reads are not confined")
+    elif enabled and abi < landlock.MIN_ABI:
+        missing.append("Landlock ABI %d (need >= %d): writes and reads are not confined" % (
+            abi, landlock.MIN_ABI))
+        abi = 0
+    namespace, why = None, "KAGENT_EVAL_NAMESPACES=0"
+    if enabled and environ.get("KAGENT_EVAL_NAMESPACES", "1") != "0":
+        namespace, why = namespaces.probe()
+    if enabled and not namespace:
+        missing.append("no namespaces (%s): a candidate sees the machine's processes, and the "
+                       "worker reaps what it leaves" % why)
+    net = enabled and syscall_filter.supported()
+    if enabled and not net:
+        missing.append("no system call filter for this architecture: io_uring and bpf stay open%s"
+                       % ("" if namespace else ", and so does the network"))
+    _state = {"enabled": enabled, "root": root, "caches": caches, "landlock": abi, "net": net,
+              "namespaces": namespace, "memory_mb": memory,
+              "read_roots": list(SYSTEM_READ_ROOTS) + _python_read_roots(), "missing": missing}
+    if not enabled:
+        missing.append("KAGENT_EVAL_SANDBOX=%s%s: no confinement (private folders, allowed "
+                       "environment and reaping only)" % (
+                           setting, " on a GPU worker" if setting == "auto" else ""))
+    return status()
+
+
+def status():
+    s = _state
+    return {"enabled": s["enabled"], "root": s["root"], "landlock_abi": s["landlock"],
+            "writes": "landlock" if s["landlock"] else "open",
+            "reads": "landlock" if s["landlock"] else "open",
+            "network": "namespace" if s["namespaces"] else "seccomp" if s["net"] else "open",
+            "memory_mb": s["memory_mb"] or None,
+            "processes": ("namespace (%s)" % s["namespaces"]) if s["namespaces"] else "subreaper",
+            "missing": list(s["missing"])}
+
+
+def memory_mb():
+    return _state["memory_mb"] if _state else 0
+
+
+def new_job_dir():
+    if _state is None:  # a process other than the worker forking sandboxes (tests)
+        setup()
+    return tempfile.mkdtemp(prefix="job-%d-" % os.getpid(), dir=_state["root"])
+
+
+def remove_job_dir(path):
+    """Removes a job folder whatever its candidate left in it (folders it made unreadable;
+    symbolic links are removed, never followed). Only call it once no process of the job is
+    left."""
+    for dirpath, dirnames, _ in os.walk(path):
+        for d in dirnames:
+            p = os.path.join(dirpath, d)
+            if not os.path.islink(p):
+                try:
+                    os.chmod(p, 0o700)
+                except OSError:
+                    pass
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def enter(role, job_dir):
+    """In a child right after fork (one thread): its own namespaces, folder, environment and
+    limits, then the write and network confinement, which then hold for every thread and process
+    it starts."""
+    s = _state
+    if s["namespaces"]:
+        namespaces.enter(user=s["namespaces"] == "user")
+    cache = s["caches"]["trusted" if role != "candidate" else "candidate"]
+    os.environ.update({
+        "HOME": job_dir, "TMPDIR": job_dir, "TRITON_CACHE_DIR": os.path.join(cache, "triton"),
+        "TORCHINDUCTOR_CACHE_DIR": os.path.join(cache, "inductor"),
+        "CUDA_CACHE_PATH": os.path.join(cache, "nv"), "XDG_CACHE_HOME": os.path.join(cache, "xdg"),
+        "KAGENT_CACHE_DIR": os.path.join(cache, "kagent"),  # measured GPU peaks (roofline.py)
+        "PYTHONDONTWRITEBYTECODE": "1"})
+    tempfile.tempdir = job_dir
+    sys.dont_write_bytecode = True  # no .pyc beside the sources it imports: it may not write there
+    os.chdir(job_dir)
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    try:
+        with open("/proc/self/oom_score_adj", "w") as f:
+            f.write(OOM_SCORE_ADJ)
+    except OSError:
+        pass
+    if not s["enabled"]:
+        return
+    if s["memory_mb"]:
+        limit = s["memory_mb"] << 20
+        resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
+    if os.geteuid() == 0 and role == "candidate":
+        capabilities.drop(keep_profiling=bool(s["namespaces"]))
+    if s["net"]:
+        syscall_filter.install(sockets=bool(s["namespaces"]))
+    if s["landlock"]:
+        handled = landlock.writes(s["landlock"])
+        grants = [(job_dir, handled), (cache, handled), ("/dev/shm", handled),
+                  ("/proc/self", landlock.WRITE_FILE)]
+        for pattern in DEVICE_FILES:
+            grants += [(p, landlock.WRITE_FILE | landlock.TRUNCATE) for p in glob.glob(pattern)]
+        landlock.restrict(handled, grants)
+
+
+def job_files(spec):
+    """The files a job names (its problem, its candidate or candidates, where they are paths
+    rather than source text): what its children may read besides the system's."""
+    names = [spec.get("problem"), spec.get("candidate")] + list(spec.get("candidates") or ())
+    return [os.path.abspath(n) for n in names if isinstance(n, str) and n and source_of(n)[1]]
+
+
+def narrow_reads(files=()):
+    """In a child, before the job's code runs: reads (and program starts) only from the system
+    and Python folders, its job folder, its cache and `files` (the problem, the candidate). Holds
+    for the calling thread and what it starts later: a spare calls it after its preparation
+    started threads, which keep reading what they could."""
+    s = _state
+    if not (s["enabled"] and s["landlock"]):
+        return
+    job_dir = tempfile.gettempdir()
+    grants = [(p, landlock.READ) for p in s["read_roots"] + [job_dir] + list(s["caches"].values())]
+    grants += [(f, landlock.READ_FILE) for f in files or ()]
+    landlock.restrict(landlock.READ, grants)
+
+
+def memory_failure(error_type, message):
+    """A clear reason when a child's exception means it ran out of its memory limit, else None."""
+    text = "%s: %s" % (error_type, message)
+    low = text.lower()
+    hit = error_type in ("MemoryError", "_ArrayMemoryError") or any(s in low for s in (
+        "not enough memory", "can't allocate memory", "cannot allocate memory", "bad_alloc",
+        "unable to allocate"))
+    if not hit or "cuda" in low:
+        return None
+    limit = memory_mb()
+    where = "its memory limit of %d MB" % limit if limit else "the machine's memory"
+    return "the process ran out of %s (KAGENT_EVAL_MEMORY_MB): %s" % (where, text[:500])

@@ -1,0 +1,124 @@
+"""PID, mount and network namespaces for each sandboxed child, where the kernel allows them: with
+CAP_SYS_ADMIN (root), or unprivileged through a user namespace (refused where unprivileged user
+namespaces are turned off, e.g. by Ubuntu's AppArmor default since 23.10, and inside most
+containers).
+
+The child forked by the worker unshares them and forks again: the grandchild is process 1 of the
+new PID namespace and does the job, and the child only waits for it and ends the same way (a
+relay, so the worker's view of the child's pid, process group, stops and exit status is
+unchanged). Inside, a fresh /proc shows only the namespace's processes: no parent, no kagent-rt,
+no pid 1 of the machine, so no environ of theirs to read. When process 1 ends, the kernel kills
+everything left in the namespace, setsid or not. The network namespace has only its own
+loopback (brought up: tools such as compute-sanitizer talk to their target over it), so nothing
+outside the job can be reached.
+
+Must run before Landlock, which forbids mounting.
+"""
+import ctypes
+import fcntl
+import os
+import signal
+import socket
+import struct
+
+CLONE_NEWNS, CLONE_NEWPID, CLONE_NEWUSER, CLONE_NEWNET = 0x00020000, 0x20000000, 0x10000000, 0x40000000
+_SIOCGIFFLAGS, _SIOCSIFFLAGS, _IFF_UP = 0x8913, 0x8914, 0x1
+_IFREQ = struct.Struct("16sH22x")
+_MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MS_REC, _MS_PRIVATE = 2, 4, 8, 0x4000, 0x40000
+_PR_SET_PDEATHSIG = 1
+
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def _call(ret, what):
+    if ret != 0:
+        e = ctypes.get_errno()
+        raise OSError(e, "%s: %s" % (what, os.strerror(e)))
+
+
+def _write(path, text):
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def _unshare(user):
+    uid, gid = os.getuid(), os.getgid()
+    flags = CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWNET | (CLONE_NEWUSER if user else 0)
+    _call(_libc.unshare(flags), "unshare")
+    if user:  # the same ids inside, so files keep their owners
+        _write("/proc/self/setgroups", "deny")
+        _write("/proc/self/uid_map", "%d %d 1" % (uid, uid))
+        _write("/proc/self/gid_map", "%d %d 1" % (gid, gid))
+
+
+def _own_proc():
+    _call(_libc.mount(b"none", b"/", None, _MS_REC | _MS_PRIVATE, None), "mount --make-rprivate /")
+    _call(_libc.mount(b"proc", b"/proc", b"proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC, None),
+          "mount proc")
+
+
+def _loopback_up():
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        _, flags = _IFREQ.unpack(fcntl.ioctl(s, _SIOCGIFFLAGS, _IFREQ.pack(b"lo", 0)))
+        fcntl.ioctl(s, _SIOCSIFFLAGS, _IFREQ.pack(b"lo", flags | _IFF_UP))
+
+
+def _relay(pid):
+    """The child between the worker and process 1: waits, then ends as process 1 ended."""
+    os.closerange(3, os.sysconf("SC_OPEN_MAX") if os.sysconf("SC_OPEN_MAX") > 0 else 65536)
+    while True:
+        try:
+            _, status = os.waitpid(pid, 0)
+            break
+        except ChildProcessError:
+            os._exit(1)
+        except InterruptedError:
+            continue
+    if os.WIFEXITED(status):
+        os._exit(os.WEXITSTATUS(status))
+    sig = os.WTERMSIG(status)
+    signal.signal(sig, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, [sig])
+    os.kill(os.getpid(), sig)
+    os._exit(128 + sig)
+
+
+def enter(user):
+    """In a single-threaded child: from here on this code runs as process 1 of a new PID
+    namespace with its own /proc and network (the calling process stays behind as the relay and
+    never returns). user: True to create a user namespace too (without CAP_SYS_ADMIN)."""
+    _unshare(user)
+    pid = os.fork()
+    if pid != 0:
+        _relay(pid)
+    _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    _own_proc()
+    _loopback_up()
+
+
+def probe():
+    """"root", "user" or None: the kind of namespace a child can get here (tried in a child
+    process, so the caller stays untouched), and the reason when none."""
+    reasons = []
+    for user in (False, True):
+        if not user and os.geteuid() != 0:
+            continue
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                enter(user)
+                alone = [p for p in os.listdir("/proc") if p.isdigit()] == ["1"]
+                with socket.socket() as s:  # the loopback is up
+                    s.bind(("127.0.0.1", 0))
+                    s.listen(1)
+                    socket.create_connection(s.getsockname(), timeout=5).close()
+                code = 0 if os.getpid() == 1 and alone else 2
+            finally:
+                os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        if os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0:
+            return ("user" if user else "root"), None
+        reasons.append("%s namespaces refused" % ("user, PID, mount and network" if user else
+                                                  "PID, mount and network"))
+    return None, "; ".join(reasons) or "refused"

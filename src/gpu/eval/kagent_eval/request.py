@@ -1,0 +1,5 @@
+"""A request the worker refuses (bad fields): the protocol answers it with EBADREQ."""
+
+
+class BadRequest(Exception):
+    pass

@@ -1,0 +1,193 @@
+"""The candidate sandbox, tried by hostile candidates against a real CPU-mode worker
+(tests/fixtures/adversarial/cpu_*): fake API keys are planted in the worker's own environment, and
+none may reach a result or the worker's log; no process a job started outlives it; a candidate over
+the memory limit is stopped and the next job runs; writes outside the job folder, reads of private
+files and network connections fail. A check whose mechanism the kernel lacks is skipped, naming
+it (the worker's ready line says what it has)."""
+import glob
+import json
+import os
+import pwd
+import secrets
+import shutil
+import socket
+import subprocess
+import tempfile
+import threading
+import unittest
+
+from worker_client import PYTHON, ROOT, Worker, children_of, fixture, fixture_text, processes_with
+
+MEMORY_MB = 1024
+FAKE_KEYS = {name: "fake-%s-%s" % (name.lower(), secrets.token_hex(16)) for name in (
+    "ANTHROPIC_API_KEY", "OPENAI_API_KEY", "KAGENT_LLM_KEY", "SERVICE_AUTH_TOKEN")}
+
+
+class SandboxTest(unittest.TestCase):
+    ENV = {}  # the worker's settings
+
+    @classmethod
+    def setUpClass(cls):
+        fd, cls.log = tempfile.mkstemp(prefix="kagent-sandbox-test-", suffix=".log")
+        os.close(fd)
+        cls.w = Worker("cpu", env=dict(FAKE_KEYS, KAGENT_EVAL_MEMORY_MB=str(MEMORY_MB), **cls.ENV),
+                       log=cls.log)
+        cls.status = cls.w.ready["sandbox"]
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.w.close()
+        os.unlink(cls.log)
+
+    def require(self, key, value):
+        if self.status.get(key) != value:
+            self.skipTest("the worker has %s=%r here (%s)" % (
+                key, self.status.get(key), "; ".join(self.status["missing"]) or "no reason given"))
+
+    def job(self, text, op="verify", problem="relu_problem.py"):
+        r = self.w.job(op, problem, text)
+        # nothing the job started is left: the worker's one child is the spare for the next job
+        self.assertLessEqual(len(children_of(self.w.proc.pid)), 1, "a job's process outlived it")
+        jobs = glob.glob(os.path.join(self.status["root"], "job-%d-*" % self.w.proc.pid))
+        self.assertLessEqual(len(jobs), 1, "job folders left behind: %s" % jobs)
+        return r
+
+    def assert_no_secret(self, result):
+        with open(self.log) as f:
+            texts = {"result": json.dumps(result), "worker log": f.read()}
+        for where, text in texts.items():
+            for name, value in FAKE_KEYS.items():
+                self.assertNotIn(value, text, "%s leaked into the %s" % (name, where))
+
+    def test_environment_is_the_allow_list(self):
+        r = self.job(fixture_text("adversarial", "cpu_env_leak.py"))
+        self.assertEqual(r["code"], "ELOAD", r)
+        self.assertIn("PATH=", r["error"], "the candidate did print its environment")
+        self.assertIn("HOME=%s/job-" % self.status["root"], r["error"], "HOME is the job folder")
+        self.assert_no_secret(r)
+
+    def test_ancestors_environment_is_unreadable(self):
+        pids = [self.w.proc.pid, os.getpid()]
+        r = self.job(fixture_text("adversarial", "cpu_parent_environ.py", PIDS=",".join(map(str, pids))))
+        self.assertEqual(r["code"], "ELOAD", r)
+        reads = [line.split(":")[0] for line in r["error"].splitlines() if " READ" in line]
+        if self.status["processes"].startswith("namespace"):
+            for pid in pids:
+                self.assertRegex(r["error"], r"pid %d refused: .*No such file" % pid)
+            self.assertEqual(reads, ["pid 1 READ (itself)"])
+        else:  # the worker is not dumpable; this test's process is, and holds no key
+            self.assertRegex(r["error"], r"pid %d refused: .*Permission denied" % self.w.proc.pid)
+        self.assert_no_secret(r)
+
+    def test_a_setsid_daemon_dies_with_its_job(self):
+        token = "kagent-escape-" + secrets.token_hex(8)
+        r = self.job(fixture_text("adversarial", "cpu_setsid_escape.py", TOKEN=token))
+        self.assertTrue(r["ok"], r)
+        self.assertEqual(processes_with(token), [], "the daemon outlived its job")
+
+    def test_over_the_memory_limit_is_stopped_and_the_pool_goes_on(self):
+        self.require("memory_mb", MEMORY_MB)
+        r = self.job(fixture_text("adversarial", "cpu_memory_hog.py"))
+        self.assertEqual(r["code"], "EMEMORY", r)
+        self.assertIn("memory limit of %d MB" % MEMORY_MB, r["error"])
+        self.assertTrue(self.job(fixture("eval", "relu_good.py"))["ok"])
+
+    def test_writes_outside_the_job_folder_fail(self):
+        self.require("writes", "landlock")
+        token = secrets.token_hex(8)
+        r = self.job(fixture_text("adversarial", "cpu_write_outside.py", TOKEN=token))
+        self.assertEqual(r["code"], "ELOAD", r)
+        self.assertIn("PermissionError: blocked: ", r["error"])
+        self.assertEqual(r["error"].count("Permission denied"), 3, r["error"])
+        self.assertEqual(processes_with(token), [])
+        for path in [os.path.expanduser("~"), "/tmp"]:
+            self.assertFalse(os.path.exists(os.path.join(path, "kagent_sandbox_probe_" + token)))
+
+    def test_private_files_are_unreadable(self):
+        self.require("reads", "landlock")
+        folder = tempfile.mkdtemp(prefix="kagent-sandbox-test-")
+        try:
+            path = os.path.join(folder, ".env")
+            with open(path, "w") as f:
+                f.write("OPENAI_API_KEY=%s\n" % FAKE_KEYS["OPENAI_API_KEY"])
+            r = self.job(fixture_text("adversarial", "cpu_read_secret_file.py", PATH=path))
+        finally:
+            shutil.rmtree(folder)
+        self.assertEqual(r["code"], "ELOAD", r)
+        self.assertIn("Permission denied", r["error"])
+        self.assert_no_secret(r)
+
+    def test_no_network(self):
+        if self.status["network"] == "open":
+            self.skipTest("no network confinement here: %s" % "; ".join(self.status["missing"]))
+        with socket.socket() as listener:
+            listener.bind(("127.0.0.1", 0))
+            listener.listen(1)
+            listener.settimeout(0.5)
+            r = self.job(fixture_text("adversarial", "cpu_network.py", PORT=listener.getsockname()[1]))
+            self.assertEqual(r["code"], "ELOAD", r)
+            # its own loopback refuses (a network namespace) or no socket at all (the filter)
+            self.assertRegex(r["error"], "Connection refused" if self.status["network"] == "namespace"
+                             else "Network is unreachable")
+            with self.assertRaises(socket.timeout):
+                listener.accept()
+
+
+class SandboxWithoutNamespacesTest(SandboxTest):
+    """The same candidates where a machine gives no namespaces: the worker's subreaper, the
+    system call filter and the worker not being dumpable take their place."""
+    ENV = {"KAGENT_EVAL_NAMESPACES": "0"}
+
+    def test_the_fallbacks_are_in_place(self):
+        self.assertEqual(self.status["processes"], "subreaper")
+        self.assertEqual(self.status["network"], "seccomp")
+
+
+class SettingsTest(unittest.TestCase):
+    def test_a_bad_memory_limit_is_named(self):
+        env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "src", "gpu", "eval"),
+                   KAGENT_EVAL_MEMORY_MB="lots")
+        p = subprocess.run([PYTHON, "-m", "kagent_eval.worker", "--device", "cpu"], env=env,
+                           input="", capture_output=True, text=True, timeout=120)
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("KAGENT_EVAL_MEMORY_MB must be a whole number of MB, not 'lots'", p.stderr)
+
+
+class SecondUserTest(unittest.TestCase):
+    """Two OS users evaluate at once, each in their own sandbox folder."""
+
+    def setUp(self):
+        if os.geteuid() != 0 or not shutil.which("useradd"):
+            self.skipTest("needs root and useradd to create a second user")
+        self.user = "kagent-sbx-%s" % secrets.token_hex(3)
+        subprocess.run(["useradd", "--no-create-home", "--home-dir", "/nonexistent",
+                        "--shell", "/usr/sbin/nologin", self.user], check=True)
+        self.addCleanup(subprocess.run, ["userdel", self.user], check=False)
+
+    def test_two_users_at_once(self):
+        workers = [Worker("cpu", threads=1), Worker("cpu", threads=1, user=self.user)]
+        roots = [w.ready["sandbox"]["root"] for w in workers]
+        self.addCleanup(shutil.rmtree, roots[1], True)
+        results = [None, None]
+
+        def run(i):
+            results[i] = workers[i].job("benchmark", "matmul_problem.py", fixture("eval", "matmul_good.py"),
+                                        bench={"min_time": 0.1, "min_reps": 5})
+        threads = [threading.Thread(target=run, args=(i,)) for i in range(2)]
+        try:
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+        finally:
+            for w in workers:
+                w.close()
+        self.assertNotEqual(roots[0], roots[1])
+        st = os.stat(roots[1])
+        self.assertEqual((st.st_uid, st.st_mode & 0o777), (pwd.getpwnam(self.user).pw_uid, 0o700))
+        for r in results:
+            self.assertTrue(r and r["ok"], r)
+
+
+if __name__ == "__main__":
+    unittest.main()
