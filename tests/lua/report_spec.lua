@@ -182,7 +182,7 @@ describe("bench.lua outputs", function()
         baseline_errors = { compile = "ENOTSUP: no torch.compile" }, roofline = { sol_pct = 50, lower_bound_ms = 0.5 } }
         or { ok = false, stage = "correctness", error = "EMISMATCH: wrong" },
       input_kernel = { ok = true, time_ms = { median = 2.0, p10 = 1.9, p90 = 2.2 }, eager_ms = 4.0 },
-      compare = opt and { ok = true, candidates = { {}, { speedup = { median = 2.05, p10 = 1.9, p90 = 2.2, cv = 0.03, blocks = 8 } } } },
+      compare = opt and { ok = true, candidates = { {}, { speedup = { median = 2.05, p10 = 1.9, p90 = 2.2, cv = 0.03, pairs = 4 } } } },
     }, { dtype = "bf16", baselines = { "eager", "compile" }, skipped = { compile_max_autotune = "needs a GPU" } })
     return r
   end

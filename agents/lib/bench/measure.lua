@@ -91,7 +91,7 @@ function M.row(t, res, o)
     if c.ok then
       local sp = c.candidates[2].speedup
       row.interleaved = { optimized_vs_input = sp.median, p10 = num(sp.p10), p90 = num(sp.p90), cv = num(sp.cv),
-        blocks = num(sp.blocks) }
+        pairs = num(sp.pairs) }
     else
       row.interleaved = { error = string.format("%s: %s", tostring(c.stage), tostring(c.error)) }
     end
