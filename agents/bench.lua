@@ -18,7 +18,7 @@ local PROG = "agents/bench.lua"
 
 local SPEC = {
   dtype = { type = "string", help = "fp32|bf16|fp16 (default: a run's own dtype, else fp32)" },
-  json = { type = "string", help = "write the rows as JSON (benchmark.py --json's keys first, then ours)" },
+  json = { type = "string", help = "write the rows as JSON: benchmark.py --json's keys and ours" },
   csv = { type = "string", help = "write the rows as CSV" },
   devices = { type = "string", help = "GPU indices \"0,1\" or \"cpu\" (default: all GPUs, else cpu); problems run one per GPU at once" },
   baselines = { type = "string", help = "baselines to time, comma-joined (default eager,compile,compile_max_autotune; CPU mode: eager,compile)" },

@@ -73,7 +73,7 @@ function M.convergence(d)
   return spec
 end
 
--- lineage{nodes, height} -> the beam's lineage as a tree (Vega): nodes {id, parent, outcome,
+-- lineage(nodes) -> the beam's lineage as a tree (Vega): nodes {id, parent, outcome,
 -- label, tip, best}; the input is the root, each attempt hangs under the kernel it started from.
 function M.lineage(nodes)
   local leaves = 0

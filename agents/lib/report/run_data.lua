@@ -72,7 +72,7 @@ local function reference_lines(s, roof)
 end
 
 -- attempt rows: the per-round table and the points of the attempts chart
-local function attempt_rows(st, input_ms, rounds)
+local function attempt_rows(st, input_ms)
   local rows, timed, failed = {}, {}, {}
   local per_round = {}
   for _, a in ipairs(st and st.attempts or {}) do per_round[a.round or 0] = math.max(per_round[a.round or 0] or 0, a.worker or 0) end
@@ -120,7 +120,8 @@ local function lineage(rows, best_id, input_ms)
   return nodes
 end
 
--- peaks(roof) -> the GPU limits a roofline figure came from (bytes/s, FLOP/s), or {}
+-- roof_of(result) -> the roofline of an evaluator result with the GPU limits it came from
+-- (peak bytes/s and FLOP/s, from its memory- and compute-bound times), or nil
 local function roof_of(res)
   local r = type(res) == "table" and res.roofline
   if type(r) ~= "table" or not num(r.bytes) then return nil end
@@ -164,7 +165,7 @@ function M.load(dir)
   local input_eval, best_eval = read_json(dir, "input_eval.json"), read_json(dir, "best_eval.json")
   local input_ms = st and st.input and median(st.input.result and st.input.result.time_ms)
     or median(input_eval and input_eval.time_ms) or num(s.input_ms)
-  local rows, timed, failed = attempt_rows(st, input_ms, s.rounds)
+  local rows, timed, failed = attempt_rows(st, input_ms)
   local usage = calls.read_csv(fs.join(dir, "usage.csv"))
   local roof = roof_of(best_eval) or roof_of(input_eval)
   local d = { dir = dir, summary = s, state = st, input_eval = input_eval, best_eval = best_eval, rows = rows,

@@ -69,7 +69,7 @@ local USAGE_COLUMNS = { { key = "role" }, { key = "calls" }, { key = "input_toke
   { key = "cache_write_tokens", title = "cache write" }, { key = "tokens", title = "total" },
   { key = "cost_usd", title = "cost $", fmt = "%.4f" }, { key = "latency_s", title = "LLM seconds", fmt = "%.1f" } }
 
--- html(d) -> the page for run data d
+-- render(d) -> the page for run data d (agents/lib/report/run_data.lua)
 function M.render(d)
   local s = d.summary
   local body = { header(d) }
