@@ -53,23 +53,49 @@ local function outcomes(doc)
   return out
 end
 
+-- verdicts(doc) -> the verdicts on the attempts of every run of a comparison, keyed "policy problem rRwW"
+local function verdicts(doc)
+  local out = {}
+  for _, p in ipairs(doc.policies) do
+    for _, r in ipairs(p.results) do session.verdicts(r.run_dir, p.policy .. " " .. r.name .. " ", out) end
+  end
+  return out
+end
+
 describe("agents/compare.lua", function()
   it("compares two policies from a recorded cache with the network gone, as they ran live", function()
     if not fake.cpu().have_torch() then skip("no torch for " .. spec.python .. " (set KAGENT_PYTHON)") end
-    local dir = spec.tmpdir("compare")
-    fs.mkdir_p(dir .. "/kernels")
-    for _, n in ipairs({ "relu_signed", "matmul_small" }) do fs.write(dir .. "/kernels/" .. n .. ".py", fs.read(kagent.root .. "/examples/kernels/cpu/" .. n .. ".py")) end
-    fs.write(dir .. "/kernels/rmsnorm_small.py", fs.read(session.kernel))
-    local server, port = fake.start(script(), dir)
-    local live = compare(dir, dir .. "/live", "live", port)
-    server:kill()
-    if live.code ~= 0 then error("live comparison exited " .. live.code .. "\n" .. live.stderr:sub(-3000)) end
-    local replay = compare(dir, dir .. "/replay", "replay", session.DEAD_PORT)
-    if replay.code ~= 0 then error("replayed comparison exited " .. replay.code .. "\n" .. replay.stderr:sub(-3000)) end
+    local dir, replay, a, b
+    -- a replay asks the recorded questions where the evaluator gives the recorded verdicts; on a
+    -- loaded CPU it may refuse a timing in one comparison only, and the replay then rightly
+    -- misses: misses must come with different verdicts, and the comparison is made again once
+    for try = 1, 2 do
+      dir = spec.tmpdir("compare")
+      fs.mkdir_p(dir .. "/kernels")
+      for _, n in ipairs({ "relu_signed", "matmul_small" }) do fs.write(dir .. "/kernels/" .. n .. ".py", fs.read(kagent.root .. "/examples/kernels/cpu/" .. n .. ".py")) end
+      fs.write(dir .. "/kernels/rmsnorm_small.py", fs.read(session.kernel))
+      local server, port = fake.start(script(), dir)
+      local live = compare(dir, dir .. "/live", "live", port)
+      server:kill()
+      if live.code ~= 0 then error("live comparison exited " .. live.code .. "\n" .. live.stderr:sub(-3000)) end
+      replay = compare(dir, dir .. "/replay", "replay", session.DEAD_PORT)
+      if replay.code ~= 0 and replay.code ~= 4 then
+        error("replayed comparison exited " .. replay.code .. "\n" .. replay.stderr:sub(-3000))
+      end
+      a = json.decode(assert(fs.read(dir .. "/live/compare.json")))
+      b = json.decode(assert(fs.read(dir .. "/replay/compare.json")))
+      if replay.code == 0 then break end
+      -- misses: some attempt measured before them must have had another verdict, or the keys are wrong
+      local diff = session.differing(verdicts(a), verdicts(b))
+      if #diff == 0 then
+        error("the replay missed although every attempt it measured had the live verdict:\n" .. replay.stderr:sub(-2000))
+      end
+      print(string.format("     (try %d: the evaluator's verdicts differed between the live and the replayed comparison on "
+        .. "this loaded machine: %s)", try, table.concat(diff, "; ")))
+      if try == 2 then skip("the machine was too loaded for the evaluator to give the same verdicts twice") end
+    end
 
     print((replay.stdout:gsub("\n+$", ""):gsub("\n", "\n     ")))
-    local a = json.decode(assert(fs.read(dir .. "/live/compare.json")))
-    local b = json.decode(assert(fs.read(dir .. "/replay/compare.json")))
     expect.eq(#b.policies, 2)
     expect.eq(b.meta.mode, "replay")
     for i, p in ipairs(b.policies) do
