@@ -9,7 +9,7 @@
 local fs = require("kagent.fs")
 local json = require("kagent.json")
 local task = require("kagent.task")
-local args = require("agents.lib.args")
+local run_lib = require("agents.lib.run")
 local targets = require("agents.lib.bench.targets")
 local measure = require("agents.lib.bench.measure")
 local output = require("agents.lib.bench.output")
@@ -17,14 +17,14 @@ local output = require("agents.lib.bench.output")
 local PROG = "agents/bench.lua"
 
 local SPEC = {
-  dtype = { type = "string", help = "fp32|bf16|fp16 (default: a run's own dtype, else fp32)" },
+  dtype = { type = "string", choices = { "fp32", "bf16", "fp16" }, help = "the problems' dtype (default: a run's own, else fp32)" },
   json = { type = "string", help = "write the rows as JSON: benchmark.py --json's keys and ours" },
   csv = { type = "string", help = "write the rows as CSV" },
   devices = { type = "string", help = "GPU indices \"0,1\" or \"cpu\" (default: all GPUs, else cpu); problems run one per GPU at once" },
   baselines = { type = "string", help = "baselines to time, comma-joined (default eager,compile,compile_max_autotune; CPU mode: eager,compile)" },
-  ["do-bench"] = { type = "boolean", default = true, help = "also report triton.testing.do_bench means of the baselines (GPU)" },
-  compare = { type = "boolean", default = true, help = "also time input and optimized interleaved in one job (pool:compare)" },
-  ["job-timeout"] = { type = "number", default = 600, help = "seconds per evaluator stage" },
+  ["no-do-bench"] = { type = "boolean", default = false, help = "leave out triton.testing.do_bench means of the baselines (GPU)" },
+  ["no-compare"] = { type = "boolean", default = false, help = "leave out the interleaved timing of input and optimized in one job (pool:compare)" },
+  ["job-timeout"] = { type = "number", above = 0, default = 600, help = "seconds per evaluator stage" },
   resume = { type = "boolean", default = false, help = "keep the problems already in the --json file and measure the rest" },
 }
 
@@ -33,11 +33,15 @@ local function fail(msg, code)
   return code or 2
 end
 
-local function usage()
-  return args.usage(PROG, SPEC):gsub("%[options%]", "DIR [DIR...] [options]", 1)
-    .. "\n  DIR: KernelAgent problem folders (problem.py, input_kernel.py, optimized_kernel_beam_search.py) or a folder"
-    .. "\n       of them, run folders or a folder of runs (best_kernel.py), or a sweep folder (sweep.json)."
-end
+local HOW = { usage = "kagent-rt agents/bench.lua DIR [DIR...] [options]",
+  about = "A benchmark table of problems with an input and an optimized kernel: eager, torch.compile, max-autotune, "
+    .. "the input and the optimized kernel timed by the evaluator's one method, with spreads, speedups, "
+    .. "speed-of-light % and the correctness re-check.",
+  epilog = "DIR: KernelAgent problem folders (problem.py, input_kernel.py, optimized_kernel_beam_search.py) or a folder "
+    .. "of them, run folders or a folder of runs (best_kernel.py), or a sweep folder (sweep.json). Exit status: 0 done, "
+    .. "1 a kernel failed its correctness re-check or the outputs could not be written, 2 bad input, 3 no evaluator "
+    .. "worker started. Details: docs/reports.md",
+  positional = "DIR" }
 
 local function split(s)
   local out = {}
@@ -67,13 +71,9 @@ local function write_outputs(rows, opts)
 end
 
 local function main(argv)
-  local opts, err = args.parse(argv, SPEC)
-  if not opts then return fail(err .. "\n" .. usage()) end
-  if opts.help then print(usage()); return 0 end
-  if #opts._positional == 0 then return fail("give at least one folder\n" .. usage()) end
-  if opts.dtype and not ({ fp32 = true, bf16 = true, fp16 = true })[opts.dtype] then
-    return fail("--dtype must be fp32, bf16 or fp16")
-  end
+  local opts, _, pcode = run_lib.parse(PROG, argv, SPEC, HOW)
+  if not opts then return pcode end
+  if #opts._positional == 0 then return fail("give at least one folder (--help says which)") end
   if opts.resume and not opts.json then return fail("--resume needs --json (the file it continues)") end
   local list = {}
   for _, dir in ipairs(opts._positional) do
@@ -128,7 +128,8 @@ local function main(argv)
       local t0 = kagent.time.now()
       local dtype = opts.dtype or t.dtype or "fp32"
       local row = measure.measure(pool, t, { dtype = dtype, baselines = baselines, skipped = skipped,
-        do_bench = opts.do_bench and not cpu, device = dev, timeout = opts.job_timeout, compare = opts.compare, cpu = cpu,
+        do_bench = not opts.no_do_bench and not cpu, device = dev, timeout = opts.job_timeout, compare = not opts.no_compare,
+        cpu = cpu,
         on_step = function(what) io.stderr:write(string.format("  [%d/%d] %s: %s\n", i, #todo, t.name, what)) end })
       slots[#slots + 1] = dev
       by_name[t.name] = row

@@ -11,7 +11,7 @@
 local fs = require("kagent.fs")
 local json = require("kagent.json")
 local proc = require("kagent.proc")
-local args = require("agents.lib.args")
+local run_lib = require("agents.lib.run")
 local run_args = require("agents.lib.sweep.run_args")
 local plan_lib = require("agents.lib.sweep.plan")
 local results = require("agents.lib.compare.results")
@@ -24,11 +24,19 @@ local SPEC = {
   kernels = { type = "string", help = "folder of first kernels named <problem>.py" },
   replay = { type = "string", help = "LLM record/replay database to answer every call from (no network)" },
   live = { type = "boolean", default = false, help = "call the LLM (fixed seed and model) and record its replies into OUT/llm_cache.db" },
-  seed = { type = "number", default = 0, help = "--live: the runs' random seed (KAGENT_SEED)" },
+  seed = { type = "integer", default = 0, help = "--live: the runs' random seed (KAGENT_SEED)" },
   out = { type = "string", help = "the comparison folder (default runs/compare_<UTC time>); an existing one is resumed" },
   devices = { type = "string", help = "GPU indices \"0,1\" or \"cpu\" (as agents/sweep.lua)" },
-  ["max-concurrent"] = { type = "number", help = "problems run at once per policy (as agents/sweep.lua)" },
+  ["max-concurrent"] = { type = "integer", min = 1, help = "problems run at once per policy (as agents/sweep.lua)" },
 }
+local HOW = { usage = "kagent-rt agents/compare.lua --policies A,B --problems DIR|LIST (--replay CACHE.db | --live) "
+    .. "[options] [-- more arguments for each run]",
+  about = "Two or more policies over one set of problems with the LLM held fixed: answered from a recorded cache "
+    .. "(nothing sent; a question it has no answer for stops its branch) or live with a fixed seed and model, "
+    .. "recorded. Each policy runs as a sweep with its own database.",
+  epilog = "-- ARGS...: passed as they are to every run. Exit status: 0 done, 1 a policy's sweep did not finish, "
+    .. "2 bad input, 4 a strict replay had no recorded answer to some question. Figures and their definitions: "
+    .. "docs/sweeps.md; replay and comparison: docs/reports.md" }
 -- The runs' own options, passed to every run of every policy.
 local PASS = run_args.add(SPEC)
 
@@ -76,14 +84,8 @@ local function main(argv)
   for _, a in ipairs(argv) do
     if after then extra[#extra + 1] = a elseif a == "--" then after = true else own[#own + 1] = a end
   end
-  local opts, err = args.parse(own, SPEC)
-  if not opts then return fail(err .. "\n" .. args.usage(PROG, SPEC)) end
-  if opts.help then
-    print(args.usage(PROG, SPEC) .. "\n  -- ARGS...         passed as they are to every run\n"
-      .. "Figures and their definitions: docs/sweeps.md; replay and comparison: docs/reports.md")
-    return 0
-  end
-  if #opts._positional > 0 then return fail("unexpected argument " .. opts._positional[1]) end
+  local opts, _, pcode = run_lib.parse(PROG, own, SPEC, HOW)
+  if not opts then return pcode end
   local policies = split(opts.policies or "")
   if #policies < 2 then return fail("--policies needs two or more policies, comma-joined") end
   local seen = {}

@@ -6,7 +6,6 @@
 -- beam.lua runs the same generation itself when it has no kernel and nothing archived.
 
 local json = require("kagent.json")
-local llm = require("kagent.llm")
 local options = require("agents.lib.options")
 local run_lib = require("agents.lib.run")
 local generate = require("agents.lib.generate")
@@ -18,29 +17,41 @@ local fingerprint = require("agents.lib.fingerprint")
 local PROG = "agents/generate.lua"
 local SPEC = {}
 for _, name in ipairs({ "problem", "gen-workers", "refine", "model", "dtype", "out", "db", "devices",
-    "job-timeout", "metrics", "max-tokens", "temperature", "budget-usd", "budget-tokens" }) do
+    "job-timeout", "metrics", "max-tokens", "temperature", "budget-usd", "budget-tokens", "llm-timeout", "stream",
+    "llm-failures", "llm-backoff" }) do
   SPEC[name] = options[name]
 end
+setmetatable(SPEC, getmetatable(options))
+
+local HOW = {
+  usage = "kagent-rt agents/generate.lua --problem P [options]",
+  about = "A first correct kernel from the PyTorch problem alone: parallel LLM workers each write one (each told "
+    .. "a different approach), verify it and refine it with the exact error; the first verified kernel is timed "
+    .. "against eager and torch.compile, written as best_kernel.py and archived for agents/beam.lua.",
+  epilog = "Exit status: 0 a kernel verified, 1 none did, 2 bad input or no LLM configured, 3 the LLM stopped answering.",
+}
 
 local function main(argv)
-  local opts, _, code = run_lib.parse(PROG, argv, SPEC)
+  local opts, _, code = run_lib.parse(PROG, argv, SPEC, HOW)
   if not opts then return code end
-  if opts.model then llm.configure({ model = opts.model }) end
-  local configured, which = llm.configured()
-  if not configured then
-    io.stderr:write(PROG .. ": no LLM is configured, and generating a kernel needs one: " .. tostring(which)
-      .. "\nTo improve an existing kernel without an LLM: kagent-rt agents/tune.lua --problem P --kernel K\n")
-    return 2
-  end
+  local checked, _, icode = run_lib.check_inputs(PROG, opts, SPEC)
+  if not checked then return icode end
+  local llm, lcode = run_lib.require_llm(PROG, opts, "generating a kernel",
+    "To improve an existing kernel without an LLM: kagent-rt agents/tune.lua --problem P --kernel K")
+  if not llm then return lcode end
   opts.policy = "generate"
-  local run, _, ecode = run_lib.setup(PROG, opts, { mode = "generate", llm = llm, spec = SPEC })
+  local run, _, ecode = run_lib.setup(PROG, opts, { mode = "generate", llm = llm })
   if not run then return ecode end
   run.rd:write("problem.py", run.problem_code)
 
-  local g, gerr = generate.run(run, opts.gen_workers)
+  local g, gerr, llm_down = generate.run(run, opts.gen_workers)
   if not g then
     io.stderr:write(PROG .. ": " .. gerr .. "\n")
-    run.mem:finish("failed", { error = gerr })
+    summary.failed(run, gerr)
+    if llm_down or run.llm_guard.down then
+      io.stderr:write(PROG .. ": the LLM stopped answering; nothing was learned from the failed calls. Try again later.\n")
+      return 3
+    end
     return 1
   end
   -- the winner timed next to both baselines in one job (same method for all three)

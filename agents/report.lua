@@ -5,11 +5,17 @@
 -- (every run's report.html and the sweep's index.html). Pages are self-contained: they open
 -- from disk with no network. docs/reports.md describes them.
 local fs = require("kagent.fs")
-local args = require("agents.lib.args")
+local run_lib = require("agents.lib.run")
 local report = require("agents.lib.report")
 
 local PROG = "agents/report.lua"
 local SPEC = {}
+local HOW = { usage = "kagent-rt agents/report.lua DIR [DIR...]",
+  about = "(Re)builds the HTML reports of existing folders: report.html in each run folder, index.html in folders "
+    .. "of runs and sweeps. Pages are self-contained and open from disk with no network.",
+  epilog = "DIR: a run folder, a folder of runs (runs/), or a sweep folder (sweep.json). Exit status: 0 done, "
+    .. "1 a page could not be written, 2 bad input. Details: docs/reports.md",
+  positional = "DIR" }
 
 local function is_run(dir) return fs.exists(fs.join(dir, "summary.json")) end
 
@@ -41,14 +47,10 @@ local function runs_folder(folder)
 end
 
 local function main(argv)
-  local opts, err = args.parse(argv, SPEC)
-  if not opts then io.stderr:write(PROG .. ": " .. err .. "\n"); return 2 end
-  if opts.help or #opts._positional == 0 then
-    local text = "usage: kagent-rt " .. PROG .. " DIR [DIR...]\n"
-      .. "  DIR: a run folder, a folder of runs (runs/), or a sweep folder (sweep.json).\n"
-      .. "  Writes report.html in each run folder and index.html in folders of runs and sweeps."
-    if opts.help then print(text); return 0 end
-    io.stderr:write(text .. "\n")
+  local opts, _, pcode = run_lib.parse(PROG, argv, SPEC, HOW)
+  if not opts then return pcode end
+  if #opts._positional == 0 then
+    io.stderr:write(PROG .. ": give at least one folder (--help says which)\n")
     return 2
   end
   for _, dir in ipairs(opts._positional) do

@@ -18,13 +18,15 @@ local SPEC = {
   retrieve = { type = "boolean", default = false, help = "show the retrieval decision for --metrics" },
   db = { type = "string", help = "memory database (default KAGENT_DB or runs/kagent.db)" },
   gpu = { type = "string", help = "--stats: only this GPU (as runs record it, e.g. \"NVIDIA H100 80GB HBM3\" or cpu)" },
-  ["op-class"] = { type = "string", help = "--stats: only this op class (gemm|conv|pool|reduction|elementwise)" },
+  ["op-class"] = { type = "string", choices = { "gemm", "conv", "pool", "reduction", "elementwise" }, help = "--stats: only this op class" },
   bottleneck = { type = "string", help = "--stats: only this bottleneck class" },
   metrics = { type = "string", help = "--retrieve: an *_ncu_metrics.json file with one kernel" },
   problem = { type = "string", help = "--retrieve: the problem file (op class)" },
   kernel = { type = "string", help = "--retrieve: the kernel file (code features)" },
-  dtype = { type = "string", default = "fp32", help = "--retrieve: fp32|bf16|fp16" },
+  dtype = { type = "string", choices = { "fp32", "bf16", "fp16" }, default = "fp32", help = "--retrieve: the precision" },
 }
+local HOW = { usage = "kagent-rt agents/skills.lua --stats|--list|--retrieve [options]",
+  about = "The skills (skills/*.lua and your own) and what memory has learned about them." }
 
 local function stats(opts)
   local db, err = kagent.mem.open(opts.db)
@@ -65,12 +67,12 @@ local function retrieve(opts)
 end
 
 local function main(argv)
-  local opts, _, code = run_lib.parse(PROG, argv, SPEC)
+  local opts, _, code = run_lib.parse(PROG, argv, SPEC, HOW)
   if not opts then return code end
   if opts.stats then return stats(opts) end
   if opts.list then return list() end
   if opts.retrieve then return retrieve(opts) end
-  print(require("agents.lib.args").usage(PROG, SPEC))
+  io.stderr:write(PROG .. ": say what to show: --stats, --list or --retrieve (--help lists the options)\n")
   return 2
 end
 

@@ -9,7 +9,7 @@
 local fs = require("kagent.fs")
 local json = require("kagent.json")
 local ktime = require("kagent.time")
-local args = require("agents.lib.args")
+local run_lib = require("agents.lib.run")
 local run_args = require("agents.lib.sweep.run_args")
 local plan_lib = require("agents.lib.sweep.plan")
 local report = require("agents.lib.sweep.report")
@@ -23,18 +23,23 @@ local SPEC = {
   out = { type = "string", help = "the sweep folder (default runs/sweep_<policy>_<UTC time>); a sweep there is resumed" },
   db = { type = "string", help = "the sweep's memory database (default KAGENT_DB, else runs/kagent.db)" },
   devices = { type = "string", help = "GPUs dealt out to the runs, \"0,1\", or \"cpu\" (default: all GPUs here, else cpu)" },
-  ["max-concurrent"] = { type = "number", help = "problems run at once here (default one per GPU; 1 in CPU mode)" },
+  ["max-concurrent"] = { type = "integer", min = 1, help = "problems run at once here (default one per GPU; 1 in CPU mode)" },
   slurm = { type = "boolean", default = false, help = "run as a Slurm job array, one problem per task" },
   partition = { type = "string", help = "Slurm partition" },
-  ["gpus-per-task"] = { type = "number", help = "Slurm: GPUs per task (default 1; none in CPU mode)" },
-  ["cpus-per-task"] = { type = "number", help = "Slurm: CPUs per task" },
-  ["array-limit"] = { type = "number", help = "Slurm: tasks running at once (--array=...%N)" },
+  ["gpus-per-task"] = { type = "integer", min = 0, help = "Slurm: GPUs per task (default 1; none in CPU mode)" },
+  ["cpus-per-task"] = { type = "integer", min = 1, help = "Slurm: CPUs per task" },
+  ["array-limit"] = { type = "integer", min = 1, help = "Slurm: tasks running at once (--array=...%N)" },
   time = { type = "string", help = "Slurm: time limit per task (sbatch --time)" },
   ["sbatch-args"] = { type = "string", help = "Slurm: more sbatch arguments, space-separated" },
-  retries = { type = "number", help = "Slurm: resubmissions of a task that ends without a finished run (default 2)" },
-  poll = { type = "number", help = "Slurm: seconds between squeue polls (default 30)" },
-  task = { type = "number", help = "(run by Slurm tasks) run problem N of the sweep in --out" },
+  retries = { type = "integer", min = 0, help = "Slurm: resubmissions of a task that ends without a finished run (default 2)" },
+  poll = { type = "number", above = 0, help = "Slurm: seconds between squeue polls (default 30)" },
+  task = { type = "integer", min = 1, help = "(run by Slurm tasks) run problem N of the sweep in --out" },
 }
+local HOW = { usage = "kagent-rt agents/sweep.lua --problems DIR|LIST --policy NAME [options] [-- more arguments for each run]",
+  about = "A policy over many problems, on this machine or as a Slurm job array: one run per problem, a sweep "
+    .. "folder with every run, sweep.json and table.md. Running it again on the same --out resumes it.",
+  epilog = "-- ARGS...: passed as they are to every run. Figures and their definitions, and running on Slurm: docs/sweeps.md",
+  positional = "problem files" }
 -- The options of the runs themselves, passed on as given (the policy's defaults apply otherwise).
 local PASS = run_args.add(SPEC)
 
@@ -179,8 +184,8 @@ local function main(argv)
   for _, a in ipairs(argv) do
     if after then extra[#extra + 1] = a elseif a == "--" then after = true else own[#own + 1] = a end
   end
-  local opts, err = args.parse(own, SPEC)
-  if not opts then return fail(err .. "\n" .. args.usage(PROG, SPEC)) end
+  local opts, _, pcode = run_lib.parse(PROG, own, SPEC, HOW)
+  if not opts then return pcode end
   -- a shell glob after --problems gives several .py paths: they are all problems
   for _, a in ipairs(opts._positional) do
     if not (a:match("%.py$") and opts.problems and opts.problems:match("%.py$")) then
@@ -188,19 +193,12 @@ local function main(argv)
     end
     opts.problems = opts.problems .. "," .. a
   end
-  if opts.help then
-    print(args.usage(PROG, SPEC) .. "\n  -- ARGS...         passed as they are to every run\n"
-      .. "Figures and their definitions, and running on Slurm: docs/sweeps.md")
-    return 0
-  end
-
   if opts.task then
     local plan = opts.out and plan_lib.load(opts.out)
     if not plan then return fail("--task needs --out, the folder of a sweep (no sweep.json there)") end
     return require("agents.lib.sweep.slurm").task_main(plan, opts.task)
   end
 
-  if opts.max_concurrent and opts.max_concurrent < 1 then return fail("--max-concurrent must be at least 1") end
   local pass = run_args.args(PASS, opts, extra)
   local plan = opts.out and plan_lib.load(opts.out)
   if plan then
@@ -211,7 +209,7 @@ local function main(argv)
     if opts.max_concurrent then plan.max_concurrent = opts.max_concurrent end
     if opts.devices then plan.devices = opts.devices end
   else
-    if not opts.problems then return fail("--problems is required\n" .. args.usage(PROG, SPEC)) end
+    if not opts.problems then return fail("--problems is required (--help lists the options)") end
     if not opts.policy then return fail("--policy is required (beam, greedy, tune, skill or a policy file)") end
     local out = opts.out or fs.join("runs", string.format("sweep_%s_%s", fs.basename(opts.policy):gsub("%.lua$", ""),
       os.date("!%Y%m%d-%H%M%S")))

@@ -6,12 +6,12 @@
 -- Prints measured round wall time against that sum; the goal is within 15%.
 package.path = kagent.root .. "/?.lua;" .. kagent.root .. "/tests/fixtures/agent/?.lua;" .. package.path
 local fs, json = kagent.fs, kagent.json
-local args = require("agents.lib.args")
+local run_lib = require("agents.lib.run")
 local fake = require("fake_session")
 
 local spec = {
-  latency = { type = "number", default = 20, help = "seconds per scripted LLM reply" },
-  workers = { type = "number", default = 4, help = "workers in the round (directions of one parent)" },
+  latency = { type = "number", min = 0, default = 20, help = "seconds per scripted LLM reply" },
+  workers = { type = "integer", min = 1, default = 4, help = "workers in the round (directions of one parent)" },
   problem = { type = "string", default = "examples/problems/rmsnorm_small.py" },
   kernel = { type = "string", default = "examples/kernels/cpu/rmsnorm_small_chunked.py", help = "the round's parent" },
   reply = { type = "string", default = "tests/fixtures/agent/cpu/fast.py,tests/fixtures/agent/cpu/slow2.py,tests/fixtures/agent/cpu/slow.py,tests/fixtures/agent/cpu/fast_dup.py",
@@ -20,8 +20,8 @@ local spec = {
   devices = { type = "string", help = "passed to beam.lua" },
   out = { type = "string", default = "/tmp/kagent-bench-round-wall" },
 }
-local opts, err = args.parse(kagent.args, spec)
-if not opts or opts.help then print(err or args.usage("bench/round_wall.lua", spec)); return err and 2 or 0 end
+local opts, _, code = run_lib.parse("bench/round_wall.lua", kagent.args, spec)
+if not opts then return code end
 
 local kernels = {}
 for p in opts.reply:gmatch("[^,]+") do kernels[#kernels + 1] = kagent.root .. "/" .. p end

@@ -13,6 +13,15 @@ find_library(SQLITE3_STATIC_LIB NAMES libsqlite3.a REQUIRED)
 find_path(SQLITE3_INCLUDE_DIR sqlite3.h REQUIRED)
 find_path(SPDLOG_INCLUDE_DIR spdlog/spdlog.h REQUIRED)
 find_path(FMT_INCLUDE_DIR fmt/format.h REQUIRED)
+# The agents' command-line parser (Debian lua-argparse), compiled into the binary with the Lua
+# library (cmake/embed_lua.cmake), so machines without the package have it. Its licence
+# (Debian's copyright file) is copied beside the binary and installed with the docs.
+find_file(ARGPARSE_LUA argparse.lua PATHS /usr/share/lua/5.1 NO_DEFAULT_PATH)
+find_file(ARGPARSE_COPYRIGHT copyright PATHS /usr/share/doc/lua-argparse NO_DEFAULT_PATH)
+if(NOT ARGPARSE_LUA OR NOT ARGPARSE_COPYRIGHT)
+  message(FATAL_ERROR "lua-argparse is missing: install the Debian package lua-argparse (scripts/setup.sh does)")
+endif()
+configure_file("${ARGPARSE_COPYRIGHT}" "${CMAKE_BINARY_DIR}/licenses/argparse.copyright" COPYONLY)
 
 add_library(kagent_deps INTERFACE)
 add_library(kagent::deps ALIAS kagent_deps)

@@ -2,7 +2,8 @@
 #   P/bin/kagent-rt
 #   P/share/kagent-rt/{agents,skills,prompts,examples,types}/, eval/kagent_eval/ (the evaluator,
 #     put on the workers' PYTHONPATH by kagent/gpu.lua), demo.sh
-#   P/share/doc/kagent-rt/          README and the scripting contract
+#   P/share/doc/kagent-rt/          README and the scripting contract; licenses/ of the Lua
+#                                   libraries compiled in (argparse)
 #   P/lib/libkagent_prof.so         when built (CUPTI; component profiler); the evaluator looks
 #                                   in <prefix>/lib
 #   P/lib/libkagent_core.a, P/include/kagent/, P/lib/cmake/kagent/ (component devel: embedding)
@@ -21,6 +22,9 @@ install(FILES src/gpu/eval/pyproject.toml src/gpu/eval/README.md
 install(PROGRAMS scripts/demo.sh DESTINATION "${KAGENT_DATADIR}" COMPONENT runtime)
 install(FILES README.md docs/lua-api.md docs/agents.md docs/install.md docs/sweeps.md docs/reports.md
         DESTINATION "${CMAKE_INSTALL_DOCDIR}" COMPONENT runtime)
+# the licence of the command-line parser compiled into the binary (lua-argparse)
+install(FILES "${CMAKE_BINARY_DIR}/licenses/argparse.copyright"
+        DESTINATION "${CMAKE_INSTALL_DOCDIR}/licenses" COMPONENT runtime)
 if(TARGET kagent_prof)
   install(TARGETS kagent_prof LIBRARY DESTINATION lib COMPONENT profiler)
 endif()

@@ -7,10 +7,12 @@ cd "$(dirname "$0")/.."
 packages=(build-essential cmake ninja-build pkg-config luajit libluajit-5.1-dev nlohmann-json3-dev
           libcli11-dev catch2 libspdlog-dev libfmt-dev libcurl4-openssl-dev libsqlite3-dev
           libssl-dev python3 python3-numpy python3-torch
-          python3-pip python3-setuptools python3-wheel dpkg-dev file slurm-wlm munge chromium)
+          python3-pip python3-setuptools python3-wheel dpkg-dev file slurm-wlm munge
+          lua-argparse zsh fish chromium)
 # dpkg-dev and file: CPack's .deb (dpkg-shlibdeps); pip, setuptools, wheel: `pip install
-# ./src/gpu/eval` offline; slurm-wlm, munge: the single-node Slurm of tests/slurm/; chromium (and
-# node, below): the headless browser test of the HTML reports (tests/browser/).
+# ./src/gpu/eval` offline; slurm-wlm, munge: the single-node Slurm of tests/slurm/; lua-argparse:
+# the agents' option parser, compiled into the binary; zsh, fish: the completion scripts' checks;
+# chromium (and node, below): the headless browser test of the HTML reports (tests/browser/).
 # node with npm from Debian unless one is installed already (another packaging of node may
 # conflict with Debian's npm)
 command -v node >/dev/null && command -v npm >/dev/null || packages+=(nodejs npm)

@@ -113,6 +113,8 @@
 ---@field skill? string
 ---@field stage? string
 ---@field error? string
+---@field llm_code? string the code of an LLM call that failed: the attempt is `llm_error`, not a kernel's failure
+---@field llm_error? string that call's error
 
 ---The run roles and policies receive (agents/lib/run.lua): read-only, so a role can be replaced
 ---or driven by small fakes in tests.
@@ -130,7 +132,7 @@
 ---@field render fun(name: string, vars: table): string renders prompts/<name>.md (kagent.prompt)
 ---@field job fun(code: string, extra?: table): table an evaluator job with the run's defaults
 ---@field evaluate fun(code: string): table, boolean a full evaluation, once per source
----@field chat fun(text: string, tag?: string, shared?: string): table?, string? one LLM call; `shared` goes first (cached)
+---@field chat fun(text: string, tag?: string, shared?: string): table?, string?, string? one LLM call (result, or nil, error, code); `shared` goes first (cached); retried and counted by the run's LLM guard
 ---@field problem_block fun(): string
 ---@field parent_block fun(kernel: kagent.Kernel): string
 ---@field extract_code fun(text: string): string?

@@ -34,16 +34,24 @@ function M.verified(r)
 end
 
 -- shape(run, parent, d, draft, w) -> attempt. draft is what expand() returned: {code, result,
--- tries, chain, cached, role, skill, prompt_path, reply_path, stage, error}; a draft without a
--- result failed before evaluation (its stage says where: "llm", "reply", "policy").
+-- tries, chain, cached, role, skill, prompt_path, reply_path, stage, error, llm_code}; a draft
+-- without a result failed before evaluation (its stage says where: "llm", "reply", "policy").
+-- A draft whose LLM call failed (llm_code, or stage "llm") and that has no verified kernel is an
+-- LLM failure, not a kernel's: a.llm_error is set, with the code and the LLM's error (stage
+-- "replay" when the code is EREPLAY, "llm" otherwise).
 function M.shape(run, parent, d, draft, w)
   draft = draft or {}
   local r = draft.result
-  if type(r) ~= "table" then
-    local err = draft.error or "no kernel was produced"
-    -- a question the replay had no answer to is its own stage, not an LLM failure
-    local stage = tostring(err):match("^EREPLAY:") and "replay" or draft.stage or "llm"
-    r = { ok = false, stage = stage, error = err }
+  local llm_failed = (draft.llm_code ~= nil or draft.stage == "llm") and not M.verified(r)
+  local llm_code
+  if llm_failed then
+    local err = draft.llm_error or draft.error or "the LLM call failed"
+    llm_code = draft.llm_code or error_signature(err)
+    -- a question a strict replay had no recorded answer to is its own stage (docs/reports.md)
+    r = { ok = false, stage = llm_code == "EREPLAY" and "replay" or "llm", error = err,
+      kernel_error = type(r) == "table" and r.error or nil }
+  elseif type(r) ~= "table" then
+    r = { ok = false, stage = draft.stage or "reply", error = draft.error or "no kernel was produced" }
   elseif r.ok and not M.verified(r) then
     r = { ok = false, stage = "benchmark", error = "ENOTIME: verified but not timed" }
   end
@@ -55,6 +63,7 @@ function M.shape(run, parent, d, draft, w)
     prompt_path = draft.prompt_path, reply_path = draft.reply_path,
     parent_ms = parent.result and parent.result.time_ms and parent.result.time_ms.median,
     bottleneck_text = direction.text(d), lesson = d.lesson,
+    llm_error = llm_failed or nil, llm_code = llm_code,
   }
   if a.ok then
     a.child_ms = r.time_ms.median
@@ -81,6 +90,7 @@ local function write_trace(run, parent, d, a)
     rd:write(dir .. "/duplicate.json", { source_fingerprint = fingerprint.of(a.code), evaluated = false,
       reason = "same source as a kernel already evaluated in this run" })
   end
+  if a.llm_error then return end  -- nothing to reflect on
   local refl = a.reflexion or {}
   rd:write(dir .. "/reflexion.txt", json.encode(refl, { pretty = true }) .. "\n")
   if a.reflexion_prompt then
@@ -99,6 +109,14 @@ local function lesson_tags(run, a, bottleneck)
   if bottleneck then tags[#tags + 1] = "bn_" .. bottleneck end
   if verified then tags[#tags + 1] = "verified" end
   return tags
+end
+
+-- An LLM failure leaves one attempt row (stage llm_error, the code as its error signature) and
+-- nothing learned: no repair rows, reflexion, lesson or skill outcome.
+local function store_llm_error(run, parent, a)
+  return run.mem:add_attempt({ round = a.round, parent_id = parent.attempt_id, worker = a.worker, role = a.role,
+    strategy = a.policy, skill = a.skill, plan_signature = a.plan_signature, prompt_path = a.prompt_path,
+    reply_path = a.reply_path, stage = "llm_error", error_signature = a.llm_code })
 end
 
 local function store_memory(run, parent, d, a)
@@ -140,7 +158,7 @@ end
 -- a carries outcome, gained, reflexion (+ prompt, reply), policy and baselines set by the driver.
 function M.store(run, parent, d, a)
   write_trace(run, parent, d, a)
-  local id = store_memory(run, parent, d, a)
+  local id = a.llm_error and store_llm_error(run, parent, a) or store_memory(run, parent, d, a)
   if not a.ok or a.outcome == "duplicate" then return id, nil end
   return id, M.kernel({ id = string.format("r%dw%d", a.round, a.worker), code = a.code, path = a.dir .. "/kernel.py",
     result = a.result, fingerprint = a.fingerprint, round = a.round, worker = a.worker, parent = parent.id,
@@ -153,8 +171,8 @@ function M.summary(a, id, parent)
   local t = a.ok and a.result.time_ms or {}
   local bottleneck = a.direction and a.direction.summary
   return { round = a.round, worker = a.worker, outcome = a.outcome, skill = a.skill, time_ms = a.child_ms,
-    p10 = t.p10, p90 = t.p90, parent_ms = a.parent_ms, stage = a.stage, error = a.error, tries = a.tries,
-    parent = parent.id, attempt_id = id, duplicate_of = a.duplicate_of, gained = a.gained == true or nil,
+    p10 = t.p10, p90 = t.p90, parent_ms = a.parent_ms, stage = a.stage, error = a.error, llm_code = a.llm_code,
+    tries = a.tries, parent = parent.id, attempt_id = id, duplicate_of = a.duplicate_of, gained = a.gained == true or nil,
     bottleneck = bottleneck and tostring(bottleneck):sub(1, 200) or nil, role = a.role }
 end
 

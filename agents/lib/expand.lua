@@ -18,19 +18,21 @@ function M.hints(run, parent, d)
 end
 
 -- expand(parent, d, run, w, opts) -> draft {code, result, tries, chain, cached, skill, prompt_path,
--- reply_path} or {stage = "llm", error}. opts.repair replaces the verifier's repair step.
+-- reply_path, llm_code, llm_error} or {stage = "llm", error, llm_code}. llm_code is set when an
+-- LLM call (the rewrite, or a repair) failed. opts.repair replaces the verifier's repair step.
 function M.expand(parent, d, run, w, opts)
   local prop = optimizer.propose(run, parent, d, M.hints(run, parent, d))
   local pp, rp = w.dir .. "/opt_prompt.txt", w.dir .. "/opt_reply.txt"
   run.rd:write(pp, prop.prompt)
   run.rd:write(rp, prop.reply or "")
   if prop.error then
-    return { stage = "llm", error = tostring(prop.error), skill = prop.skill, prompt_path = pp, reply_path = rp }
+    return { stage = "llm", error = tostring(prop.error), llm_code = prop.llm_code or "ELLM", skill = prop.skill,
+      prompt_path = pp, reply_path = rp }
   end
   local v = verifier.run(run, prop.code, w, { target = string.format('the bottleneck "%s"', d.summary or ""),
     keep = "the optimization", shared = run.parent_block(parent), repair = opts and opts.repair })
   return { code = v.code, result = v.result, tries = v.tries, chain = v.chain, cached = v.cached,
-    skill = prop.skill, prompt_path = pp, reply_path = rp }
+    skill = prop.skill, prompt_path = pp, reply_path = rp, llm_code = v.llm_code, llm_error = v.llm_error }
 end
 
 return M

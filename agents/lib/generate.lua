@@ -27,7 +27,7 @@ local function worker(run, k, n, shared, lessons)
   run.rd:write(dir .. "/gen_prompt.txt", g.prompt)
   run.rd:write(dir .. "/gen_reply.txt", g.reply or "")
   if g.error then
-    out.outcome, out.error = "llm_error", tostring(g.error)
+    out.outcome, out.error, out.llm_code = "llm_error", tostring(g.error), g.llm_code
     return
   end
   local v = verifier.run(run, g.code, { dir = dir }, { stop = stop, phase = phase })
@@ -40,6 +40,8 @@ local function worker(run, k, n, shared, lessons)
     end
   elseif v.stopped then
     out.outcome = "stopped"
+  elseif v.llm_code then
+    out.outcome, out.error, out.llm_code = "llm_error", v.llm_error, v.llm_code
   else
     local r = v.result or {}
     out.outcome, out.stage, out.error = "failed", r.stage, r.error
@@ -55,7 +57,8 @@ function M.lessons_text(m)
   return #out > 0 and table.concat(out, "\n") or "(none recorded for this problem)"
 end
 
--- run(run, n) -> winner {code, result, worker, attempts, dir} or nil, error text
+-- run(run, n) -> winner {code, result, worker, attempts, dir} or nil, error text, and true when
+-- every worker ended on an LLM failure (the LLM is down: not the problem's fault)
 function M.run(run, n)
   n = math.max(1, math.floor(n))
   if not run.llm then
@@ -96,13 +99,15 @@ function M.run(run, n)
     wall_s = ktime.now() - t0, outcomes = shared.outcomes, tokens = u.tokens, cost_usd = u.cost_usd })
   run.progress:update({ phase = false, busy = 0 })
   if not w then
-    local why = {}
+    local why, llm_down = {}, true
     for k, o in ipairs(shared.outcomes) do
+      -- a question a strict replay had no answer to was never sent: the LLM is not down
+      if (o.outcome ~= "llm_error" or o.llm_code == "EREPLAY") and o.outcome ~= "canceled" then llm_down = false end
       why[#why + 1] = string.format("w%d %s%s", k, o.outcome,
         o.error and (": " .. tostring(o.error):sub(1, 160)) or "")
     end
     return nil, "no generated kernel verified (" .. table.concat(why, "; ") .. "); see "
-      .. run.rd:path("generate")
+      .. run.rd:path("generate"), llm_down
   end
   log.info("generator %d verified a kernel after %d attempt(s) in %.1f s", w.worker, w.attempts, ktime.now() - t0)
   return w

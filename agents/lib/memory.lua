@@ -7,17 +7,54 @@ local log = require("kagent.log")
 local M = {}
 M.__index = M
 
--- open(db, {problem, problem_hash, gpu, policy, config}) -> memory (starts a run row)
+-- The SQL condition on an attempt `c` that is evidence about a kernel: not ended by an LLM
+-- failure, not of a round redone after the run was interrupted. Memory keeps those for the
+-- record; no query below learns from them.
+M.EVIDENCE = "COALESCE(c.stage, '') NOT IN ('llm_error', 'superseded')"
+
+-- open(db, {problem, problem_hash, gpu, policy, config}) -> memory (starts a run row), or nil, err
 function M.open(db, info)
   local self = setmetatable({ db = db, info = info }, M)
-  self.run_id = db:start_run({ problem = info.problem, problem_hash = info.problem_hash, gpu = info.gpu,
+  local id, err = db:start_run({ problem = info.problem, problem_hash = info.problem_hash, gpu = info.gpu,
     policy = info.policy, config = info.config })
+  if not id then return nil, err end
+  self.run_id = id
   return self
 end
 
--- resume(db, run_id, info) -> memory on an existing run row
+-- resume(db, run_id, info) -> memory on an existing run row, which is running again; or nil, err
 function M.resume(db, run_id, info)
+  local row = db:get_run(run_id)
+  if not row then return nil, "run " .. tostring(run_id) .. " of state.json is not in " .. db:path() end
+  local ok, err = db:exec("UPDATE runs SET status = 'running', finished = NULL WHERE id = ?", { run_id })
+  if not ok then return nil, err end
   return setmetatable({ db = db, info = info, run_id = run_id }, M)
+end
+
+-- supersede(after_round, moved) -> number of attempts marked: the run's attempts of rounds after
+-- `after_round` (all of them, the input's included, when it is nil) were made by a process that
+-- did not finish their round; the round is redone, so they become stage 'superseded' and what
+-- was learned from them (skill outcomes, lessons) is removed: the redone round records its own.
+-- moved = {from = folder, to = folder}: their trace files moved there (paths rewritten).
+function M:supersede(after_round, moved)
+  local where = "run_id = :run AND round > :after AND stage != 'superseded'"
+  local p = { run = self.run_id, after = after_round or -1 }
+  return self.db:transaction(function(db)
+    local ids = db:query("SELECT id FROM attempts WHERE " .. where, p)
+    if #ids == 0 then return 0 end
+    local sub = "SELECT id FROM attempts WHERE " .. where
+    db:exec("DELETE FROM skill_outcomes WHERE attempt_id IN (" .. sub .. ")", p)
+    db:exec("DELETE FROM lessons WHERE source_attempt IN (" .. sub .. ")", p)
+    if moved then
+      p.from, p.to = moved.from, moved.to
+      for _, col in ipairs({ "prompt_path", "reply_path", "source_path" }) do
+        db:exec("UPDATE attempts SET " .. col .. " = :to || substr(" .. col .. ", length(:from) + 1) WHERE "
+          .. where .. " AND substr(" .. col .. ", 1, length(:from)) = :from", p)
+      end
+    end
+    db:exec("UPDATE attempts SET stage = 'superseded' WHERE " .. where, p)
+    return #ids
+  end)
 end
 
 local function check(v, err, what)
@@ -94,7 +131,7 @@ function M:plan_tried(parent_fp, skill, signature)
   local rows = self.db:query("SELECT c.id, c.run_id, c.round, c.worker, c.stage, c.time_ms FROM attempts c"
     .. " JOIN attempts p ON c.parent_id = p.id JOIN runs r ON c.run_id = r.id"
     .. " WHERE p.fingerprint = :fp AND c.skill = :skill AND c.plan_signature = :sig AND r.gpu = :gpu"
-    .. " AND c.role != 'repair' ORDER BY c.id LIMIT 1",
+    .. " AND c.role != 'repair' AND " .. M.EVIDENCE .. " ORDER BY c.id LIMIT 1",
     { fp = parent_fp, skill = skill or "", sig = signature, gpu = self.info.gpu }) or {}
   return rows[1]
 end
@@ -106,7 +143,7 @@ function M:skills_tried(parent_fp)
   if not parent_fp then return out end
   for _, r in ipairs(self.db:query("SELECT DISTINCT c.skill FROM attempts c JOIN attempts p ON c.parent_id = p.id"
     .. " JOIN runs r ON c.run_id = r.id WHERE p.fingerprint = :fp AND r.gpu = :gpu AND c.role != 'repair'"
-    .. " AND c.skill IS NOT NULL", { fp = parent_fp, gpu = self.info.gpu }) or {}) do
+    .. " AND " .. M.EVIDENCE .. " AND c.skill IS NOT NULL", { fp = parent_fp, gpu = self.info.gpu }) or {}) do
     out[r.skill] = true
   end
   return out
@@ -144,7 +181,8 @@ local SEARCH_ORDER = "c.run_id DESC, c.round DESC, CAST(c.worker AS INTEGER) DES
 function M:history_text(parent_fp, limit)
   local rows = parent_fp and self.db:query("SELECT c.* FROM attempts c JOIN attempts p ON c.parent_id = p.id"
     .. " JOIN runs r ON c.run_id = r.id WHERE p.fingerprint = :fp AND r.gpu = :gpu AND c.role != 'repair'"
-    .. " ORDER BY " .. SEARCH_ORDER .. " LIMIT :limit", { fp = parent_fp, gpu = self.info.gpu, limit = limit or 10 }) or {}
+    .. " AND " .. M.EVIDENCE .. " ORDER BY " .. SEARCH_ORDER .. " LIMIT :limit",
+    { fp = parent_fp, gpu = self.info.gpu, limit = limit or 10 }) or {}
   local out = {}
   for _, a in ipairs(rows) do
     local line = string.format("- %sround %s w%s, skill %s (plan %s): %s%s",

@@ -8,6 +8,7 @@ local M = {}
 
 M.REQUIRED = { "parents", "directions", "keep" }
 M.OPTIONAL = { "expand", "stop" }
+M.SHIPPED = { "beam", "greedy", "skill", "tune" }
 
 -- path_of(name) -> the file of policy `name`: agents/policies/<name>.lua on kagent.path (a user's
 -- own folder first, then the shipped ones), or the path given
@@ -41,7 +42,9 @@ function M.load(name)
   local chunk, err = loadfile(path)
   if not chunk then
     if not require("kagent.fs").exists(path) then
-      return nil, "no policy '" .. name .. "' (" .. path .. "); shipped: beam, greedy, skill, tune, or give a path.lua"
+      local tip = require("agents.lib.args").suggest(name, M.SHIPPED)
+      return nil, "no policy '" .. name .. "' (" .. path .. ")" .. (tip and ("; did you mean '" .. tip .. "'?") or "")
+        .. "; shipped: " .. table.concat(M.SHIPPED, ", ") .. ", or give a path.lua"
     end
     return nil, "policy " .. path .. ": " .. tostring(err)
   end

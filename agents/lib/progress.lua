@@ -1,4 +1,5 @@
--- One progress line on stderr: round, busy workers, best time and speedups, tokens, cost.
+-- One progress line on stderr: round, busy workers, best time and speedups, tokens (and the
+-- decoding rate when replies stream), cost, and LLM calls that failed.
 -- Rewritten in place on a terminal, one line per update otherwise (logs stay readable).
 local M = {}
 M.__index = M
@@ -23,10 +24,13 @@ function M.format(s)
   end
   local tok = s.tokens or 0
   local toks = tok >= 1000 and string.format("%.1fk", tok / 1000) or tostring(tok)
+  if s.tokens_per_s then toks = toks .. string.format(" (%.0f tok/s)", s.tokens_per_s) end
   -- a phase name (e.g. "generate") replaces the round counter while no round runs
   local where = s.phase and ("[" .. s.phase .. "]") or string.format("[round %d/%d]", s.round or 0, s.rounds or 0)
-  return string.format("%s workers %d/%d busy | %s | tokens %s | $%.4f",
+  local line = string.format("%s workers %d/%d busy | %s | tokens %s | $%.4f",
     where, s.busy or 0, s.workers or 0, best, toks, s.cost_usd or 0)
+  if (s.llm_failures or 0) > 0 then line = line .. string.format(" | LLM failures %d", s.llm_failures) end
+  return line
 end
 
 -- update(fields): merge fields and print if the line changed.
@@ -42,7 +46,8 @@ function M:update(fields)
   -- in a log, token ticks alone are noise: print when round, workers or best change
   if not self.tty then
     local key = M.format({ phase = self.phase, round = self.round, rounds = self.rounds, busy = self.busy, workers = self.workers,
-      best_ms = self.best_ms, speedup_eager = self.speedup_eager, speedup_compile = self.speedup_compile, sol_pct = self.sol_pct })
+      best_ms = self.best_ms, speedup_eager = self.speedup_eager, speedup_compile = self.speedup_compile, sol_pct = self.sol_pct,
+      llm_failures = self.llm_failures })
     if key == self.last_key then return end
     self.last_key = key
   end

@@ -11,6 +11,7 @@ local prompt = require("kagent.prompt")
 local args = require("agents.lib.args")
 local options = require("agents.lib.options")
 local rundir = require("agents.lib.rundir")
+local state_file = require("agents.lib.state")
 local memory = require("agents.lib.memory")
 local fingerprint = require("agents.lib.fingerprint")
 local metrics = require("agents.lib.metrics")
@@ -18,6 +19,7 @@ local features = require("agents.lib.features")
 local skills_lib = require("agents.lib.skills")
 local progress = require("agents.lib.progress")
 local calls = require("agents.lib.calls")
+local llm_guard = require("agents.lib.llm_guard")
 
 local M = {}
 
@@ -26,30 +28,95 @@ local function die(msg, code)
   return nil, msg, code or 2
 end
 
--- parse(prog, argv[, spec]) -> opts, or nil, message, exit code (0 after --help).
-function M.parse(prog, argv, spec)
+-- parse(prog, argv[, spec[, how]]) -> opts, or nil, message, exit code (0 after --help or
+-- --completion). how: the script's own usage {usage, about, epilog, positional, llm_free}.
+function M.parse(prog, argv, spec, how)
   spec = spec or options
-  local opts, err = args.parse(argv, spec)
-  if not opts then return die(prog .. ": " .. err .. "\n" .. args.usage(prog, spec)) end
-  if opts.help then print(args.usage(prog, spec)); return nil, "help", 0 end
+  how = how or {}
+  how.prog = prog
+  local opts, err = args.parse(argv, spec, how)
+  if not opts then return die(prog .. ": " .. err .. " (--help lists the options)") end
+  if opts.help then print(args.usage(how, spec)); return nil, "help", 0 end
+  if opts.completion then
+    io.write(args.completion(how, spec, opts.completion))
+    return nil, "completion", 0
+  end
   return opts
 end
 
--- read_state(prog, opts) -> the state.json of --resume (opts then take the run's own options,
--- but --rounds and --resume from this command line), or nil when not resuming; nil, msg, code on error.
+-- Options a resumed run keeps from its start whatever the command line says: they define the run.
+local FIXED_ON_RESUME = { problem = true, kernel = true, dtype = true }
+
+-- read_state(prog, opts) -> the state.json of --resume, or nil when not resuming; nil, msg, code
+-- on error. opts then take the run's own options, except those this command line gives.
 function M.read_state(prog, opts)
   if not opts.resume then return nil end
   local dir = opts.resume
-  if not fs.exists(fs.join(dir, "state.json")) then dir = fs.join(opts.out, opts.resume) end
-  local text = fs.read(fs.join(dir, "state.json"))
-  if not text then return die(prog .. ": --resume: no state.json in " .. opts.resume) end
-  local state = json.decode(text)
-  if type(state) ~= "table" then return die(prog .. ": --resume: " .. dir .. "/state.json is not valid JSON") end
-  for k, v in pairs(state.opts or {}) do
-    if k ~= "resume" and k ~= "rounds" and k ~= "_positional" then opts[k] = v end
+  if not fs.exists(fs.join(dir, "state.json")) and fs.exists(fs.join(opts.out, opts.resume, "state.json")) then
+    dir = fs.join(opts.out, opts.resume)
+  end
+  local path = fs.join(dir, "state.json")
+  local text = fs.read(path)
+  if not text then
+    return die(prog .. ": --resume " .. opts.resume .. ": no state.json there (is it a run folder, or a run id under --out "
+      .. opts.out .. "?)")
+  end
+  local state, why = state_file.decode(text)
+  if not state then return die(prog .. ": --resume: " .. path .. " cannot be read (" .. why .. "); the run cannot be resumed") end
+  for k, v in pairs(state.opts) do
+    if opts._given[k] and FIXED_ON_RESUME[k] and opts[k] ~= v then
+      return die(string.format("%s: --resume: --%s cannot change (the run has %s)", prog, k:gsub("_", "-"), tostring(v)))
+    end
+    if not opts._given[k] then opts[k] = v end
   end
   opts.resume_dir = dir
   return state
+end
+
+-- check_inputs(prog, opts, spec) -> true, or nil, message, exit code: the required options are
+-- there and the files they name can be read and look like what they should be, before any work.
+function M.check_inputs(prog, opts, spec)
+  spec = spec or options
+  if not opts.problem then
+    return die(prog .. ": --problem is required (a KernelBench problem file; --help lists the options)")
+  end
+  local code = fs.read(opts.problem)
+  if not code then return die(prog .. ": cannot read the problem file " .. opts.problem) end
+  for _, need in ipairs({ { "class%s+Model%W", "class Model" }, { "def%s+get_inputs%W", "def get_inputs" },
+      { "def%s+get_init_inputs%W", "def get_init_inputs" } }) do
+    if not code:find(need[1]) then
+      return die(string.format("%s: the problem file %s has no %s (a KernelBench problem defines Model, "
+        .. "get_inputs and get_init_inputs)", prog, opts.problem, need[2]))
+    end
+  end
+  if spec.kernel and opts.kernel and not fs.read(opts.kernel) then
+    return die(prog .. ": cannot read the kernel file " .. opts.kernel)
+  end
+  return true
+end
+
+-- configure_llm(opts) -> kagent.llm set up from the options (--model, --llm-timeout, --stream),
+-- then llm.configured()'s answer: true, "provider:model" | false, why, code
+function M.configure_llm(opts)
+  local llm = require("kagent.llm")
+  local conf = { model = opts.model, timeout = opts.llm_timeout, stream = opts.stream or nil }
+  if next(conf) then llm.configure(conf) end
+  return llm, llm.configured()
+end
+
+-- require_llm(prog, opts, needs, hint) -> kagent.llm configured from the options, or nil and the
+-- exit status after saying why on stderr: 3 when the LLM does not answer (nothing was started; try
+-- later), 2 when none is configured (`needs`: what needs one; `hint`: an extra line, optional)
+function M.require_llm(prog, opts, needs, hint)
+  local llm, configured, which, code = M.configure_llm(opts)
+  if configured then return llm end
+  if llm_guard.TRANSIENT[code] then
+    io.stderr:write(prog .. ": the LLM does not answer: " .. tostring(which) .. ". Nothing was started; try again later.\n")
+    return nil, 3
+  end
+  io.stderr:write(prog .. ": no LLM is configured, and " .. needs .. " needs one: " .. tostring(which) .. "\n"
+    .. (hint and (hint .. "\n") or ""))
+  return nil, 2
 end
 
 M.USAGE_FIELDS = { "calls", "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "cost_usd" }
@@ -74,29 +141,68 @@ function M.freeze(t)
   end })
 end
 
-local function pool_devices(opts)
-  if opts.devices == "cpu" then return "cpu" end
-  if not opts.devices then return nil end
+-- pool_devices(prog, opts) -> the pool's devices ("cpu", GPU indices, or nil: all GPUs), or nil,
+-- message, exit code when --devices names a GPU this machine does not have
+local function pool_devices(prog, opts)
+  if opts.devices == "cpu" or not opts.devices then return opts.devices end
+  local have, set = require("kagent.gpu").gpus(), {}
+  for _, d in ipairs(have) do set[d] = true end
   local list = {}
-  for d in opts.devices:gmatch("%d+") do list[#list + 1] = tonumber(d) end
+  for d in opts.devices:gmatch("%d+") do
+    d = tonumber(d)
+    if not set[d] then
+      return die(string.format("%s: --devices %s: there is no GPU %d here (%s)", prog, opts.devices, d,
+        #have == 0 and "nvidia-smi lists none; use --devices cpu" or ("GPUs found: " .. table.concat(have, ","))))
+    end
+    list[#list + 1] = d
+  end
   return list
 end
 
--- setup(prog, opts, {mode, llm, state, spec}) -> run, or nil, message, exit code.
+-- write_probe(db) -> true, or nil and why: one row written and rolled back, so a read-only file
+-- (which SQLite opens read-only without a word) is found now, not at the run's first record
+local function write_probe(db)
+  local ok, res, err = pcall(db.transaction, db, function(d)
+    local changes, werr = d:exec("INSERT OR REPLACE INTO llm_cache(key, created) VALUES ('kagent:write-probe', 0)")
+    error({ write_error = changes == nil and werr }, 0)  -- never kept: the transaction rolls back
+  end)
+  if ok then return nil, err end  -- BEGIN failed
+  if type(res) == "table" and res.write_error == false then return true end
+  return nil, type(res) == "table" and res.write_error or res
+end
+
+-- open_memory(prog, path) -> db that can be written, or nil, message, exit code
+local function open_memory(prog, path)
+  local db, err = require("kagent.mem").open(path)
+  if db then
+    local ok, werr = write_probe(db)
+    if ok then return db end
+    db:close()
+    err = werr
+  end
+  return die(string.format("%s: the memory database %s cannot be written: %s", prog,
+    path or require("kagent.mem").default_path(), tostring(err)))
+end
+
+-- setup(prog, opts, {mode, llm, state}) -> run, or nil, message, exit code.
 -- llm: the kagent.llm module when the run may call an LLM (already configured), else nil.
+-- The inputs were checked (check_inputs); here the memory database and the devices are checked
+-- before the evaluator workers start, and the run row is made last.
 function M.setup(prog, opts, how)
   how = how or {}
   local gpu = require("kagent.gpu")
-  local mem = require("kagent.mem")
   local t0 = ktime.now()
   local state = how.state
-  if not opts.problem then return die(prog .. ": --problem is required\n" .. args.usage(prog, how.spec or options)) end
   local problem_code = fs.read(opts.problem)
-  if not problem_code then return die(prog .. ": cannot read problem " .. opts.problem) end
+  if not problem_code then return die(prog .. ": cannot read the problem file " .. opts.problem) end
+  local db, dberr, dbcode = open_memory(prog, opts.db)
+  if not db then return nil, dberr, dbcode end
+  local devices, derr, dcode = pool_devices(prog, opts)
+  if derr then return nil, derr, dcode end
 
-  local pool = gpu.pool({ devices = pool_devices(opts), timeout = opts.job_timeout })
-  local devs, derr = pool:devices()
-  if not devs then return die(prog .. ": no evaluator worker started: " .. tostring(derr), 3) end
+  local pool = gpu.pool({ devices = devices, timeout = opts.job_timeout })
+  local devs, perr = pool:devices()
+  if not devs then return die(prog .. ": no evaluator worker started: " .. tostring(perr)) end
   local d1 = devs[1]
   if d1.mode == "cpu" and opts.devices ~= "cpu" then
     io.stderr:write(prog .. ": no GPU found: CPU mode (candidates must be pure PyTorch; Triton kernels need a GPU; no hardware counters).\n")
@@ -106,15 +212,15 @@ function M.setup(prog, opts, how)
     and string.format("CPU mode (torch %s): candidates are pure PyTorch, timed by wall clock; no hardware counters.", tostring(d1.torch))
     or string.format("%s ×%d (torch %s, triton %s)", device_name, #devs, tostring(d1.torch), tostring(d1.triton))
 
-  local db, dberr = mem.open(opts.db)
-  if not db then return die(prog .. ": memory: " .. tostring(dberr)) end
   local info = { problem = opts.problem, problem_hash = fingerprint.hash(problem_code), gpu = device_name,
     policy = opts.policy, config = { rounds = opts.rounds, beam = opts.beam, directions = opts.directions,
       dtype = opts.dtype, model = opts.model, mode = how.mode } }
   local rd, rerr
   if state then rd, rerr = rundir.open(opts.resume_dir) else rd, rerr = rundir.open(opts.out, rundir.new_id(opts.problem)) end
-  if not rd then return die(prog .. ": run directory: " .. tostring(rerr)) end
-  local m = state and state.mem_run_id and memory.resume(db, state.mem_run_id, info) or memory.open(db, info)
+  if not rd then pool:close(); return die(prog .. ": run directory: " .. tostring(rerr)) end
+  local m, merr
+  if state then m, merr = memory.resume(db, state.mem_run_id, info) else m, merr = memory.open(db, info) end
+  if not m then pool:close(); return die(prog .. ": memory: " .. tostring(merr)) end
 
   local r = { prog = prog, opts = opts, mode = how.mode, problem_path = opts.problem, problem_code = problem_code,
     dtype = opts.dtype, pool = pool, devices = devs, device_name = device_name, gpu_text = gpu_text,
@@ -122,6 +228,9 @@ function M.setup(prog, opts, how)
     -- "provider:model" as the LLM layer resolved it (an --model without provider included)
     model = how.llm and select(2, how.llm.configured()) or nil,
     skills = skills_lib.load(), op_class = features.op_class(problem_code) }
+  local failed = state and state.llm_failures or {}
+  r.llm_guard = llm_guard.new({ limit = opts.llm_failures, backoff = opts.llm_backoff, failures = failed.calls,
+    by_code = failed.by_code })
   r.usage = usage_fn(how.llm, state and state.usage)
   r.progress = progress.new({ rounds = opts.rounds, usage = r.usage })
   M.add_helpers(r)
@@ -197,9 +306,32 @@ function M.add_helpers(r)
     return blocks[key]
   end
 
-  -- chat(text, tag, shared) -> result or nil, err. `shared` (a block from above) goes first; for
-  -- Anthropic it is its own message marked for the prompt cache, for OpenAI-compatible servers
-  -- (which cache prefixes by themselves) it is joined with the text into one message.
+  -- The decoding rate the status line shows: the mean over the streams in flight, else the
+  -- run's mean (kagent.llm usage), once a reply came streamed.
+  local guard = r.llm_guard or llm_guard.new({ limit = opts.llm_failures, backoff = opts.llm_backoff })
+  r.llm_guard = guard
+  local streams, shown_at = {}, 0
+  local function rate()
+    local sum, n = 0, 0
+    for slot in pairs(streams) do
+      local tps = slot.p and slot.p.tokens_per_s
+      if tps then sum, n = sum + tps, n + 1 end
+    end
+    if n > 0 then return sum / n end
+    return r.llm and r.llm.usage().tokens_per_s
+  end
+  local function show(force)
+    if not r.progress then return end
+    local now = ktime.now()
+    if not force and now - shown_at < 0.5 then return end
+    shown_at = now
+    r.progress:update({ tokens_per_s = guard.streamed and rate() or nil, llm_failures = guard.failures })
+  end
+
+  -- chat(text, tag, shared) -> result or nil, "CODE: message", "CODE". `shared` (a block from
+  -- above) goes first; for Anthropic it is its own message marked for the prompt cache, for
+  -- OpenAI-compatible servers (which cache prefixes by themselves) it is joined with the text
+  -- into one message. Failures are retried and counted by the run's guard (agents/lib/llm_guard.lua).
   function r.chat(text, tag, shared)
     if not r.llm then return nil, "ENOTSUP: no LLM configured", "ENOTSUP" end
     local messages
@@ -208,18 +340,26 @@ function M.add_helpers(r)
     else
       messages = { { role = "user", content = M.full_prompt(text, shared) } }
     end
+    -- the call's place and replay key are taken once: the guard's retries are the same call
     local system = r.system_prompt()
     local place, key
     if r.calls then place, key = r.calls:key(tag, system, M.full_prompt(text, shared)) end
-    local res, err, code = r.llm.chat({ model = r.model, system = system, messages = messages,
-      max_tokens = opts.max_tokens, temperature = opts.temperature, tag = tag, replay_key = key })
+    local slot = {}
+    streams[slot] = true
+    local res, err, code = guard:call(function()
+      return r.llm.chat({ model = r.model, system = system, messages = messages,
+        max_tokens = opts.max_tokens, temperature = opts.temperature, tag = tag, replay_key = key,
+        on_token = function(_, p) slot.p = p; show(false) end })
+    end, tag)
+    streams[slot] = nil
     if r.calls then r.calls:record(place, key, res, err, code, r.model) end
     if res then
       if res.text == nil then res.text = "" end
+      if res.streamed then guard.streamed = true end
     else
       log.warn("LLM %s call failed: %s", tag or "?", tostring(err))
     end
-    if r.progress then r.progress:update({}) end
+    show(true)
     return res, err, code
   end
 

@@ -24,6 +24,14 @@ end
 
 function M:path(...) return fs.join(self.dir, ...) end
 
+-- sub(rel) -> the run directory seen from its folder <rel> (same id): a session inside a run,
+-- such as one subgraph's generation, writes its usual layout there
+function M:sub(rel)
+  local d = fs.join(self.dir, rel)
+  fs.mkdir_p(d)
+  return setmetatable({ dir = d, id = self.id }, M)
+end
+
 function M:worker_dir(round, k)
   local d = fs.join(self.dir, "rounds", "round_" .. round, "w" .. k)
   fs.mkdir_p(d)

@@ -66,10 +66,10 @@ local function stop_reason(run, pol, state)
   return M.budget_stop(run) or (pol.stop or M.default_stop)(state, run)
 end
 
--- start(run, saved) -> state: resumed from state.json, or a fresh one whose input kernel (the
--- --kernel, the archived best, or a generated one) is evaluated next to the baselines.
-function M.start(run, saved)
-  if saved then return state_file.restore(run, saved) end
+-- start(run) -> state, or nil, why, llm_down: a fresh state whose input kernel (the --kernel,
+-- the archived best, or a generated one) is evaluated next to the baselines. llm_down: the
+-- kernel could not be generated because the LLM failed (not the problem's fault).
+function M.start(run)
   local opts, code, label = run.opts, nil, run.opts.kernel
   if opts.kernel then
     code = fs.read(opts.kernel)
@@ -83,8 +83,8 @@ function M.start(run, saved)
       return nil, "no --kernel given and no archived kernel for this problem; generating one needs an LLM "
         .. "(set KAGENT_MODEL and its key), or pass --kernel"
     end
-    local g, gerr = require("agents.lib.generate").run(run, opts.gen_workers)
-    if not g then return nil, gerr end
+    local g, gerr, llm_down = require("agents.lib.generate").run(run, opts.gen_workers)
+    if not g then return nil, gerr, llm_down or run.llm_guard.down ~= nil end
     code, label = g.code, string.format("generated (worker %d, %d attempt(s))", g.worker, g.attempts)
   end
   run.rd:write("problem.py", run.problem_code)
@@ -93,6 +93,12 @@ function M.start(run, saved)
   local r = confirm.input(run, code)
   run.rd:write("input_eval.json", r)
   if not attempt.verified(r) then
+    local ref = tostring(r.error):match("^EREFERENCE: (.*)$")
+    if ref then
+      -- the reference itself failed: the problem file is at fault, not the kernel
+      return nil, string.format("the problem file %s fails on its own (%s)", run.problem_path,
+        (ref:gsub("^the reference failed in ", "")))
+    end
     return nil, string.format("the input kernel fails at stage %s: %s", tostring(r.stage), tostring(r.error))
   end
   local k = attempt.kernel({ id = "input", label = label, code = code, path = run.rd:path("input_kernel.py"),
@@ -106,6 +112,30 @@ function M.start(run, saved)
     sol_checked = {} }
 end
 
+-- supersede(run, st) -> attempts marked: what an interrupted process did after the state it saved
+-- last (the rounds after st.round; everything when the input was not measured yet) is redone, so
+-- its attempts are marked superseded in memory and its round folders moved to superseded/<time>/,
+-- and the database counts the attempts summary.json counts.
+function M.supersede(run, st)
+  local after = st and st.round or nil
+  local stamp = os.date("!%Y%m%d-%H%M%S")
+  local moved = 0
+  for _, name in ipairs(fs.list(run.rd:path("rounds")) or {}) do
+    local n = tonumber(name:match("^round_(%d+)$"))
+    if n and n > (after or -1) then
+      local dest = run.rd:path("superseded", stamp)
+      fs.mkdir_p(dest)
+      if os.rename(run.rd:path("rounds", name), fs.join(dest, name)) then moved = moved + 1 end
+    end
+  end
+  local count = run.mem:supersede(after, moved > 0 and { from = run.rd:path("rounds"), to = run.rd:path("superseded", stamp) } or nil)
+  if (count or 0) > 0 or moved > 0 then
+    log.info("resume: %d attempt(s) of the interrupted %s marked superseded%s", count or 0,
+      after and ("round " .. (after + 1)) or "start", moved > 0 and (" (trace in superseded/" .. stamp .. ")") or "")
+  end
+  return count or 0
+end
+
 local function show_best(run, st)
   local ms = st.best.result.time_ms.median
   local b = st.baselines
@@ -115,10 +145,12 @@ end
 
 -- A round ---------------------------------------------------------------------------------------------
 
--- outcome(run, st, parent, a): duplicate (a fingerprint seen in the run, the parent's included)
--- or improved/same/slower by the promotion gate. The fingerprint is claimed before anything can
+-- outcome(run, st, parent, a): llm_error (an LLM call failed: nothing about the kernel), failed,
+-- duplicate (a fingerprint seen in the run, the parent's included) or improved/same/slower by
+-- the promotion gate. The fingerprint is claimed before anything can
 -- yield, so two workers of a round that write the same kernel cannot both count as new.
 local function outcome(run, st, parent, a)
+  if a.llm_error then a.outcome = "llm_error"; return end
   if not a.ok then a.outcome = "failed"; return end
   local seen = a.fingerprint == parent.fingerprint and parent.id or st.known[a.fingerprint]
   if seen then
@@ -150,7 +182,9 @@ local function worker(run, pol, st, job)
   local a = attempt.shape(run, job.parent, job.direction, draft, w)
   outcome(run, st, job.parent, a)
   a.policy, a.baselines = pol.name, st.baselines
-  a.reflexion, a.reflexion_prompt, a.reflexion_reply = reflector.reflect(run, job.parent, a)
+  if not a.llm_error then
+    a.reflexion, a.reflexion_prompt, a.reflexion_reply = reflector.reflect(run, job.parent, a)
+  end
   local id, child = attempt.store(run, job.parent, job.direction, a, w)
   if child then
     st.seq = st.seq + 1
@@ -233,17 +267,21 @@ local function round_json(run, st, r, t0, u0, children)
     tokens = { input = u.input_tokens - u0.input_tokens, output = u.output_tokens - u0.output_tokens,
       cache_read = u.cache_read_tokens - u0.cache_read_tokens, cache_write = u.cache_write_tokens - u0.cache_write_tokens,
       total = u.tokens - u0.tokens },
-    llm_calls = u.calls - u0.calls, cost_usd = u.cost_usd - u0.cost_usd, run_tokens = u.tokens, run_cost_usd = u.cost_usd })
+    llm_calls = u.calls - u0.calls, cost_usd = u.cost_usd - u0.cost_usd, run_tokens = u.tokens, run_cost_usd = u.cost_usd,
+    llm_failures = run.llm_guard.failures - (u0.llm_failures or 0) })
 end
 
--- search(run, pol, st) -> stop reason. Rounds st.round+1 .. --rounds.
+-- search(run, pol, st) -> stop reason. Rounds st.round+1 .. --rounds. A round in which the LLM
+-- went down (agents/lib/llm_guard.lua) is not kept: the driver stops, and --resume redoes it.
 function M.search(run, pol, st)
   show_best(run, st)
   local reason = st.stop_reason or stop_reason(run, pol, st)
   for r = st.round + 1, run.opts.rounds do
-    if reason then break end
+    if reason or run.llm_guard.down then break end
     local t0, u0 = ktime.now(), run.usage()
+    u0.llm_failures = run.llm_guard.failures
     local children, none = M.round(run, pol, st, r)
+    if run.llm_guard.down then break end
     if none then reason = none; break end
     local kept = pol.keep(st.beam, children, run)
     if type(kept) ~= "table" or #kept == 0 then error("keep() must return a non-empty beam", 0) end
@@ -271,52 +309,113 @@ end
 
 local function say(prog, msg) io.stderr:write(prog .. ": " .. msg .. "\n") end
 
--- main(prog, argv, default_policy) -> exit code; agents/beam.lua, skill.lua and tune.lua are this
--- with their default policy. --policy picks another (a shipped name or a path.lua); --resume
--- continues a run with the policy it was started with.
-function M.main(prog, argv, default_policy)
-  local opts, _, code = run_lib.parse(prog, argv)
-  if not opts then return code end
-  local saved, _, scode = run_lib.read_state(prog, opts)
-  if opts.resume and not saved then return scode end
-  if opts.tuner then opts.policy = "tune" end
-  opts.policy = opts.policy or default_policy
-  local pol, perr = policy_lib.load(opts.policy)
-  if not pol then say(prog, perr); return 2 end
-  local llm
-  if pol.llm ~= false then
-    llm = require("kagent.llm")
-    if opts.model then llm.configure({ model = opts.model }) end
-    local configured, which = llm.configured()
-    if not configured then
-      io.stderr:write(prog .. ": no LLM is configured (" .. tostring(which) .. ").\n"
-        .. "Falling back to the LLM-free tuner (policy tune): same run directory and memory records.\n")
-      opts.policy, llm = "tune", nil
-      pol = assert(policy_lib.load("tune"))
-    end
-  end
-  local run, _, ecode = run_lib.setup(prog, opts, { mode = llm and "llm" or "tuner", llm = llm, state = saved })
-  if not run then return ecode end
-  local st, serr = M.start(run, saved)
-  if not st then say(prog, serr); run.mem:finish("failed", { error = serr }); return 2 end
-  local reason = M.search(run, pol, st)
-  local s = M.finish(run, st, reason)
-  return M.replay_status(prog, s)
-end
+-- Exit statuses of the entry points (docs/agents.md)
+M.EXIT = { done = 0, error = 1, input = 2, llm_down = 3, replay_miss = 4 }
 
--- replay_status(prog, summary) -> exit code: 0, or 4 when a strict replay (cache mode "replay")
--- met questions it had no recorded answer to. Those branches stopped where they were asked
--- (stage "replay"), so the run is not a reproduction of the recorded one, and says so.
-M.REPLAY_MISS_EXIT = 4
-function M.replay_status(prog, s)
+-- replay_status(prog, summary, code) -> exit status: `code`, or 4 when a strict replay (cache
+-- mode "replay") met questions it had no recorded answer to. Those branches stopped where they
+-- were asked (stage "replay"), so the run does not reproduce the recorded one, and says so.
+function M.replay_status(prog, s, code)
   local r = s.replay or {}
   if r.mode == "replay" and (r.misses or 0) > 0 then
     say(prog, string.format("strict replay: %d of %d LLM call(s) had no recorded answer; their branches stopped "
       .. "(see replay_misses.json in the run directory). This run does not reproduce the recorded one.",
       r.misses, r.calls or 0))
-    return M.REPLAY_MISS_EXIT
+    return M.EXIT.replay_miss
   end
-  return 0
+  return code
+end
+
+-- llm_for(prog, opts) -> the kagent.llm module configured from the options; nil when nothing is
+-- configured (the tuner runs instead); or false, exit status when the LLM cannot be used.
+local function llm_for(prog, opts)
+  local llm, configured, which, code = run_lib.configure_llm(opts)
+  if configured then return llm end
+  if require("agents.lib.llm_guard").TRANSIENT[code] then
+    say(prog, "the LLM does not answer: " .. tostring(which) .. ". Nothing was started; try again later.")
+    return false, M.EXIT.llm_down
+  end
+  io.stderr:write(prog .. ": no LLM is configured (" .. tostring(which) .. ").\n"
+    .. "Falling back to the LLM-free tuner (policy tune): same run directory and memory records.\n")
+  return nil
+end
+
+-- llm_stop(run) -> exit status 3: the LLM is down. The state saved after the last whole round
+-- stays (with the usage and failures since), the run row is `stopped`, and --resume continues.
+function M.llm_stop(run)
+  local g = run.llm_guard
+  local saved = run.rd:read_json("state.json")
+  if type(saved) == "table" then
+    saved.usage, saved.llm_failures = run.usage(), g:summary()
+    run.rd:write("state.json", saved)
+  end
+  run.mem:finish("stopped", { stop_reason = "llm_down", error = g.down, llm_failures = g:summary() })
+  run.progress:finish()
+  say(run.prog, string.format("stopped: %s. Nothing was learned from the failed calls; the unfinished round "
+    .. "is redone when the run continues:\n  kagent-rt %s --resume %s", g.down, run.prog, run.rd.dir))
+  return M.EXIT.llm_down
+end
+
+-- drive(run, pol, saved) -> exit status: start or resume, search, finish
+local function drive(run, pol, saved)
+  local st = saved and state_file.restore(run, saved)
+  if saved then M.supersede(run, st) end
+  if not st then
+    state_file.save(run, nil)  -- from here a --resume can start the run again
+    local why, llm_down
+    st, why, llm_down = M.start(run)
+    if not st then
+      if llm_down then return M.llm_stop(run) end
+      say(run.prog, why)
+      return M.replay_status(run.prog, summary.failed(run, why), M.EXIT.input)
+    end
+    state_file.save(run, st)
+  end
+  local reason = M.search(run, pol, st)
+  if run.llm_guard.down then return M.llm_stop(run) end
+  return M.replay_status(run.prog, M.finish(run, st, reason), M.EXIT.done)
+end
+
+-- main(prog, argv, default_policy, how) -> exit code; agents/beam.lua, skill.lua and tune.lua are
+-- this with their default policy and their own usage (how: {usage, about, llm_free}). --policy
+-- picks another (a shipped name or a path.lua); --resume continues a run with its own options.
+-- Everything on the command line is checked before any work (options, files, policy, LLM,
+-- database, devices); a run that fails after its run row exists is marked failed with the reason.
+function M.main(prog, argv, default_policy, how)
+  how = how or {}
+  how.epilog = "Exit status: 0 done, 1 internal error, 2 bad input or a failed start"
+    .. (how.llm_free and "" or ", 3 the LLM stopped answering (--resume continues the run), 4 a strict replay "
+      .. "(KAGENT_LLM_CACHE=replay) had no recorded answer to some question") .. ". "
+    .. (how.epilog or "")
+  local opts, _, code = run_lib.parse(prog, argv, nil, how)
+  if not opts then return code end
+  local saved, _, scode = run_lib.read_state(prog, opts)
+  if opts.resume and not saved then return scode end
+  local checked, _, icode = run_lib.check_inputs(prog, opts)
+  if not checked then return icode end
+  if opts.tuner then opts.policy = "tune" end
+  opts.policy = opts.policy or default_policy
+  local pol, perr = policy_lib.load(opts.policy)
+  if not pol then say(prog, perr); return M.EXIT.input end
+  local llm
+  if pol.llm ~= false then
+    local lcode
+    llm, lcode = llm_for(prog, opts)
+    if llm == false then return lcode end
+    if not llm then
+      opts.policy = "tune"
+      pol = assert(policy_lib.load("tune"))
+    end
+  end
+  local run, _, ecode = run_lib.setup(prog, opts, { mode = llm and "llm" or "tuner", llm = llm, state = saved })
+  if not run then return ecode end
+  local ok, res = xpcall(drive, debug.traceback, run, pol, saved)
+  if ok then return res end
+  log.error("%s", tostring(res))
+  local first = tostring(res):match("^[^\n]*")
+  summary.failed(run, "internal error: " .. first)
+  say(prog, "internal error (the run is marked failed; the traceback is in the log): " .. first)
+  return M.EXIT.error
 end
 
 return M

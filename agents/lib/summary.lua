@@ -14,16 +14,27 @@ function M.replay(run)
   return calls.replay(calls.read_csv(run.rd:path("usage.csv")), run.llm and run.llm.cache_mode() or "off")
 end
 
--- base(run) -> the fields every summary.json has (run, problem, device, policy, usage, replay,
--- memory)
+-- base(run) -> the fields every summary.json has (run, status, problem, device, policy, usage,
+-- LLM failures, replay, memory)
 function M.base(run)
   local u = run.usage()
-  return { run_id = run.rd.id, mode = run.mode, problem = run.problem_path, dtype = run.dtype,
+  return { run_id = run.rd.id, status = "done", mode = run.mode, problem = run.problem_path, dtype = run.dtype,
     device = run.device_name, model = run.model or json.null, policy = run.opts.policy,
     tokens = { input = u.input_tokens, output = u.output_tokens, cache_read = u.cache_read_tokens,
       cache_write = u.cache_write_tokens, total = u.tokens },
-    llm_calls = u.calls, cost_usd = u.cost_usd, wall_s = ktime.now() - run.t0, memory_run_id = run.mem.run_id,
-    replay = M.replay(run) }
+    llm_calls = u.calls, llm_failures = run.llm_guard:summary(), cost_usd = u.cost_usd,
+    wall_s = ktime.now() - run.t0, memory_run_id = run.mem.run_id, replay = M.replay(run) }
+end
+
+-- failed(run, why): a run that ended before it had a result: summary.json says so (status
+-- "failed", the reason) and so does its row in memory, so no run is left `running`.
+function M.failed(run, why)
+  local s = M.base(run)
+  s.status, s.error = "failed", why
+  run.rd:write("summary.json", s)
+  run.mem:finish("failed", s)
+  run.progress:finish()
+  return s
 end
 
 -- attempts_to_best(attempts, best) -> attempts made in the rounds up to and including the one

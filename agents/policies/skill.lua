@@ -37,7 +37,7 @@ function P.directions(parent, run)
         signature = p.signature, source = p.source or "planner", bucket = decision.bucket, tier = decision.tier },
       trace = { ["retrieval.json"] = decision, ["plan_prompt.txt"] = rec.prompts[1], ["plan_reply.txt"] = rec.replies[1] } }
   end
-  return out, { retrieval = decision, planned = #out, rejected = rec.rejected, refused = rec.refused,
+  return out, { retrieval = decision, planned = #out, rejected = rec.rejected, refused = rec.refused, warnings = rec.warnings,
     replanned = rec.prompts[2] ~= nil, reason = #out == 0 and string.format("nothing left to plan on %s: %d plan(s) "
       .. "refused by memory, %d rejected", parent.id, #rec.refused, #rec.rejected) or nil }
 end

@@ -6,7 +6,7 @@ local verifier = require("agents.roles.verifier")
 
 local M = {}
 
--- repair(run, f) -> {code, diagnosis, prompt_path, reply_path, error}; f as verifier.refine's
+-- repair(run, f) -> {code, diagnosis, prompt_path, reply_path, error, llm_code}; f as verifier.refine's
 function M.repair(run, f)
   local r = f.result
   local shared = f.shared or run.problem_block()
@@ -17,9 +17,9 @@ function M.repair(run, f)
   local audit = run.render("audit", vars)
   local base = string.format("%s/repair_%d", f.dir, f.try)
   run.rd:write(base .. "_audit_prompt.txt", run.full_prompt(audit, shared))
-  local res, err = run.chat(audit, "audit", shared)
+  local res, err, ecode = run.chat(audit, "audit", shared)
   run.rd:write(base .. "_audit_reply.txt", res and res.text or ("LLM call failed: " .. tostring(err)))
-  if not res then return { error = err, prompt_path = base .. "_audit_prompt.txt" } end
+  if not res then return { error = err, llm_code = ecode, prompt_path = base .. "_audit_prompt.txt" } end
   local d = run.extract_json(res.text)
   d = type(d) == "table" and d or { cause = res.text:sub(1, 400), evidence = "", fix = "" }
   local pvars = { cause = tostring(d.cause or "?"), evidence = tostring(d.evidence or ""), fix = tostring(d.fix or ""),
@@ -27,9 +27,9 @@ function M.repair(run, f)
   for k, v in pairs(common) do pvars[k] = v end
   local patch = run.render("repair", pvars)
   run.rd:write(base .. "_prompt.txt", run.full_prompt(patch, shared))
-  local res2, err2 = run.chat(patch, "repair", shared)
+  local res2, err2, ecode2 = run.chat(patch, "repair", shared)
   run.rd:write(base .. "_reply.txt", res2 and res2.text or ("LLM call failed: " .. tostring(err2)))
-  return { code = res2 and run.extract_code(res2.text), error = not res2 and err2 or nil,
+  return { code = res2 and run.extract_code(res2.text), error = not res2 and err2 or nil, llm_code = not res2 and ecode2 or nil,
     diagnosis = pvars.cause .. " -> fix: " .. pvars.fix, prompt_path = base .. "_prompt.txt", reply_path = base .. "_reply.txt" }
 end
 

@@ -23,7 +23,7 @@ local KERNEL_RULE = {
     .. "formulation of the same computation than the reference.",
 }
 
--- propose(run, w) -> {code, prompt, reply, error}; w = {k, n, lessons}. The problem block goes
+-- propose(run, w) -> {code, prompt, reply, error, llm_code}; w = {k, n, lessons}. The problem block goes
 -- first (the same for every generator), the worker's approach last.
 function M.propose(run, w)
   local prompt = run.render("generate", {
@@ -33,9 +33,9 @@ function M.propose(run, w)
     lessons = w.lessons or "(none)",
   })
   local shared = run.problem_block()
-  local res, err = run.chat(prompt, "generate", shared)
+  local res, err, code = run.chat(prompt, "generate", shared)
   prompt = run.full_prompt(prompt, shared)
-  if not res then return { prompt = prompt, reply = "LLM call failed: " .. tostring(err), error = err } end
+  if not res then return { prompt = prompt, reply = "LLM call failed: " .. tostring(err), error = err, llm_code = code } end
   return { code = run.extract_code(res.text), prompt = prompt, reply = res.text }
 end
 

@@ -82,33 +82,43 @@ function M.fill(list, m, hits, profile)
   return list
 end
 
--- diagnose(run, parent, m, hints) -> bottlenecks, prompt, reply_text. hints: {hits (skill rule
--- hits), history, lessons}. The parent's block goes first (shared with its workers' prompts).
+-- diagnose(run, parent, m, hints) -> bottlenecks, prompt, reply_text, warning. hints: {hits (skill
+-- rule hits), history, lessons}. The parent's block goes first (shared with its workers' prompts).
+-- warning: why the diagnosis gave no usable direction (the call failed, or its reply could not
+-- be parsed), logged; the directions then come from the skill rules.
 function M.diagnose(run, parent, m, hints)
   hints = hints or {}
   local hits = hints.hits or {}
   local prompt = run.render("diagnose", { num_bottlenecks = m, skills = skills_lib.describe(hits),
     history = hints.history or "(none)", lessons = hints.lessons or "(none)", schema = M.schema })
-  local list, reply = {}, nil
+  local list, reply, warning = {}, nil, nil
   local shared = run.parent_block(parent)
   if run.llm then
     local res, err = run.chat(prompt, "diagnose", shared)
     if res then
       reply = res.text
-      local obj = run.extract_json(res.text)
+      local obj, perr = run.extract_json(res.text)
       if type(obj) == "table" then
         list = M.normalize(obj.bottlenecks or (obj[1] and obj) or {})
+        if #list == 0 then warning = "the diagnosis reply has no usable bottleneck" end
+      else
+        warning = "the diagnosis reply could not be parsed (" .. tostring(perr or "no JSON") .. ")"
       end
     else
       reply = "LLM call failed: " .. tostring(err)
+      warning = "the diagnosis call failed (" .. tostring(err) .. ")"
+    end
+    if warning then
+      require("kagent.log").warn("diagnosis of %s: %s; its directions come from the skill rules", tostring(parent.id), warning)
     end
   end
   list = M.fill(list, m, hits, parent.profile or {})
   for i = 1, #list do list[i].rank = i end
-  return list, run.full_prompt(prompt, shared), reply or "(no LLM reply: directions from skill rules)"
+  return list, run.full_prompt(prompt, shared), reply or "(no LLM reply: directions from skill rules)", warning
 end
 
--- directions(run, parent, m) -> m directions for a parent's workers: the skills whose rules fire
+-- directions(run, parent, m) -> m directions for a parent's workers, and (when the diagnosis gave
+-- nothing usable) {diagnosis_warning, directions_from} for the trace: the skills whose rules fire
 -- (ranked by their learned record), what was tried from this parent and lessons of similar
 -- problems go into one diagnosis call; each direction carries that call's prompt and reply as
 -- its trace (bottleneck_prompt.txt, bottleneck_response.txt), and the history and lessons its
@@ -121,12 +131,12 @@ function M.directions(run, parent, m)
   for _, h in ipairs(hits) do words[#words + 1] = h.skill.name end
   local hints = { hits = hits, history = run.mem:history_text(parent.fingerprint),
     lessons = run.mem:lessons_text({ op_class = run.op_class, query = table.concat(words, " ") }) }
-  local list, prompt, reply = M.diagnose(run, parent, m, hints)
+  local list, prompt, reply, warning = M.diagnose(run, parent, m, hints)
   for _, b in ipairs(list) do
     b.trace = { ["bottleneck_prompt.txt"] = prompt, ["bottleneck_response.txt"] = reply }
     b.history, b.lessons = hints.history, hints.lessons
   end
-  return list
+  return list, warning and { diagnosis_warning = warning, directions_from = "skill rules" } or nil
 end
 
 return M

@@ -15,7 +15,8 @@ function M.skill_text(run, name)
     table.concat(s.expected or {}, "; "), table.concat(s.avoid or {}, "; ")), s.name
 end
 
--- propose(run, parent, d, hints) -> {code, prompt, reply, skill, error}
+-- propose(run, parent, d, hints) -> {code, prompt, reply, skill, error, llm_code}
+-- (error and llm_code: the LLM call failed)
 -- hints: {history, lessons} as text.
 function M.propose(run, parent, d, hints)
   hints = hints or {}
@@ -26,9 +27,11 @@ function M.propose(run, parent, d, hints)
     entry_point = run.entry_point(parent.code),
   })
   local shared = run.parent_block(parent)
-  local res, err = run.chat(prompt, "optimize", shared)
+  local res, err, code = run.chat(prompt, "optimize", shared)
   prompt = run.full_prompt(prompt, shared)
-  if not res then return { prompt = prompt, reply = "LLM call failed: " .. tostring(err), skill = skill_name, error = err } end
+  if not res then
+    return { prompt = prompt, reply = "LLM call failed: " .. tostring(err), skill = skill_name, error = err, llm_code = code }
+  end
   return { code = run.extract_code(res.text), prompt = prompt, reply = res.text, skill = skill_name }
 end
 

@@ -98,17 +98,23 @@ local function ask(run, parent, n, decision, hints, refused)
     refused = refused and ("\n## Refused: already tried from this kernel (plan something else)\n" .. refused .. "\n") or nil })
   local shared = run.parent_block(parent)
   local res, err = run.chat(prompt, "plan", shared)
-  local obj = res and run.extract_json(res.text)
-  local list = type(obj) == "table" and (obj.plans or (obj[1] and obj)) or {}
-  return type(list) == "table" and list or {}, run.full_prompt(prompt, shared), res and res.text or ("LLM call failed: " .. tostring(err))
+  local obj, perr
+  if res then obj, perr = run.extract_json(res.text) end
+  local list = type(obj) == "table" and (obj.plans or (obj[1] and obj)) or nil
+  local warning
+  if not res then warning = "the plan call failed (" .. tostring(err) .. ")"
+  elseif type(list) ~= "table" then warning = "the plan reply could not be parsed (" .. tostring(perr or "no plans") .. ")" end
+  if warning then require("kagent.log").warn("plans for %s: %s; gaps are filled by rule", tostring(parent.id), warning) end
+  return type(list) == "table" and list or {}, run.full_prompt(prompt, shared), res and res.text or ("LLM call failed: " .. tostring(err)),
+    warning
 end
 
 -- plans(run, parent, n, decision, hints) -> up to n accepted plans (each with .signature), and the
--- record of the decision for the trace {prompts, replies, rejected, refused}.
+-- record of the decision for the trace {prompts, replies, rejected, refused, warnings}.
 -- hints: {history, lessons, tried = {skill = true} (skills tried from this parent)}
 function M.plans(run, parent, n, decision, hints)
   local known, tried = M.known_metrics(parent), hints.tried or {}
-  local out, taken, rec = {}, {}, { prompts = {}, replies = {}, rejected = {}, refused = {} }
+  local out, taken, rec = {}, {}, { prompts = {}, replies = {}, rejected = {}, refused = {}, warnings = {} }
   local function consider(p)
     local ok, why = M.check(p, decision, known, tried)
     if not ok then rec.rejected[#rec.rejected + 1] = { plan = p, why = why }; return end
@@ -130,8 +136,9 @@ function M.plans(run, parent, n, decision, hints)
         for _, r in ipairs(rec.refused) do lines[#lines + 1] = "- " .. r.signature .. ": " .. r.why end
         refused = table.concat(lines, "\n")
       end
-      local list, prompt, reply = ask(run, parent, n - #out, decision, hints, refused)
+      local list, prompt, reply, warning = ask(run, parent, n - #out, decision, hints, refused)
       rec.prompts[round], rec.replies[round] = prompt, reply
+      if warning then rec.warnings[#rec.warnings + 1] = warning end
       for _, p in ipairs(list) do consider(p) end
     end
   end
@@ -144,6 +151,7 @@ function M.plans(run, parent, n, decision, hints)
   end
   if #rec.rejected == 0 then rec.rejected = json.empty_array end
   if #rec.refused == 0 then rec.refused = json.empty_array end
+  if #rec.warnings == 0 then rec.warnings = json.empty_array end
   return out, rec
 end
 

@@ -41,7 +41,8 @@ function M.chain_text(chain)
   return table.concat(out, "\n")
 end
 
--- refine(run, f) -> {code, prompt_path, reply_path}: the default repair, one LLM call.
+-- refine(run, f) -> {code, prompt_path, reply_path, error, llm_code}: the default repair, one LLM
+-- call (error and llm_code: it failed).
 -- f: {code, result, try, max, chain, target, keep, shared, dir}
 function M.refine(run, f)
   local r = f.result
@@ -52,14 +53,16 @@ function M.refine(run, f)
     kernel_code = f.code or "(no code)", entry_point = run.entry_point(f.code or ""),
   })
   local shared = f.shared or run.problem_block()
-  local res, err = run.chat(prompt, "refine", shared)
+  local res, err, ecode = run.chat(prompt, "refine", shared)
   local pp, rp = f.dir .. "/refine_" .. f.try .. "_prompt.txt", f.dir .. "/refine_" .. f.try .. "_reply.txt"
   run.rd:write(pp, run.full_prompt(prompt, shared))
   run.rd:write(rp, res and res.text or ("LLM call failed: " .. tostring(err)))
-  return { code = res and run.extract_code(res.text), error = not res and err or nil, prompt_path = pp, reply_path = rp }
+  return { code = res and run.extract_code(res.text), error = not res and err or nil, llm_code = not res and ecode or nil,
+    prompt_path = pp, reply_path = rp }
 end
 
--- run(run, code, w, opts) -> {ok, result, code, tries, chain, cached, stopped}
+-- run(run, code, w, opts) -> {ok, result, code, tries, chain, cached, stopped, llm_code, llm_error}
+-- (llm_code, llm_error: a repair's LLM call failed, which ended the loop)
 -- w: {dir}; writes kernel_attempt_<i>.py and verify_<i>.json there. opts: max_refine (default
 -- --refine), target/keep (prompt words), shared (prompt block sent first), repair (function as
 -- refine above), stop() -> true ends the loop before its next step (another worker already
@@ -94,7 +97,11 @@ function M.run(run, code, w, opts)
     chain[#chain + 1] = { try = i + 1, stage = r.stage, error = r.error, diagnosis = fix.diagnosis,
       prompt_path = fix.prompt_path, reply_path = fix.reply_path,
       source_path = code and code ~= "" and (w.dir .. "/kernel_attempt_" .. i .. ".py") or nil }
-    if fix.error then break end
+    if fix.error then
+      local last = tries[#tries]
+      return { ok = false, result = last.result, code = last.code, tries = #tries, chain = chain,
+        llm_code = fix.llm_code or "ELLM", llm_error = tostring(fix.error) }
+    end
     code = fix.code
   end
   local last = tries[#tries]

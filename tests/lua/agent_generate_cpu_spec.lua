@@ -25,14 +25,7 @@ end
 
 -- The run's environment: CPU-mode python, its own memory, and no LLM unless the fake server's port
 -- is given (then pointed at it).
-local function env_for(dir, port)
-  local base = { KAGENT_PYTHON = spec.python, KAGENT_DB = dir .. "/mem.db", KAGENT_PROGRESS = "lines",
-    OPENAI_BASE_URL = false, ANTHROPIC_BASE_URL = false }
-  if port then return fake.env(port, base) end
-  base.ANTHROPIC_API_KEY, base.OPENAI_API_KEY, base.KAGENT_LLM_URL = false, false, false
-  base.KAGENT_MODEL, base.KAGENT_LLM_CACHE = false, false
-  return base
-end
+local env_for = cpu.env
 
 local function run_script(name, argv, env)
   return fake.run_agent(name, argv, env, 600)

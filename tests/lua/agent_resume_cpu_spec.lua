@@ -74,3 +74,79 @@ describe("--resume", function()
     end, { timeout = 600 })
   end
 end)
+
+-- kill -9 in the middle of round 2 (worker 1's attempt recorded, worker 2 waiting on a slow
+-- reply), then --resume: the run's own options come back, round 2 is redone, the killed round's
+-- attempts are marked superseded, and the database counts the attempts summary.json counts.
+local fake_llm = dofile(root .. "/tests/fixtures/fake_llm/fake.lua")
+
+local function two_directions(slow_second)
+  local replies = {
+    { match = "# REFLEXION", text = fenced({ was_fix_effective = true, lessons = { "one mean over dim 1" } }) },
+    { match = "# BOTTLENECK ANALYSIS", text = fenced({ bottlenecks = {
+      { category = "memory", summary = "DIRECTION_1 statistics in a loop", skill = "fusion", root_causes = { { cause = "loop", evidence = EV } } },
+      { category = "latency", summary = "DIRECTION_2 one channel at a time", skill = "ilp", root_causes = { { cause = "serial", evidence = EV } } } } }) },
+    { match = "DIRECTION_1", text = cpu.code_block("fast.py") },
+  }
+  if slow_second then replies[#replies + 1] = { match = "DIRECTION_2", text = cpu.code_block("slow.py"), times = 1 } end
+  replies[#replies + 1] = { match = "DIRECTION_2", text = cpu.code_block("slow.py"), delay = slow_second and 120 or 0 }
+  return { latency = 0, replies = replies }
+end
+
+describe("--resume after kill -9", function()
+  it("redoes the killed round with the run's own options; database and summary.json agree", function()
+    if not cpu.have_torch() then skip("no torch for " .. spec.python .. " (set KAGENT_PYTHON)") end
+    local dir = spec.tmpdir("resume-kill")
+    local srv = fake_llm.start({ script = two_directions(true) })
+    local env = fake.env(srv.port, { KAGENT_PYTHON = spec.python, KAGENT_DB = dir .. "/mem.db", OPENAI_BASE_URL = false,
+      ANTHROPIC_BASE_URL = false })
+    local p = fake.spawn_agent("beam.lua", { "--problem", problem, "--kernel", fx .. "slow.py", "--devices", "cpu",
+      "--out", dir .. "/runs", "--refine", "0", "--rounds", "2", "--beam", "1", "--directions", "2", "--plateau", "5",
+      "--dtype", "fp32" }, env)
+    -- wait for round 2's first recorded attempt
+    local t0, seen = kagent.time.now(), 0
+    while kagent.time.now() - t0 < 300 and p:running() do
+      local db = kagent.mem.open(dir .. "/mem.db")
+      if db then
+        seen = db:query("SELECT count(*) AS n FROM attempts WHERE round = 2")[1].n
+        db:close()
+      end
+      if seen > 0 then break end
+      kagent.task.sleep(0.2)
+    end
+    if not p:running() then
+      local r = p:wait(10)
+      if r.stderr:find("the input kernel fails at stage timing", 1, true) then skip("the machine was too noisy to time the input kernel") end
+      error("beam.lua ended before it was killed:\n" .. r.stderr:sub(-2000))
+    end
+    expect.eq(seen, 1, "worker 1 of round 2 recorded, worker 2 still waiting on the LLM")
+    p:kill("KILL")
+    p:wait(30)
+    local rd = fake.newest_run(dir .. "/runs")
+    expect.eq(json.decode(fs.read(rd .. "/state.json")).round, 1, "the last whole round")
+    expect.falsy(fs.exists(rd .. "/summary.json"))
+
+    srv:set_script(two_directions(false))
+    local r = fake.run_agent("beam.lua", { "--resume", rd }, env, 600)
+    srv:stop()
+    if r.code ~= 0 then error("--resume exited " .. r.code .. "\n" .. r.stderr:sub(-3000)) end
+    local s = read_json(rd .. "/summary.json")
+    expect.eq(s.rounds, 2)
+    expect.eq(s.rounds_requested, 2, "the run's own --rounds, not the default 8")
+    expect.eq(s.status, "done")
+    local db = assert(kagent.mem.open(dir .. "/mem.db"))
+    local row = db:query("SELECT id, status, config FROM runs")[1]
+    expect.eq(row.status, "done")
+    local function n(sql) return db:query(sql, { row.id })[1].n end
+    expect.eq(n("SELECT count(*) AS n FROM attempts WHERE run_id = ? AND role NOT IN ('input', 'repair') AND stage != 'superseded'"),
+      s.attempts, "the database and summary.json count the same attempts")
+    expect.eq(s.attempts, 4, "two rounds of two workers")
+    expect.eq(n("SELECT count(*) AS n FROM attempts WHERE run_id = ? AND stage = 'superseded'"), 1, "the killed round's attempt")
+    expect.eq(n("SELECT count(*) AS n FROM skill_outcomes WHERE run_id = ?"), 4, "one skill outcome per kept attempt")
+    expect.truthy(fs.exists(rd .. "/rounds/round_2/w2/kernel.py"), "round 2 redone in its folder")
+    local moved = fs.list(rd .. "/superseded") or {}
+    expect.eq(#moved, 1, "the killed round's trace kept aside")
+    expect.truthy(fs.exists(rd .. "/superseded/" .. moved[1] .. "/round_2/w1/kernel.py"))
+    db:close()
+  end, { timeout = 900 })
+end)

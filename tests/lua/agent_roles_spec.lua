@@ -106,6 +106,22 @@ describe("prompts of a parent's workers", function()
     expect.match(prompt, "# BOTTLENECK ANALYSIS")
   end)
 
+  it("judge: a diagnosis that cannot be parsed is a warning for the trace, and the rules give the directions", function()
+    local run = fake_run({ "The kernel is slow because of memory. {not json" })
+    run.mem = { skill_stats = function() return {} end, history_text = function() return "(none)" end,
+      lessons_text = function() return "(none)" end }
+    local list, info = judge.directions(run, parent, 2)
+    expect.truthy(#list >= 1, "directions from the skill rules")
+    for _, d in ipairs(list) do expect.eq(d.source, "rules") end
+    expect.truthy(info and info.diagnosis_warning:find("could not be parsed", 1, true), "the warning: " .. json.encode(info))
+    expect.eq(info.directions_from, "skill rules")
+    local run2 = fake_run({})
+    run2.mem = run.mem
+    run2.llm_guard.backoff = 0
+    local _, info2 = judge.directions(run2, parent, 2)
+    expect.truthy(info2.diagnosis_warning:find("the diagnosis call failed", 1, true), json.encode(info2))
+  end)
+
   it("reflector: the LLM's verdict, or the measured outcome without an LLM", function()
     local a = { outcome = "improved", child_ms = 1, parent_ms = 2, skill = "fusion", code = "c", lesson = "one pass" }
     local run = fake_run({ "```json\n" .. json.encode({ lessons = { "L" }, was_fix_effective = true }) .. "\n```" })

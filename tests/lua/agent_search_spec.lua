@@ -10,6 +10,7 @@ local rundir = require("agents.lib.rundir")
 local memory = require("agents.lib.memory")
 local progress = require("agents.lib.progress")
 local promotion = require("agents.lib.promotion")
+local state_file = require("agents.lib.state")
 
 -- A FAKE pool: a candidate's source says what the evaluator returns. "TIME=0.5" verifies with a
 -- median of 0.5 ms (tight spread); "STAGE=timing" fails at that stage.
@@ -107,6 +108,51 @@ describe("search driver", function()
     run.db:close()
   end)
 
+  it("records an attempt whose LLM call failed as llm_error, and learns nothing from it", function()
+    local dir = spec.tmpdir("search-llm-error")
+    local run = fake_run(dir, { rounds = 1 })
+    local pol = fake_policy(function()
+      return { { summary = "d1", skill = "winner", category = "c", code = "TIME=0.5\n" },
+        { summary = "d2", skill = "down", category = "c", code = "LLM" }, { summary = "d3", skill = "cut", category = "c", code = "REPAIR" } }
+    end)
+    local expand = pol.expand
+    pol.expand = function(parent, d, r, w)
+      if d.code == "LLM" then return { stage = "llm", error = "ECONNECT: refused", llm_code = "ECONNECT" } end
+      -- a kernel that failed, whose repair call then failed: not the kernel's verdict either
+      if d.code == "REPAIR" then
+        return { code = "x", result = { ok = false, stage = "correctness", error = "EMISMATCH: off" },
+          llm_code = "ETIMEDOUT", llm_error = "ETIMEDOUT: stalled" }
+      end
+      return expand(parent, d, r, w)
+    end
+    local st = assert(search.start(run))
+    search.search(run, pol, st)
+    local by = {}
+    for _, a in ipairs(st.attempts) do by[a.worker] = a end
+    expect.eq(by[1].outcome, "improved")
+    expect.eq(by[2].outcome, "llm_error")
+    expect.eq(by[2].llm_code, "ECONNECT")
+    expect.eq(by[3].outcome, "llm_error")
+    expect.eq(by[3].llm_code, "ETIMEDOUT")
+    local rows = run.db:query("SELECT id, stage, error_signature, correct, plan_signature FROM attempts"
+      .. " WHERE skill IN ('down', 'cut') ORDER BY id")
+    expect.eq(#rows, 2)
+    for _, row in ipairs(rows) do
+      expect.eq(row.stage, "llm_error")
+      expect.eq(row.correct, nil, "no verdict on a kernel")
+      expect.eq(run.db:query("SELECT count(*) AS n FROM reflexions WHERE attempt_id = ?", { row.id })[1].n, 0)
+    end
+    expect.eq(rows[1].error_signature, "ECONNECT")
+    local rec = run.mem:skill_stats({ op_class = "reduction", bottleneck = "c" })
+    expect.eq(rec.down, nil, "no skill outcome")
+    expect.eq(rec.cut, nil)
+    expect.eq(run.db:query("SELECT count(*) AS n FROM lessons WHERE text LIKE '%down%' OR text LIKE '%cut%'")[1].n, 0)
+    expect.truthy(rows[1].plan_signature, "the attempt keeps its plan")
+    expect.eq(run.mem:plan_tried(st.input.fingerprint, "down", rows[1].plan_signature), nil,
+      "a plan the LLM never answered is not 'tried'")
+    run.db:close()
+  end)
+
   it("saves state after each round and resumes where it stopped", function()
     local dir = spec.tmpdir("search-resume")
     local codes, n = { "TIME=0.8\n", "TIME=0.6\n" }, 0
@@ -118,12 +164,14 @@ describe("search driver", function()
     local st = assert(search.start(run, nil))
     search.search(run, pol, st)
     run.db:close()
-    local saved = json.decode(fs.read(run.rd:path("state.json")))
+    local text = fs.read(run.rd:path("state.json"))
+    local saved = assert(state_file.decode(text))
     expect.eq(saved.round, 1)
     expect.eq(saved.best.id, "r1w1")
     -- a new process: the run folder and memory come back from state.json
     local run2 = fake_run(dir, { rounds = 2 }, assert(rundir.open(run.rd.dir)))
-    local st2 = assert(search.start(run2, saved))
+    run2.mem = assert(memory.resume(run2.db, saved.mem_run_id, run2.mem.info))
+    local st2 = assert(state_file.restore(run2, saved))
     expect.eq(st2.best.code, "TIME=0.8\n", "kernels come back from their files")
     search.search(run2, pol, st2)
     expect.eq(st2.round, 2)
@@ -134,7 +182,43 @@ describe("search driver", function()
     expect.eq(s.rounds, 2)
     expect.eq(s.verified, true)
     expect.near(s.speedup_vs_input, 1.0 / 0.6, 1e-6)
+
+    -- a third process resumes from the state saved after round 1 (as after a kill -9 in round 2):
+    -- round 2's attempts are superseded, their folder moved aside, and round 2 is redone
+    local run3 = fake_run(dir, { rounds = 2 }, assert(rundir.open(run.rd.dir)))
+    run2.mem:finish("done", {})
+    run3.mem = assert(memory.resume(run3.db, run2.mem.run_id, run3.mem.info))
+    local st3 = assert(state_file.restore(run3, assert(state_file.decode(text))))
+    n = 1
+    expect.eq(search.supersede(run3, st3), 1, "round 2's one attempt")
+    local old = run3.db:query("SELECT stage, source_path FROM attempts WHERE run_id = ? AND round = 2", { run3.mem.run_id })
+    expect.eq(#old, 1)
+    expect.eq(old[1].stage, "superseded")
+    expect.truthy(old[1].source_path:find("/superseded/", 1, true) and fs.exists(old[1].source_path),
+      "its trace moved, and its row points there: " .. tostring(old[1].source_path))
+    expect.falsy(fs.exists(run3.rd:path("rounds/round_2")), "round 2's folder moved aside")
+    expect.eq(run3.db:query("SELECT count(*) AS n FROM skill_outcomes o JOIN attempts a ON a.id = o.attempt_id"
+      .. " WHERE a.stage = 'superseded'")[1].n, 0, "nothing learned from a superseded attempt stays")
+    search.search(run3, pol, st3)
+    local s3 = search.finish(run3, st3, nil)
+    local live = run3.db:query("SELECT count(*) AS n FROM attempts WHERE run_id = ? AND role NOT IN ('input', 'repair')"
+      .. " AND stage != 'superseded'", { run3.mem.run_id })[1].n
+    expect.eq(live, s3.attempts, "the database and summary.json count the same attempts")
+    expect.eq(s3.attempts, 2)
     run2.db:close()
+    run3.db:close()
+  end)
+
+  it("a corrupt or incomplete state.json is refused with the reason", function()
+    expect.falsy(state_file.decode("{not json"))
+    local _, why = state_file.decode("[1, 2]")
+    expect.eq(why, "not a JSON object")
+    _, why = state_file.decode(json.encode({ version = 99, opts = {}, mem_run_id = 1 }))
+    expect.truthy(why:find("version 99", 1, true), why)
+    _, why = state_file.decode(json.encode({ version = 3, opts = {}, mem_run_id = 1, round = 1, input = { path = "x" } }))
+    expect.eq(why, "the search state is incomplete")
+    local st = assert(state_file.decode('{"version": 3, "opts": {"rounds": 2}, "mem_run_id": 4, "baselines": {"compile_ms": null}}'))
+    expect.eq(st.baselines.compile_ms, nil, "a null reads as nil (no arithmetic on json.null)")
   end)
 
   it("stops when the policy has nothing to try, with its reason", function()

@@ -74,11 +74,11 @@ describe("promotion.promote", function()
   end)
   it("confirms a gain by timing parent and child interleaved in one job", function()
     local asked = {}
-    local function gated(speedup, cv)
+    local function gated(speedup, cv, min)
       local pool = { compare = function(_, job)
         asked[#asked + 1] = job
         return { ok = true, candidates = { { speedup = { median = 1, cv = 0 } },
-          { speedup = { median = speedup, p10 = speedup, p90 = speedup, cv = cv } } } }
+          { speedup = { median = speedup, min = min or speedup * (1 - cv), p10 = speedup, p90 = speedup, cv = cv } } } }
       end }
       return { opts = { min_gain = 1 }, can_profile = true, pool = pool,
         job = function(code, extra) local j = { candidate = code }; for k, v in pairs(extra) do j[k] = v end; return j end }
@@ -97,6 +97,8 @@ describe("promotion.promote", function()
     ok, why = promotion.promote(gated(1.25, 0.2), kern(1.0, "P"), kern(0.8, "C3"))
     expect.falsy(ok, "blocks that disagree")
     expect.match(why, "cv")
+    expect.truthy(promotion.promote(gated(3.0, 0.6, 1.5), kern(1.0, "P"), kern(0.3, "C5")),
+      "a gain every pair shows passes however much the pairs differ")
     local n = #asked
     expect.falsy(promotion.promote(gated(1.25, 0.01), kern(1.0, "P"), kern(0.999, "C4")))
     expect.eq(#asked, n, "no interleaved job for a child that is not even nominally faster")

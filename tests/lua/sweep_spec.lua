@@ -241,7 +241,7 @@ describe("agents/sweep.lua on this machine (CPU mode, FAKE LLM server)", functio
     expect.match(r.stderr, "the tune policy needs a kernel for softmax")
     r = run_sweep({ "--problems", sweep.problem_list({ "softmax" }), "--policy", "tune", "--rounds", "x" }, noenv, 60)
     expect.eq(r.code, 2)
-    expect.match(r.stderr, "%-%-rounds expects a number")
+    expect.match(r.stderr, "%-%-rounds expects a whole number >= 0, got .x.")
     r = run_sweep({ "--policy", "tune", "--out", dir .. "/c" }, noenv, 60)
     expect.match(r.stderr, "%-%-problems is required")
     proc.run({ "rm", "-rf", dir })

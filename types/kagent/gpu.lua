@@ -26,6 +26,11 @@ local gpu = {}
 ---@return kagent.gpu.Pool
 function gpu.pool(opts) end
 
+---`gpu.gpus()` ⏸ → array of the GPU indices `nvidia-smi -L` lists (empty when there is none, or
+---  no `nvidia-smi`): what a pool's default `devices` is made of, for checking a user's choice.
+---@return any
+function gpu.gpus() end
+
 ---@class kagent.gpu.Pool
 local pool = {}
 
@@ -96,10 +101,10 @@ function pool:evaluate(job) end
 ---  each already verified) in one process: the same inputs, timer and launch pad, in `rounds`
 ---  blocks (default 8) of `calls_per_block` calls (default 5) ordered A B … then … B A, under the
 ---  all-stream check. Result `{ok, stage, candidates = {{time_ms, blocks, roofline, speedup =
----  {median, p10, p90, cv, pairs}}, ...}, rounds, calls_per_block}`; `speedup` summarises, over
+---  {median, min, p10, p90, cv, pairs}}, ...}, rounds, calls_per_block}`; `speedup` summarises, over
 ---  the A B | B A pairs of blocks (`rounds` must be even), the first candidate's time over this
----  one's (the first's is 1): the order within a block cancels in a pair; `cv` is the coefficient
----  of variation of those per-pair ratios. The last output of each is checked
+---  one's (the first's is 1): the order within a block cancels in a pair; `min` is the smallest
+---  per-pair ratio and `cv` their coefficient of variation. The last output of each is checked
 ---  against the reference (`EMISMATCH` names the candidate). A candidate whose timing raises a
 ---  trust flag other than `spread` fails the comparison with `stage = "timing"`, `EUNTRUSTED`
 ---  (the spread is reported for the caller's gate: `time_ms.cv`, `speedup.p10..p90`). Takes the
@@ -118,6 +123,53 @@ function pool:compare(job) end
 ---@param job table
 ---@return any
 function pool:sanitize(job) end
+
+---`pool:analyze(job)` ⏸ → static analysis in a sandboxed child (what `agents/fuse.lua` routes,
+---  splits and composes with); `job.kind` picks it, `job.dtype`, `job.seed`, `job.timeout` as for
+---  other jobs. Every result has `ok`, `kind`, `elapsed`, and on failure `stage` and `error`
+---  (`ERUN: ...` for an exception in the problem or candidate, or the sandbox's `ECRASH`,
+---  `ETIMEDOUT`); a refused request is `{ok = false, stage = "request", error = "EBADREQ: ..."}`.
+---  - `kind = "problem"` (default; `job.problem`): the `Model` traced with `torch.fx`
+---    (`symbolic_trace`, ops nothing reads removed) and run once on the worker's device on the
+---    problem's inputs. `{traced, trace_error, control_flow, decomposable, unsupported = {{node,
+---    reason}}, inputs = {{name, shape, dtype, mean, std}}, placeholders = {{name, tensor}}, ops,
+---    outputs (value names), output_expr, params = {qualname = {shape, dtype, mean, std | min,
+---    max, kind = "parameter"|"buffer"}}, used_params, folded, module_types, param_bytes,
+---    param_count, functional_check}`. Each op: `{name, op (label: layer class, function or
+---    method name), kind (call_module|call_function|call_method), category (gemm, conv,
+---    conv_transpose, attention, norm, softmax, pool, reduction, activation, elementwise, view,
+---    other), expr, params (qualnames it reads), inputs (value names it reads), shape, dtype,
+---    tensor (false for a tuple of tensors: then items = {{shape, dtype}}), mean, std,
+---    module_ctor?}`. `expr` is the op's functional form, a Python expression in which
+---    `${v:name}` is a value (a graph input or another op's result), `${p:qualname}` a parameter
+---    or buffer of the model and `${m}` the op's parameter-free layer built by `module_ctor`:
+---    layers with parameters become `torch.nn.functional` calls (Linear, Conv/ConvTranspose 1-3d,
+---    BatchNorm, InstanceNorm, LayerNorm, GroupNorm, RMSNorm, PReLU, Embedding; batch and instance
+---    norm in training mode on batch statistics), in-place ops are written out of place, and
+---    Python values computed from shapes are folded into constants (`folded`). The program
+---    assembled from the forms must reproduce the model's outputs on the same inputs
+---    (`functional_check = true`, dtype tolerances), and the traced graph the model's.
+---    `decomposable` is true only when both hold and `unsupported` is empty; it lists what has no
+---    faithful form (a layer with parameters and no form here or called with more than its input,
+---    an in-place op on a value others read, a tensor that is not a parameter or buffer, a Python
+---    value read from tensor data, random ops). An untraceable model gives `traced = false` and
+---    `trace_error` (`control_flow` when that is the cause), with `params` and `module_types`
+---    still filled.
+---  - `kind = "forward"` (`job.problem`, `job.candidate`): the candidate's `ModelNew.forward`
+---    traced with the classes and functions the candidate defines as leaves: `{traced, calls =
+---    {{node, op, target, own}}, foreign (the calls that are not the candidate's own; unpacking an
+---    own call's tuple is own), kernel_calls}`. A `kernel_function` candidate gives `traced = false`.
+---  - `kind = "merge"` (`job.parts = {{prefix, source, label}}`): kernel sources joined into one
+---    module, parse only. Each part's module-level names (functions, classes, constants) and the
+---    references that resolve to them get its prefix, following Python's scopes (a parameter or
+---    local of the same name is left alone); comments and layout are kept; plain top-level imports
+---    are written once at the top. `{source, entries = {{kind = "ModelNew"|"kernel_function",
+---    name}} (one per part, renamed), imports = {name = module}}`, or `ok = false` with
+---    `error = "EMERGE: ..."` when a part does not parse, defines no entry point, or two parts
+---    import different modules under one name.
+---@param job table
+---@return any
+function pool:analyze(job) end
 
 ---`pool:peaks(device)` ⏸ → measured GPU peaks from the worker (`{ok, ...}`), used by the roofline.
 ---@param device? any

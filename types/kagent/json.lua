@@ -37,4 +37,10 @@ function json.decode(s) end
 ---@return any
 function json.is_array(t) end
 
+---`json.strip_nulls(v)` → `v`, with every `json.null` inside objects removed, nested, in place (a
+---  field that was `null` then reads as `nil`); nulls inside arrays stay, so arrays keep their length.
+---@param v any
+---@return any
+function json.strip_nulls(v) end
+
 return json

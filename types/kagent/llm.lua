@@ -19,8 +19,10 @@ llm.TIMEOUT_FORMAT = nil
 ---@return any
 function llm.configure(args) end
 
----`llm.configured()` → `true, "anthropic:claude-..."` or `false, "<what to set or fix>"`. Agents
----  use it to fall back to the LLM-free tuner. ⏸ when it asks a local server for its model (then
+---`llm.configured()` → `true, "anthropic:claude-..."` or `false, "<what to set or fix>", code`
+---  (`ENOTSUP` or `EAUTH` for settings; the failure's code, e.g. `ECONNECT`, when a local server
+---  asked for its model did not answer). Agents use it to fall back to the LLM-free tuner, or to
+---  stop when the server does not answer. ⏸ when it asks a local server for its model (then
 ---  with the retries and timeouts of a call; the answer is kept for the run).
 ---@return any
 function llm.configured() end

@@ -8,15 +8,17 @@ local M = {}
 -- Set by the driver for each run, never passed through.
 M.OWN = { problem = true, kernel = true, out = true, db = true, resume = true, policy = true, devices = true }
 
--- add(spec) -> the names of the runs' options, added to spec (each one's help says it goes to
--- every run, with the run's own default), sorted
+-- add(spec) -> the names of the runs' options, added to spec in their own help group, sorted.
+-- Each is checked here as each run would check it, with no default, so that only what the
+-- command line gives is passed on.
 function M.add(spec)
   local names = {}
   for name, s in pairs(policy_options) do
     if not M.OWN[name] and not spec[name] then
       names[#names + 1] = name
-      spec[name] = { type = s.type, help = s.help .. (s.default ~= nil and (" (each run; its default " .. tostring(s.default) .. ")")
-        or " (each run)") }
+      local own = { group = "Each run's options (defaults: the run's)" }
+      for k, v in pairs(s) do if k ~= "default" and k ~= "group" then own[k] = v end end
+      spec[name] = own
     end
   end
   table.sort(names)
@@ -30,7 +32,7 @@ function M.args(names, opts, extra)
     local v = opts[name:gsub("-", "_")]
     if v ~= nil then
       out[#out + 1] = "--" .. name
-      out[#out + 1] = tostring(v)
+      if v ~= true then out[#out + 1] = tostring(v) end  -- a flag has no value
     end
   end
   for _, a in ipairs(extra or {}) do out[#out + 1] = a end

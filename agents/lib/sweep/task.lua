@@ -20,16 +20,22 @@ function M.binary()
 end
 
 -- run_state(plan, p) -> {done = run folder} | {resume = run folder} | {}: the newest run with a
--- summary.json is finished; else the newest with a state.json (a round done) is resumed; a run
--- stopped before its first round ends has nothing to resume and is started again.
+-- summary.json of a finished run is done; else the newest with a state.json (written from its
+-- start) is resumed; a run whose start failed (summary.json with status "failed") is left as it
+-- is and the problem started again.
 function M.run_state(plan, p)
   local dir = plan_lib.runs_dir(plan, p)
   local names = fs.list(dir) or {}
   local resume
   for i = #names, 1, -1 do
     local d = fs.join(dir, names[i])
-    if fs.exists(fs.join(d, "summary.json")) then return { done = d } end
-    if not resume and fs.exists(fs.join(d, "state.json")) then resume = d end
+    local s = fs.read(fs.join(d, "summary.json"))
+    if s then
+      local summary = json.decode(s)
+      if not (type(summary) == "table" and summary.status == "failed") then return { done = d } end
+    elseif not resume and fs.exists(fs.join(d, "state.json")) then
+      resume = d
+    end
   end
   return { resume = resume }
 end

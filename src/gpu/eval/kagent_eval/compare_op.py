@@ -81,7 +81,8 @@ def _compare(ev, spec, result):
                         for i in range(0, min(len(base), len(bk)) - 1, 2)
                         if bk[i] + bk[i + 1] > 0)
         mean = sum(ratios) / len(ratios) if ratios else 0.0
-        entry["speedup"] = {"median": _median(ratios), "p10": timing.percentile(ratios, 0.1),
+        entry["speedup"] = {"median": _median(ratios), "min": ratios[0] if ratios else None,
+                            "p10": timing.percentile(ratios, 0.1),
                             "p90": timing.percentile(ratios, 0.9), "pairs": len(ratios),
                             # the pairs' agreement: what a promotion gate asks of a gain
                             "cv": statistics.pstdev(ratios) / mean if len(ratios) > 1 and mean

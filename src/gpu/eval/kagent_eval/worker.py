@@ -161,6 +161,9 @@ def _serve(ev, sandbox, reply, ready, BadRequest, OPS_WITH):
                 reply({"id": rid, "ok": True, "result": ev.compare(req.get("job"))})
             elif op == "sanitize":
                 reply({"id": rid, "ok": True, "result": ev.sanitize(req.get("job"))})
+            elif op == "analyze":
+                from . import analyze
+                reply({"id": rid, "ok": True, "result": analyze.handle(ev, req.get("job"))})
             else:
                 reply({"id": rid, "ok": False, "error": "EBADREQ: unknown op %r" % (op,), "code": "EBADREQ"})
         except BadRequest as e:

@@ -24,17 +24,7 @@ local DEFAULT_START_TIMEOUT = 120
 local OPS = { verify = true, benchmark = true, profile = true, evaluate = true }
 
 -- json.null inside objects becomes nil, so `if r.error then` means what it says
-local function strip_nulls(v)
-  if type(v) ~= "table" then return v end
-  if json.is_array(v) then
-    for i = 1, #v do v[i] = strip_nulls(v[i]) end
-    return v
-  end
-  for k, x in pairs(v) do
-    if x == json.null then v[k] = nil else v[k] = strip_nulls(x) end
-  end
-  return v
-end
+local strip_nulls = json.strip_nulls
 
 -- Tasks wait for an event of the pool (a worker freed, the workers started) on a semaphore of
 -- their own in the list `self[list]`; wake() releases them all, in the order they came.
@@ -100,13 +90,19 @@ function M.pool(opts)
   }, Pool)
 end
 
--- Every GPU nvidia-smi lists, or "cpu" when there is none (or no nvidia-smi).
-local function detect_devices()
+--- gpus() ⏸ -> the indices of the GPUs nvidia-smi lists (empty when none, or no nvidia-smi).
+function M.gpus()
   local r = proc.run({ "nvidia-smi", "-L" }, { timeout = 30 })
   local list = {}
   if r and r.code == 0 then
     for idx in tostring(r.stdout):gmatch("GPU (%d+):") do list[#list + 1] = tonumber(idx) end
   end
+  return list
+end
+
+-- Every GPU nvidia-smi lists, or "cpu" when there is none (or no nvidia-smi).
+local function detect_devices()
+  local list = M.gpus()
   if #list == 0 then return "cpu" end
   return list
 end
@@ -301,6 +297,7 @@ end
 
 local function check_job(fname, job)
   if type(job) ~= "table" then error(fname .. ": job must be a table", 3) end
+  if fname == "pool:analyze" then return end  -- its fields depend on job.kind; the worker checks them
   if type(job.problem) ~= "string" then error(fname .. ": job.problem must be a path", 3) end
   if fname == "pool:compare" then
     if type(job.candidates) ~= "table" or #job.candidates < 2 then
@@ -358,6 +355,8 @@ function Pool:evaluate(job) return self:_job("evaluate", job) end
 function Pool:compare(job) return self:_job("compare", job) end
 --- sanitize(job) -> compute-sanitizer (memcheck, racecheck) on one forward. See docs/lua-api.md.
 function Pool:sanitize(job) return self:_job("sanitize", job) end
+--- analyze(job) -> static analysis (traced graph, hot path, merged sources). See docs/lua-api.md.
+function Pool:analyze(job) return self:_job("analyze", job) end
 
 --- peaks(device) -> measured peaks of a device ({ok=true, ...}) or {ok=false, error}
 function Pool:peaks(device)

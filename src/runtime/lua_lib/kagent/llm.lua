@@ -235,16 +235,17 @@ local function call_limits(r, req, set, body, streaming, t0)
            connect = set.connect_timeout, retries = req.retries or cfg.retries }
 end
 
---- configured() ⏸ (only to ask a local server its model) -> true, "provider:model" | false, why.
+--- configured() ⏸ (only to ask a local server its model) -> true, "provider:model" | false, why,
+--- code (ENOTSUP, EAUTH, or the failure of asking the server).
 function M.configured()
-  local set, serr = settings()
-  if not set then return false, (serr:gsub("^%u+: ", "")) end
-  local r, err = resolve(nil)
-  if not r then return false, (err:gsub("^%u+: ", "")) end
+  local set, serr, scode = settings()
+  if not set then return false, (serr:gsub("^%u+: ", "")), scode end
+  local r, err, code = resolve(nil)
+  if not r then return false, (err:gsub("^%u+: ", "")), code end
   if not r.model then
     task._running_task("llm.configured")
     local ok, f = pick_served_model(r, call_limits(r, {}, set, nil, false))
-    if not ok then return false, f.message end
+    if not ok then return false, f.message, f.code end
   end
   return true, r.provider .. ":" .. r.model
 end

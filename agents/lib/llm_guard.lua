@@ -1,0 +1,75 @@
+-- The run's watch over its LLM: every call a role makes (run.chat) goes through it.
+--   * A call that failed (after the LLM layer's own retries) with a failure that may pass with
+--     time (server down, overloaded, stalled, cut off) is tried again by its worker after
+--     --llm-backoff seconds, then twice that.
+--   * --llm-failures calls failing in a row mean the LLM is down: no call is made after that,
+--     and the driver stops the run (exit 3) so that --resume can continue it later.
+--   * Failed calls are counted by code for summary.json and the status line; streamed replies
+--     give the decoding rate (tokens per second) the status line shows.
+-- An LLM failure is never a kernel's: the attempt it ends is recorded as `llm_error`
+-- (agents/lib/attempt.lua), with no lesson, skill outcome or reflexion.
+local log = require("kagent.log")
+local task = require("kagent.task")
+
+local M = {}
+M.__index = M
+
+-- failures that may pass with time
+M.TRANSIENT = { ETIMEDOUT = true, ECONNECT = true, EHTTP = true, ERATELIMIT = true, EPARSE = true }
+-- not failures of the LLM: the budget is spent (a stop rule), the call was canceled (its task
+-- ended), a strict replay had no recorded answer (nothing was sent; the run lists it and exits 4)
+M.NOT_FAILURES = { EBUDGET = true, ECANCELED = true, EREPLAY = true }
+-- tries of a failed call after the first
+M.RETRIES = 2
+
+-- new{limit, backoff, failures, by_code, sleep} -> guard. failures/by_code: counts carried over
+-- from earlier processes of the run (state.json); sleep: task.sleep unless a test passes its own.
+function M.new(o)
+  o = o or {}
+  local by_code = {}
+  for k, v in pairs(o.by_code or {}) do by_code[k] = v end
+  return setmetatable({ limit = o.limit or 6, backoff = o.backoff or 30, sleep = o.sleep or task.sleep,
+    consecutive = 0, failures = o.failures or 0, by_code = by_code, streamed = false }, M)
+end
+
+-- record(ok, code, err): one call's end
+function M:record(ok, code, err)
+  if ok then self.consecutive = 0; return end
+  if M.NOT_FAILURES[code] then return end
+  code = code or "EUNKNOWN"
+  self.consecutive = self.consecutive + 1
+  self.failures = self.failures + 1
+  self.by_code[code] = (self.by_code[code] or 0) + 1
+  self.last_error, self.last_code = tostring(err), code
+  if self.consecutive >= self.limit and not self.down then
+    self.down = string.format("%d LLM calls failed in a row (the last: %s)", self.consecutive, self.last_error)
+    log.error("the LLM is down: %s; the run stops once the workers in flight are done", self.down)
+  end
+end
+
+-- call(fn, what) -> fn's results. fn() -> result | nil, "CODE: message", "CODE". Once the LLM
+-- is down, fn is not called: the answer is the failure that brought it down.
+function M:call(fn, what)
+  local res, err, code, info
+  for try = 0, M.RETRIES do
+    if self.down then
+      return nil, self.last_code .. ": not called: " .. self.down, self.last_code
+    end
+    res, err, code, info = fn()
+    self:record(res ~= nil, code, err)
+    if res or self.down or not M.TRANSIENT[code] or try == M.RETRIES then break end
+    local wait = self.backoff * 2 ^ try * (0.5 + 0.5 * math.random())
+    log.warn("LLM %s call failed (%s); trying it again in %.1f s", what or "?", tostring(err), wait)
+    self.sleep(wait)
+  end
+  return res, err, code, info
+end
+
+-- summary() -> {calls, by_code} for summary.json and state.json
+function M:summary()
+  local by = {}
+  for k, v in pairs(self.by_code) do by[k] = v end
+  return { calls = self.failures, by_code = by }
+end
+
+return M
