@@ -33,7 +33,7 @@ fi
 # playwright-core (pinned in tests/browser/package-lock.json) drives chromium in the browser test;
 # without the npm registry the test reports itself skipped
 if [ ! -d tests/browser/node_modules/playwright-core ]; then
-  (cd tests/browser && npm ci --no-audit --no-fund --loglevel=error) ||
+  (cd tests/browser && npm ci --no-audit --no-fund --loglevel=error --fetch-timeout=60000 --fetch-retries=1) ||
     echo "setup: npm ci in tests/browser failed: the browser test will be skipped"
 fi
 

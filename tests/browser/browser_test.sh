@@ -4,17 +4,23 @@
 # wrote them, and a FAKE GPU run's report (roofline, failed attempts, a diff of two kernels).
 # Fails on any console or page error and on any request that leaves the disk; checks that every
 # chart is drawn, every table has rows and the diff is drawn (and, for the fake run, highlighted;
-# the CPU run's best may be its input when a loaded machine fails the final re-measure). Screenshots: $KAGENT_BUILD_DIR/test-output/browser/.
+# the CPU run's best may be its input when a loaded machine fails the final re-measure).
+# Screenshots: $KAGENT_BUILD_DIR/test-output/browser/.
 # Skipped (77) without chromium, node, playwright-core (npm ci in tests/browser; scripts/setup.sh
-# does both) or a python with torch.
+# does both), with a node older than playwright-core needs, or without a python with torch.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=${KAGENT_BUILD_DIR:-$root/build}
 chromium=${KAGENT_CHROMIUM:-/usr/bin/chromium}
 [ -x "$chromium" ] || { echo "SKIP: no chromium at $chromium (scripts/setup.sh installs it)"; exit 77; }
 command -v node >/dev/null || { echo "SKIP: no node (scripts/setup.sh installs it)"; exit 77; }
-[ -d "$root/tests/browser/node_modules/playwright-core" ] ||
-  { echo "SKIP: no playwright-core: run 'npm ci' in tests/browser (scripts/setup.sh does)"; exit 77; }
+pw=$root/tests/browser/node_modules/playwright-core
+[ -d "$pw" ] || { echo "SKIP: no playwright-core: run 'npm ci' in tests/browser (scripts/setup.sh does)"; exit 77; }
+# playwright-core names the node it needs (engines.node, ">=N"); an older node cannot run it
+need=$(node -p "(require('$pw/package.json').engines || {}).node || ''" | sed -n 's/^>=\([0-9]*\).*/\1/p')
+have=$(node -p 'process.versions.node.split(".")[0]')
+[ -z "$need" ] || [ "$have" -ge "$need" ] ||
+  { echo "SKIP: node $(node --version) is older than playwright-core needs (node >= $need)"; exit 77; }
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
