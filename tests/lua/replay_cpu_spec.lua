@@ -62,6 +62,8 @@ describe("LLM replay of a recorded run", function()
     end
     local s0 = json.decode(fs.read(recorded .. "/summary.json"))
     local s1 = json.decode(fs.read(replayed .. "/summary.json"))
+    print(string.format("     (recorded: %d calls, %d sent; replayed: %d hits, %d misses, %d sent)", s0.replay.calls,
+      s0.replay.sent, s1.replay.hits, s1.replay.misses, s1.replay.sent))
     expect.eq(s0.replay.mode, "record")
     expect.eq(s0.replay.sent, s0.replay.calls, "the recording sent every call")
     expect.truthy(s0.replay.calls >= 10, "a real two-round run: " .. s0.replay.calls .. " calls")
