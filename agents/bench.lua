@@ -49,13 +49,6 @@ local function split(s)
   return out
 end
 
-local function pool_devices(d)
-  if d == "cpu" or d == nil then return d end
-  local list = {}
-  for x in d:gmatch("%d+") do list[#list + 1] = tonumber(x) end
-  return list
-end
-
 -- write_outputs(rows, opts) -> true, or nil and why: --json and --csv, rewritten after each
 -- problem so a killed benchmark keeps what it measured (and --resume goes on from it)
 local function write_outputs(rows, opts)
@@ -94,8 +87,9 @@ local function main(argv)
     end
   end
 
-  local gpu = require("kagent.gpu")
-  local pool = gpu.pool({ devices = pool_devices(opts.devices), timeout = math.max(900, 4 * opts.job_timeout) })
+  local wanted_devs, _, dcode = run_lib.pool_devices(PROG, opts)
+  if dcode then return dcode end
+  local pool = require("kagent.gpu").pool({ devices = wanted_devs, timeout = math.max(900, 4 * opts.job_timeout) })
   local devs, derr = pool:devices()
   if not devs then return fail("no evaluator worker started: " .. tostring(derr), 3) end
   local cpu = devs[1].mode == "cpu"

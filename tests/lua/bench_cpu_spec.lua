@@ -77,8 +77,13 @@ describe("agents/bench.lua on the CPU", function()
 
   it("reports KernelAgent's Triton artifacts as needing a GPU in CPU mode", function()
     if not fake.cpu().have_torch() then skip("no torch for " .. spec.python .. " (set KAGENT_PYTHON)") end
-    local ka = os.getenv("KAGENT_KA_ARTIFACTS") or (kagent.root .. "/../shared/data/ka-artifacts")
-    if not fs.exists(ka .. "/benchmark.py") then skip("KernelAgent's artifacts are not at " .. ka .. " (set KAGENT_KA_ARTIFACTS)") end
+    local ka = os.getenv("KAGENT_KA_ARTIFACTS")
+    for _, d in ipairs({ kagent.root .. "/../shared/data/ka-artifacts", kagent.root .. "/shared/data/ka-artifacts" }) do
+      if not ka and fs.exists(d .. "/benchmark.py") then ka = d end
+    end
+    if not ka or not fs.exists(ka .. "/benchmark.py") then
+      skip("KernelAgent's artifacts are not at " .. (ka or (kagent.root .. "/../shared/data/ka-artifacts")) .. " (set KAGENT_KA_ARTIFACTS)")
+    end
     local dir = spec.tmpdir("bench-ka")
     local r = fake.run_agent("bench.lua", { ka, "--devices", "cpu", "--dtype", "bf16", "--json", dir .. "/ka.json" },
       { KAGENT_PYTHON = spec.python }, 300)
