@@ -280,18 +280,18 @@ function db:archive_kernel(args) end
 function db:best_archived(args) end
 
 ---`db:merge(path)` → `{runs = n, rounds = n, attempts = n, reflexions = n, skills = n,
----  skill_outcomes = n, lessons = n, archive = n, llm_calls = n, llm_cache = n}` (rows added to this database), or
----  `nil, "EDB: ...", "EDB"` (no file at `path`, `path` is this database, a newer schema). Copies
----  in, in one transaction, every row of the database at `path` that this one lacks, matched on
----  keys that do not depend on the file: the `uid`; `(run, round)` for rounds; the name of a
----  skill; the key of an LLM reply. `run_id`, `parent_id`, `attempt_id`, `source_attempt`,
----  `best_attempt` and the attempt ids in `rounds.parents` are rewritten to this database's ids. A
----  row already here keeps this database's version, except that a run (or round) that finished
----  later in `path` takes its `status`, `summary` and `finished`, and a skill takes the fields of
----  its latest registration. Merging the same file again adds nothing; merging a copy of this
----  database (`VACUUM INTO`) that went on adds only what it added. The file at `path` is migrated to
----  this build's schema first. Raises inside `db:transaction`. Used by `agents/sweep.lua` to join
----  the databases of Slurm tasks (`docs/sweeps.md`).
+---  skill_outcomes = n, lessons = n, archive = n, llm_calls = n, llm_cache = n}` (rows added to this
+---  database), or `nil, "EDB: ...", "EDB"` (no file at `path`, `path` is this database, a newer
+---  schema). Copies in, in one transaction, every row of the database at `path` that this one lacks,
+---  matched on keys that do not depend on the file: the `uid`; `(run, round)` for rounds; the name of
+---  a skill; the key of an LLM reply. `run_id`, `parent_id`, `attempt_id`, `source_attempt`,
+---  `best_attempt` and the attempt ids in `rounds.parents` are rewritten to this database's ids. A row
+---  already here keeps this database's version, except that a run (or round) that finished later in
+---  `path` takes its `status`, `summary` and `finished`, and a skill takes the fields of its latest
+---  registration. Merging the same file again adds nothing; merging a copy of this database (`VACUUM
+---  INTO`) that went on adds only what it added. The file at `path` is migrated to this build's schema
+---  first. Raises inside `db:transaction`. Used by `agents/sweep.lua` to join the databases of Slurm
+---  tasks (`docs/sweeps.md`).
 ---@param path string
 ---@return any
 function db:merge(path) end
