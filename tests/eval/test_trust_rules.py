@@ -201,3 +201,64 @@ class TrustRulesTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class FakeRefs:
+    """Stands in for the reference results: no peaks and no roofline (as in CPU mode)."""
+
+    def peaks(self, spec):
+        return None
+
+    def roofline(self, spec, trial0, median):
+        return None
+
+
+class HardenedRetryTest(unittest.TestCase):
+    """Evaluator._confirm_figures with its hardened re-measures scripted (a FAKE measure): a
+    re-measure whose only objections are noise's is taken once more; any other objection, or
+    noise twice, rejects."""
+
+    def confirm(self, medians, first_flags=(), extra=None):
+        from kagent_eval import jobs
+        ev = jobs.Evaluator.__new__(jobs.Evaluator)
+        ev.cuda, ev.refs, ev.settle = False, FakeRefs(), lambda: None
+        taken = []
+
+        def hardened(hspec, trial0, rtol, atol):
+            t = dict({"median": medians[len(taken)], "spread": 1.05, "hardened": True},
+                     **(extra or {}))
+            taken.append(t)
+            return {"time_ms": t}
+
+        ev._hardened_measure = hardened
+        result = {"ok": True, "time_ms": {"median": 1.0, "spread": 1.05, "n": 100},
+                  "flags": list(first_flags)}
+        spec = {"confirm": True, "max_spread": None, "bench": {}, "timeouts": {}}
+        return ev._confirm_figures(spec, result, None, 1e-3, 1e-3), result, taken
+
+    def test_a_second_hardened_measure_that_agrees_is_kept(self):
+        ok, result, taken = self.confirm([3.0, 1.1])
+        self.assertTrue(ok, result)
+        self.assertEqual(len(taken), 2)
+        self.assertEqual(result["time_ms"]["median"], 1.1)
+        self.assertEqual(result["trust"]["noisy_remeasures"], [["remeasure_disagrees"]])
+        self.assertEqual(result["trust"]["second_flags"], [])
+
+    def test_disagreeing_twice_rejects(self):
+        ok, result, taken = self.confirm([3.0, 3.0, 1.0])
+        self.assertFalse(ok)
+        self.assertEqual(len(taken), 2)
+        self.assertEqual(result["code"], "EUNTRUSTED")
+        self.assertNotIn("time_ms", result)
+
+    def test_an_objection_noise_does_not_raise_is_not_retried(self):
+        ok, result, taken = self.confirm([1.0, 1.0], extra={"untimed_work": True})
+        self.assertFalse(ok)
+        self.assertEqual(len(taken), 1)
+        self.assertEqual(result["trust"]["rejected"], ["untimed_work"])
+
+    def test_an_agreeing_first_re_measure_is_enough(self):
+        ok, result, taken = self.confirm([1.02, 5.0])
+        self.assertTrue(ok, result)
+        self.assertEqual(len(taken), 1)
+        self.assertNotIn("noisy_remeasures", result["trust"])

@@ -54,11 +54,13 @@ class Worker:
     """env: variables added to the worker's environment; log: its --log file (default
     KAGENT_WORKER_LOG); user: run it as this OS user (needs root)."""
 
-    def __init__(self, device="cpu", threads=2, env=None, log=None, user=None):
+    def __init__(self, device="cpu", threads=None, env=None, log=None, user=None):
         # KAGENT_EVAL_PYTHONPATH: another copy of the evaluator (a benchmark's "before")
         env = dict(os.environ, PYTHONPATH=os.environ.get("KAGENT_EVAL_PYTHONPATH")
                    or os.path.join(ROOT, "src", "gpu", "eval"), **(env or {}))
-        argv = [PYTHON, "-m", "kagent_eval.worker", "--device", str(device), "--threads", str(threads)]
+        argv = [PYTHON, "-m", "kagent_eval.worker", "--device", str(device)]
+        if threads:
+            argv += ["--threads", str(threads)]
         log = log or os.environ.get("KAGENT_WORKER_LOG")
         if log:
             argv += ["--log", log]

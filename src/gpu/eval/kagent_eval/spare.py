@@ -13,6 +13,7 @@ exited, so no preparation overlaps a timing and none makes a job wait, unless jo
 faster than spares can prepare.
 """
 import os
+import select
 import signal
 import time
 
@@ -60,6 +61,9 @@ class Spare:
             return
         self.prep_deadline += time.monotonic() - self.paused_at
         self.paused_at = None
+        self._continue()
+
+    def _continue(self):
         for target in (-self.pid, self.pid):
             try:
                 os.kill(target, signal.SIGCONT)
@@ -74,6 +78,13 @@ class Spare:
             return False
         self.resume()
         try:
+            # a stop and a continue sent while the spare was forking (its PID namespace's process
+            # 1) both reach the new process, the stop last, and it stays stopped: continue the
+            # group again until the spare answers
+            while not select.select([self.rfd], [], [], 0.25)[0]:
+                if time.monotonic() >= self.prep_deadline:
+                    raise wire.Timeout("the spare did not prepare in time")
+                self._continue()
             obj, _ = wire.recv(self.rfd, self.prep_deadline)
             if isinstance(obj, dict) and obj.get("type") == "ready":
                 self.ready, self.info = True, obj

@@ -86,7 +86,9 @@ def _gpu_name(index):
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="kagent_eval.worker")
     ap.add_argument("--device", default=os.environ.get("KAGENT_EVAL_DEVICE", "cpu"))
-    ap.add_argument("--threads", type=int, default=None)
+    ap.add_argument("--threads", type=int, default=None,
+                    help="torch threads of a CPU-mode job (default 1: an intra-op thread pool on a "
+                         "shared machine waits for its slowest thread, which makes timings noisy)")
     ap.add_argument("--log", default=None, help="append stderr (candidate output, tracebacks) here")
     args = ap.parse_args(argv)
     from .jail import SandboxError
@@ -106,7 +108,7 @@ def main(argv=None):
         # one visible GPU per worker: children use cuda:0 and cannot touch the others
         os.environ["CUDA_VISIBLE_DEVICES"] = str(args.device)
     torch, triton_ver = _import_stack(not cpu)
-    threads = args.threads or (torch.get_num_threads() if cpu else None)
+    threads = args.threads or (1 if cpu else None)
     if cpu:
         # the worker itself computes nothing with torch: keep its thread pool unstarted so
         # forked children can start their own safely
