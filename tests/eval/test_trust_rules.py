@@ -237,7 +237,7 @@ class HardenedRetryTest(unittest.TestCase):
         return ev._confirm_figures(spec, result, None, 1e-3, 1e-3), result, taken
 
     def test_a_second_hardened_measure_that_agrees_is_kept(self):
-        ok, result, taken = self.confirm([3.0, 1.1])
+        ok, result, taken = self.confirm([5.0, 1.1])
         self.assertTrue(ok, result)
         self.assertEqual(len(taken), 2)
         self.assertEqual(result["time_ms"]["median"], 1.1)
@@ -245,7 +245,7 @@ class HardenedRetryTest(unittest.TestCase):
         self.assertEqual(result["trust"]["second_flags"], [])
 
     def test_disagreeing_twice_rejects(self):
-        ok, result, taken = self.confirm([3.0, 3.0, 1.0])
+        ok, result, taken = self.confirm([5.0, 5.0, 1.0])
         self.assertFalse(ok)
         self.assertEqual(len(taken), 2)
         self.assertEqual(result["code"], "EUNTRUSTED")
@@ -258,7 +258,7 @@ class HardenedRetryTest(unittest.TestCase):
         self.assertEqual(result["trust"]["rejected"], ["untimed_work"])
 
     def test_an_agreeing_first_re_measure_is_enough(self):
-        ok, result, taken = self.confirm([1.02, 5.0])
+        ok, result, taken = self.confirm([1.02, 9.0])
         self.assertTrue(ok, result)
         self.assertEqual(len(taken), 1)
         self.assertNotIn("noisy_remeasures", result["trust"])

@@ -119,7 +119,13 @@ describe("--resume after kill -9", function()
       if r.stderr:find("the input kernel fails at stage timing", 1, true) then skip("the machine was too noisy to time the input kernel") end
       error("beam.lua ended before it was killed:\n" .. r.stderr:sub(-2000))
     end
-    expect.eq(seen, 1, "worker 1 of round 2 recorded, worker 2 still waiting on the LLM")
+    local rows = ""
+    if seen ~= 1 then
+      local db = assert(kagent.mem.open(dir .. "/mem.db"))
+      rows = json.encode(db:query("SELECT round, worker, role, stage, error FROM attempts ORDER BY id"))
+      db:close()
+    end
+    expect.eq(seen, 1, "worker 1 of round 2 recorded, worker 2 still waiting on the LLM " .. rows)
     p:kill("KILL")
     p:wait(30)
     local rd = fake.newest_run(dir .. "/runs")

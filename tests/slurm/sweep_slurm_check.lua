@@ -128,7 +128,9 @@ describe("agents/sweep.lua --slurm on a single-node Slurm", function()
     for _, name in ipairs(sweep.PROBLEMS) do
       local lk = sweep.attempt_keys(localdb, local_res[name].run_uid)
       local sk = sweep.attempt_keys(merged, slurm_res[name].run_uid)
-      expect.eq(#lk, 3, name .. ": input and two optimizer attempts locally")
+      expect.eq(#lk, 3, name .. ": input and two optimizer attempts locally " .. (#lk ~= 3 and json.encode(localdb:query(
+        "SELECT a.round, a.worker, a.role, a.stage, a.error_signature FROM attempts a JOIN runs r ON r.id = a.run_id WHERE r.uid = ?",
+        { local_res[name].run_uid })) or ""))
       if name == "relu_signed" or name == "softmax" then
         local left = {}
         for _, k in ipairs(sk) do left[k] = (left[k] or 0) + 1 end
