@@ -10,7 +10,7 @@ local fs = require("kagent.fs")
 local json = require("kagent.json")
 local ktime = require("kagent.time")
 local run_lib = require("agents.lib.run")
-local policy_options = require("agents.lib.options")
+local run_args = require("agents.lib.sweep.run_args")
 local plan_lib = require("agents.lib.sweep.plan")
 local report = require("agents.lib.sweep.report")
 
@@ -41,36 +41,11 @@ local HOW = { usage = "kagent-rt agents/sweep.lua --problems DIR|LIST --policy N
   epilog = "-- ARGS...: passed as they are to every run. Figures and their definitions, and running on Slurm: docs/sweeps.md",
   positional = "problem files" }
 -- The options of the runs themselves, passed on as given (the policy's defaults apply otherwise).
-local OWN = { problem = true, kernel = true, out = true, db = true, resume = true, policy = true, devices = true }
-local PASS = {}
-for name, s in pairs(policy_options) do
-  if not OWN[name] then
-    PASS[#PASS + 1] = name
-    -- checked here as each run would check it; no default, so only what is given is passed on
-    local own = { group = "Each run's options (defaults: the run's)" }
-    for k, v in pairs(s) do if k ~= "default" and k ~= "group" then own[k] = v end end
-    SPEC[name] = own
-  end
-end
-table.sort(PASS)
+local PASS = run_args.add(SPEC)
 
 local function fail(msg, code)
   io.stderr:write(PROG .. ": " .. msg .. "\n")
   return code or 2
-end
-
--- passed_args(opts, extra) -> the runs' own options as given, then everything after "--"
-local function passed_args(opts, extra)
-  local out = {}
-  for _, name in ipairs(PASS) do
-    local v = opts[name:gsub("-", "_")]
-    if v ~= nil then
-      out[#out + 1] = "--" .. name
-      if v ~= true then out[#out + 1] = tostring(v) end  -- a flag has no value
-    end
-  end
-  for _, a in ipairs(extra) do out[#out + 1] = a end
-  return out
 end
 
 local function same_list(a, b)
@@ -224,7 +199,7 @@ local function main(argv)
     return require("agents.lib.sweep.slurm").task_main(plan, opts.task)
   end
 
-  local pass = passed_args(opts, extra)
+  local pass = run_args.args(PASS, opts, extra)
   local plan = opts.out and plan_lib.load(opts.out)
   if plan then
     local why = resume_check(plan, opts, pass)
@@ -276,7 +251,7 @@ local function main(argv)
   local rows, agg = report.results(plan, { wall_s = wall, cpu = cpu == true })
   local text = report.write(plan, rows, agg)
   print(text)
-  print(string.format("\nsweep folder: %s (sweep.json, table.md)", plan.dir))
+  print(string.format("\nsweep folder: %s (sweep.json, table.md, index.html)", plan.dir))
   if rerr then return fail(rerr, 1) end
   return agg.correct == agg.problems and agg.finished == agg.problems and 0 or 1
 end

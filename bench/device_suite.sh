@@ -3,10 +3,12 @@
 # minutes), writing logs under $OUT (default /tmp/kagent-device). The binary and profiler
 # library come from a build tree: KAGENT_BUILD (default build/).
 #   bash bench/device_suite.sh portability|eval|devices|sandbox|profile|profile-app|agent|sweep|latency|
-#                              trust|trust-ka|latency-compare|all
+#                              trust|trust-ka|bench-ka|report|latency-compare|all
 # profile-app compares the multi-kernel targets with ncu's application replay (about 90 s per
 # ncu run, so it is not part of `all`); sweep (the tuner over the five showcase problems, about
-# 5 minutes) is not either.
+# 5 minutes) is not either, nor bench-ka (agents/bench.lua on KernelAgent's artifacts, 10 to 20
+# minutes: run it again until its table has the five problems; each call continues the last), nor
+# report (the beam step of the agent check alone, keeping its run folder for a screenshot).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 phase="${1:-all}"
@@ -54,6 +56,15 @@ case "$phase" in
          step agent_gpu_check bash tests/gpu/agent_gpu_check.sh "$OUT/agent" ;;
   parity) step parity_77 python3 bench/baseline_parity.py examples/problems/77_conv_transpose3d.py --compile ;;
   trust-ka) step trust_ka python3 tests/gpu/trust_gpu_check.py --part ka,baselines ;;
+  bench-ka)  # agents/bench.lua on KernelAgent's five artifacts; run again to continue (--resume)
+         ka="${KAGENT_KA_ARTIFACTS:-}"
+         for d in ../shared/data/ka-artifacts shared/data/ka-artifacts; do [ -z "$ka" ] && [ -d "$d" ] && ka=$d; done
+         step bench_ka "$KAGENT_BIN" agents/bench.lua "${ka:-../shared/data/ka-artifacts}" --dtype bf16 \
+           --json "$OUT/bench_ka.json" --csv "$OUT/bench_ka.csv" --resume
+         sed -n '/^dtype /,$p' "$OUT/bench_ka.log" ;;
+  report)  # the agent check's beam run on #36; its run folder (report.html) stays under $OUT for a screenshot
+         KAGENT_AGENT_CHECK_STEPS=beam step report_beam bash tests/gpu/agent_gpu_check.sh "$OUT/report_beam"
+         grep '^REPORT ' "$OUT/report_beam.log" ;;
   latency-compare)  # per-candidate overhead, this evaluator against KAGENT_OLD_EVAL (a copy of an earlier one)
          step eval_latency_now python3 bench/eval_latency.py --n 4 --fresh 0 --tag now
          [ -n "${KAGENT_OLD_EVAL:-}" ] && step eval_latency_old env KAGENT_EVAL_PYTHONPATH="$KAGENT_OLD_EVAL" \

@@ -12,7 +12,7 @@
 set(KAGENT_DATADIR "${CMAKE_INSTALL_DATADIR}/kagent-rt")
 
 install(TARGETS kagent-rt RUNTIME DESTINATION "${CMAKE_INSTALL_BINDIR}" COMPONENT runtime)
-install(DIRECTORY agents skills prompts examples types
+install(DIRECTORY agents skills prompts examples types third_party
         DESTINATION "${KAGENT_DATADIR}" COMPONENT runtime
         PATTERN "__pycache__" EXCLUDE PATTERN "*.pyc" EXCLUDE)
 install(DIRECTORY src/gpu/eval/kagent_eval DESTINATION "${KAGENT_DATADIR}/eval" COMPONENT runtime
@@ -20,7 +20,7 @@ install(DIRECTORY src/gpu/eval/kagent_eval DESTINATION "${KAGENT_DATADIR}/eval" 
 install(FILES src/gpu/eval/pyproject.toml src/gpu/eval/README.md
         DESTINATION "${KAGENT_DATADIR}/eval" COMPONENT runtime)
 install(PROGRAMS scripts/demo.sh DESTINATION "${KAGENT_DATADIR}" COMPONENT runtime)
-install(FILES README.md docs/lua-api.md docs/agents.md docs/install.md docs/sweeps.md
+install(FILES README.md docs/lua-api.md docs/agents.md docs/install.md docs/sweeps.md docs/reports.md
         DESTINATION "${CMAKE_INSTALL_DOCDIR}" COMPONENT runtime)
 # the licence of the command-line parser compiled into the binary (lua-argparse)
 install(FILES "${CMAKE_BINARY_DIR}/licenses/argparse.copyright"

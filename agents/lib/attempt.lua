@@ -37,13 +37,18 @@ end
 -- tries, chain, cached, role, skill, prompt_path, reply_path, stage, error, llm_code}; a draft
 -- without a result failed before evaluation (its stage says where: "llm", "reply", "policy").
 -- A draft whose LLM call failed (llm_code, or stage "llm") and that has no verified kernel is an
--- LLM failure, not a kernel's: a.llm_error is set, with the code and the LLM's error.
+-- LLM failure, not a kernel's: a.llm_error is set, with the code and the LLM's error (stage
+-- "replay" when the code is EREPLAY, "llm" otherwise).
 function M.shape(run, parent, d, draft, w)
   draft = draft or {}
   local r = draft.result
   local llm_failed = (draft.llm_code ~= nil or draft.stage == "llm") and not M.verified(r)
+  local llm_code
   if llm_failed then
-    r = { ok = false, stage = "llm", error = draft.llm_error or draft.error or "the LLM call failed",
+    local err = draft.llm_error or draft.error or "the LLM call failed"
+    llm_code = draft.llm_code or error_signature(err)
+    -- a question a strict replay had no recorded answer to is its own stage (docs/reports.md)
+    r = { ok = false, stage = llm_code == "EREPLAY" and "replay" or "llm", error = err,
       kernel_error = type(r) == "table" and r.error or nil }
   elseif type(r) ~= "table" then
     r = { ok = false, stage = draft.stage or "reply", error = draft.error or "no kernel was produced" }
@@ -58,7 +63,7 @@ function M.shape(run, parent, d, draft, w)
     prompt_path = draft.prompt_path, reply_path = draft.reply_path,
     parent_ms = parent.result and parent.result.time_ms and parent.result.time_ms.median,
     bottleneck_text = direction.text(d), lesson = d.lesson,
-    llm_error = llm_failed or nil, llm_code = llm_failed and (draft.llm_code or error_signature(r.error)) or nil,
+    llm_error = llm_failed or nil, llm_code = llm_code,
   }
   if a.ok then
     a.child_ms = r.time_ms.median
@@ -160,10 +165,15 @@ function M.store(run, parent, d, a)
     attempt_id = id })
 end
 
--- summary(a, id) -> the row the driver keeps per attempt (summary.json outcomes, report.html)
+-- summary(a, id, parent) -> the row the driver keeps per attempt (state.json, summary.json
+-- outcomes, report.html): outcome, time with its spread, the parent's time, the bottleneck.
 function M.summary(a, id, parent)
+  local t = a.ok and a.result.time_ms or {}
+  local bottleneck = a.direction and a.direction.summary
   return { round = a.round, worker = a.worker, outcome = a.outcome, skill = a.skill, time_ms = a.child_ms,
-    stage = a.stage, error = a.error, llm_code = a.llm_code, tries = a.tries, parent = parent.id, attempt_id = id }
+    p10 = t.p10, p90 = t.p90, parent_ms = a.parent_ms, stage = a.stage, error = a.error, llm_code = a.llm_code,
+    tries = a.tries, parent = parent.id, attempt_id = id, duplicate_of = a.duplicate_of, gained = a.gained == true or nil,
+    bottleneck = bottleneck and tostring(bottleneck):sub(1, 200) or nil, role = a.role }
 end
 
 return M

@@ -21,6 +21,7 @@ local function worker(run, k, n, shared, lessons)
   local out = shared.outcomes[k]
   local function stop() return shared.winner ~= nil end
   local function phase(name) shared.phase[k] = name end
+  require("agents.lib.calls").at({ round = 0, parent = "problem", worker = k })
   phase("llm")
   local g = generator.propose(run, { k = k, n = n, lessons = lessons })
   run.rd:write(dir .. "/gen_prompt.txt", g.prompt)
@@ -100,7 +101,8 @@ function M.run(run, n)
   if not w then
     local why, llm_down = {}, true
     for k, o in ipairs(shared.outcomes) do
-      if o.outcome ~= "llm_error" and o.outcome ~= "canceled" then llm_down = false end
+      -- a question a strict replay had no answer to was never sent: the LLM is not down
+      if (o.outcome ~= "llm_error" or o.llm_code == "EREPLAY") and o.outcome ~= "canceled" then llm_down = false end
       why[#why + 1] = string.format("w%d %s%s", k, o.outcome,
         o.error and (": " .. tostring(o.error):sub(1, 160)) or "")
     end

@@ -16,8 +16,9 @@ M.__index = M
 
 -- failures that may pass with time
 M.TRANSIENT = { ETIMEDOUT = true, ECONNECT = true, EHTTP = true, ERATELIMIT = true, EPARSE = true }
--- not failures of the LLM: the budget is spent (a stop rule), the call was canceled (its task ended)
-M.NOT_FAILURES = { EBUDGET = true, ECANCELED = true }
+-- not failures of the LLM: the budget is spent (a stop rule), the call was canceled (its task
+-- ended), a strict replay had no recorded answer (nothing was sent; the run lists it and exits 4)
+M.NOT_FAILURES = { EBUDGET = true, ECANCELED = true, EREPLAY = true }
 -- tries of a failed call after the first
 M.RETRIES = 2
 

@@ -170,13 +170,19 @@ function M:repairs_text(id)
   return "repairs: " .. table.concat(out, " -> ")
 end
 
+-- The order of prompts' lists of attempts and lessons: by run, round and worker (newest first),
+-- not by when a row was written. Workers of a round finish in any order; a prompt that listed
+-- them as they finished would differ from run to run, and a replayed run would not find it.
+local SEARCH_ORDER = "c.run_id DESC, c.round DESC, CAST(c.worker AS INTEGER) DESC, c.id DESC"
+
 -- history_text(parent_fingerprint) -> what was tried from this kernel (any run on this GPU,
 -- newest first): skill, plan signature, outcome, time or error, the repair chain and the
 -- reflexion's lessons; or a sentence saying nothing was.
 function M:history_text(parent_fp, limit)
   local rows = parent_fp and self.db:query("SELECT c.* FROM attempts c JOIN attempts p ON c.parent_id = p.id"
     .. " JOIN runs r ON c.run_id = r.id WHERE p.fingerprint = :fp AND r.gpu = :gpu AND c.role != 'repair'"
-    .. " AND " .. M.EVIDENCE .. " ORDER BY c.id DESC LIMIT :limit", { fp = parent_fp, gpu = self.info.gpu, limit = limit or 10 }) or {}
+    .. " AND " .. M.EVIDENCE .. " ORDER BY " .. SEARCH_ORDER .. " LIMIT :limit",
+    { fp = parent_fp, gpu = self.info.gpu, limit = limit or 10 }) or {}
   local out = {}
   for _, a in ipairs(rows) do
     local line = string.format("- %sround %s w%s, skill %s (plan %s): %s%s",
@@ -198,13 +204,14 @@ end
 -- (and bottleneck class, when given), this GPU's first, newest first
 function M:lessons_for(f)
   local like = { op = '%"op_' .. tostring(f.op_class) .. '"%' }
-  local sql = "SELECT id, text, gpu FROM lessons WHERE tags LIKE :op AND tags LIKE '%\"verified\"%'"
+  local sql = "SELECT l.id, l.text, l.gpu FROM lessons l LEFT JOIN attempts c ON c.id = l.source_attempt"
+    .. " WHERE l.tags LIKE :op AND l.tags LIKE '%\"verified\"%'"
   if f.bottleneck then
-    sql = sql .. " AND tags LIKE :bn"
+    sql = sql .. " AND l.tags LIKE :bn"
     like.bn = '%"bn_' .. tostring(f.bottleneck) .. '"%'
   end
   like.gpu, like.limit = self.info.gpu, f.limit or 6
-  return self.db:query(sql .. " ORDER BY (gpu = :gpu) DESC, id DESC LIMIT :limit", like) or {}
+  return self.db:query(sql .. " ORDER BY (l.gpu = :gpu) DESC, " .. SEARCH_ORDER .. ", l.id LIMIT :limit", like) or {}
 end
 
 -- lessons_text{op_class, bottleneck, query, limit} -> verified lessons of similar problems (same
@@ -216,9 +223,13 @@ function M:lessons_text(f)
     if #out < limit and text and not seen[text] then seen[text] = true; out[#out + 1] = "- " .. tostring(text) end
   end
   for _, l in ipairs(self:lessons_for({ op_class = f.op_class, bottleneck = f.bottleneck, limit = limit })) do add(l.text) end
-  for _, l in ipairs(self.db:search_lessons(f.query or "", { limit = limit, problem_hash = self.info.problem_hash }) or {}) do
-    add(l.text)
-  end
+  -- best matches first; among equal scores by text, not by when each lesson was written
+  local found = self.db:search_lessons(f.query or "", { limit = 3 * limit, problem_hash = self.info.problem_hash }) or {}
+  table.sort(found, function(a, b)
+    if (a.score or 0) ~= (b.score or 0) then return (a.score or 0) > (b.score or 0) end
+    return tostring(a.text) < tostring(b.text)
+  end)
+  for _, l in ipairs(found) do add(l.text) end
   if #out == 0 then return "(no lessons recorded yet)" end
   return table.concat(out, "\n")
 end

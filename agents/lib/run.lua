@@ -18,6 +18,7 @@ local metrics = require("agents.lib.metrics")
 local features = require("agents.lib.features")
 local skills_lib = require("agents.lib.skills")
 local progress = require("agents.lib.progress")
+local calls = require("agents.lib.calls")
 local llm_guard = require("agents.lib.llm_guard")
 
 local M = {}
@@ -175,6 +176,7 @@ function M.pool_devices(prog, opts)
   end
   return list
 end
+M.pool_devices = pool_devices
 
 -- write_probe(db) -> true, or nil and why: one row written and rolled back, so a read-only file
 -- (which SQLite opens read-only without a word) is found now, not at the run's first record
@@ -265,6 +267,8 @@ end
 -- from a plain table with a fake pool or chat).
 function M.add_helpers(r)
   local opts = r.opts
+  -- the log of the run's LLM calls (places, replay keys, usage.csv)
+  if r.rd and not r.calls then r.calls = calls.new({ rd = r.rd, mem = r.mem, policy = opts.policy }) end
 
   function r.render(name, vars)
     local text, err = prompt.render(name, vars)
@@ -355,14 +359,19 @@ function M.add_helpers(r)
     else
       messages = { { role = "user", content = M.full_prompt(text, shared) } }
     end
+    -- the call's place and replay key are taken once: the guard's retries are the same call
+    local system = r.system_prompt()
+    local place, key
+    if r.calls then place, key = r.calls:key(tag, system, M.full_prompt(text, shared)) end
     local slot = {}
     streams[slot] = true
     local res, err, code = guard:call(function()
-      return r.llm.chat({ model = r.model, system = r.system_prompt(), messages = messages,
-        max_tokens = opts.max_tokens, temperature = opts.temperature, tag = tag,
+      return r.llm.chat({ model = r.model, system = system, messages = messages,
+        max_tokens = opts.max_tokens, temperature = opts.temperature, tag = tag, replay_key = key,
         on_token = function(_, p) slot.p = p; show(false) end })
     end, tag)
     streams[slot] = nil
+    if r.calls then r.calls:record(place, key, res, err, code, r.model) end
     if res then
       if res.text == nil then res.text = "" end
       if res.streamed then guard.streamed = true end
@@ -412,24 +421,6 @@ function M.timing_text(r)
   if r.eager_ms then parts[#parts + 1] = "eager " .. fmt_ms(r.eager_ms) end
   if r.compile_ms then parts[#parts + 1] = "torch.compile " .. fmt_ms(r.compile_ms) end
   return #parts > 0 and table.concat(parts, "; ") or "not timed"
-end
-
--- report(run, summary, attempts): a small static report.html over the run's attempts
-function M.report(run, s, attempts)
-  local function esc(x) return tostring(x):gsub("&", "&amp;"):gsub("<", "&lt;") end
-  local rows = {}
-  for _, a in ipairs(attempts or {}) do
-    rows[#rows + 1] = string.format("<tr><td>%s</td><td>w%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td></tr>",
-      esc(a.round), esc(a.worker), esc(a.skill or "-"), esc(a.outcome), a.time_ms and string.format("%.4f", a.time_ms) or "-",
-      esc(a.error or ""))
-  end
-  run.rd:write("report.html", table.concat({
-    "<!doctype html><meta charset=utf-8><title>kagent-rt run ", esc(s.run_id), "</title>",
-    "<h1>", esc(s.problem), "</h1><p>best ", string.format("%.4f", s.best_ms), " ms; input ",
-    string.format("%.4f", s.input_ms), " ms; ", esc(s.stop_reason), "</p>",
-    "<pre>", esc(json.encode(s, { pretty = true })), "</pre>",
-    "<table border=1><tr><th>round</th><th>worker</th><th>skill</th><th>outcome</th><th>ms</th><th>error</th></tr>",
-    table.concat(rows), "</table>" }))
 end
 
 return M

@@ -23,6 +23,7 @@ local select = require("agents.lib.select")
 local expand = require("agents.lib.expand")
 local reflector = require("agents.roles.reflector")
 local profiler = require("agents.roles.profiler")
+local calls = require("agents.lib.calls")
 
 local M = {}
 
@@ -171,6 +172,7 @@ end
 
 local function worker(run, pol, st, job)
   local w = { round = job.round, k = job.k, dir = run.rd:worker_dir(job.round, job.k) }
+  calls.at({ round = job.round, parent = job.parent.fingerprint, worker = job.k })
   busy(run, st, 1)
   local ok, draft = pcall(pol.expand or expand.expand, job.parent, job.direction, run, w)
   if not ok then
@@ -211,6 +213,7 @@ function M.round(run, pol, st, r)
   local plan = {}
   for i, p in ipairs(parents) do
     plan[i] = function()
+      calls.at({ round = r, parent = p.fingerprint })
       ensure_profile(run, p)
       return pol.directions(p, run)
     end
@@ -307,7 +310,21 @@ end
 local function say(prog, msg) io.stderr:write(prog .. ": " .. msg .. "\n") end
 
 -- Exit statuses of the entry points (docs/agents.md)
-M.EXIT = { done = 0, error = 1, input = 2, llm_down = 3 }
+M.EXIT = { done = 0, error = 1, input = 2, llm_down = 3, replay_miss = 4 }
+
+-- replay_status(prog, summary, code) -> exit status: `code`, or 4 when a strict replay (cache
+-- mode "replay") met questions it had no recorded answer to. Those branches stopped where they
+-- were asked (stage "replay"), so the run does not reproduce the recorded one, and says so.
+function M.replay_status(prog, s, code)
+  local r = s.replay or {}
+  if r.mode == "replay" and (r.misses or 0) > 0 then
+    say(prog, string.format("strict replay: %d of %d LLM call(s) had no recorded answer; their branches stopped "
+      .. "(see replay_misses.json in the run directory). This run does not reproduce the recorded one.",
+      r.misses, r.calls or 0))
+    return M.EXIT.replay_miss
+  end
+  return code
+end
 
 -- llm_for(prog, opts) -> the kagent.llm module configured from the options; nil when nothing is
 -- configured (the tuner runs instead); or false, exit status when the LLM cannot be used.
@@ -350,15 +367,13 @@ local function drive(run, pol, saved)
     if not st then
       if llm_down then return M.llm_stop(run) end
       say(run.prog, why)
-      summary.failed(run, why)
-      return M.EXIT.input
+      return M.replay_status(run.prog, summary.failed(run, why), M.EXIT.input)
     end
     state_file.save(run, st)
   end
   local reason = M.search(run, pol, st)
   if run.llm_guard.down then return M.llm_stop(run) end
-  M.finish(run, st, reason)
-  return M.EXIT.done
+  return M.replay_status(run.prog, M.finish(run, st, reason), M.EXIT.done)
 end
 
 -- main(prog, argv, default_policy, how) -> exit code; agents/beam.lua, skill.lua and tune.lua are
@@ -369,7 +384,8 @@ end
 function M.main(prog, argv, default_policy, how)
   how = how or {}
   how.epilog = "Exit status: 0 done, 1 internal error, 2 bad input or a failed start"
-    .. (how.llm_free and "" or ", 3 the LLM stopped answering (--resume continues the run)") .. ". "
+    .. (how.llm_free and "" or ", 3 the LLM stopped answering (--resume continues the run), 4 a strict replay "
+      .. "(KAGENT_LLM_CACHE=replay) had no recorded answer to some question") .. ". "
     .. (how.epilog or "")
   local opts, _, code = run_lib.parse(prog, argv, nil, how)
   if not opts then return code end

@@ -3,12 +3,19 @@
 -- the rounds, the outcomes of the attempts, usage and where the records are.
 local json = require("kagent.json")
 local ktime = require("kagent.time")
-local run_lib = require("agents.lib.run")
+local fs = require("kagent.fs")
+local log = require("kagent.log")
+local calls = require("agents.lib.calls")
 
 local M = {}
 
+-- replay(run) -> what the record/replay cache answered over the run's calls (all its processes)
+function M.replay(run)
+  return calls.replay(calls.read_csv(run.rd:path("usage.csv")), run.llm and run.llm.cache_mode() or "off")
+end
+
 -- base(run) -> the fields every summary.json has (run, status, problem, device, policy, usage,
--- LLM failures, memory)
+-- LLM failures, replay, memory)
 function M.base(run)
   local u = run.usage()
   return { run_id = run.rd.id, status = "done", mode = run.mode, problem = run.problem_path, dtype = run.dtype,
@@ -16,7 +23,7 @@ function M.base(run)
     tokens = { input = u.input_tokens, output = u.output_tokens, cache_read = u.cache_read_tokens,
       cache_write = u.cache_write_tokens, total = u.tokens },
     llm_calls = u.calls, llm_failures = run.llm_guard:summary(), cost_usd = u.cost_usd,
-    wall_s = ktime.now() - run.t0, memory_run_id = run.mem.run_id }
+    wall_s = ktime.now() - run.t0, memory_run_id = run.mem.run_id, replay = M.replay(run) }
 end
 
 -- failed(run, why): a run that ended before it had a result: summary.json says so (status
@@ -28,6 +35,27 @@ function M.failed(run, why)
   run.mem:finish("failed", s)
   run.progress:finish()
   return s
+end
+
+-- attempts_to_best(attempts, best) -> attempts made in the rounds up to and including the one
+-- that found the best kernel (a round's workers run at once), 0 when the input stays best
+function M.attempts_to_best(attempts, best)
+  if not best.round or best.round == 0 then return 0 end
+  local n = 0
+  for _, a in ipairs(attempts) do if (a.round or 0) <= best.round then n = n + 1 end end
+  return n
+end
+
+-- write_report(run): report.html of the run and the index of its folder of runs. A report that
+-- cannot be written is a warning: the run's results are in summary.json already.
+function M.write_report(run)
+  local ok, err = pcall(function()
+    local report = require("agents.lib.report")
+    local path, why = report.run_page(run.rd.dir)
+    if path then path, why = report.runs_index(fs.dirname(run.rd.dir)) end
+    if not path then error(why, 0) end
+  end)
+  if not ok then log.warn("report: %s", tostring(err)) end
 end
 
 -- search(run, st, reason, fin) -> summary of a search: fin is confirm.final's answer. Writes
@@ -61,8 +89,9 @@ function M.search(run, st, reason, fin)
   s.verified, s.confirmation = fin.confirmed, fin.tried
   s.rounds, s.rounds_requested, s.stop_reason = st.round, run.opts.rounds, reason or "rounds done"
   s.attempts, s.outcomes, s.beam = #st.attempts, outcomes, beam
+  s.attempts_to_best, s.rounds_to_best = M.attempts_to_best(st.attempts, best), best.round or 0
   run.rd:write("summary.json", s)
-  run_lib.report(run, s, st.attempts)
+  M.write_report(run)
   if fin.confirmed then
     run.mem:archive({ code = best.code, result = final, attempt_id = best.attempt_id }, run.dtype)
   end
@@ -71,7 +100,9 @@ function M.search(run, st, reason, fin)
     run.rd.id, t.median, s.speedup_vs_input,
     eager and string.format(", %.2fx eager", eager / t.median) or "",
     comp and string.format(", %.2fx torch.compile", comp / t.median) or "", st.round, s.stop_reason,
-    fin.confirmed and "" or " (NOT confirmed: the final re-measure failed)", run.rd.dir))
+    fin.confirmed and "" or " (NOT confirmed: the final re-measure failed)", run.rd.dir
+      .. (s.replay.mode ~= "off" and string.format("\n  LLM replay: %d hit(s), %d miss(es) of %d call(s)",
+        s.replay.hits, s.replay.misses, s.replay.calls) or "")))
   return s
 end
 

@@ -54,8 +54,8 @@ int64_t total_added(const MergeCounts& c) {
 }
 
 // One run as an agent writes it, by hand (no uids given: the triggers make them): the input
-// attempt and a child, a reflexion, a skill outcome, a lesson, an archived kernel, a round and
-// an LLM reply. `tag` makes the texts distinct.
+// attempt and a child, a reflexion, a skill outcome, a lesson, an archived kernel, a round, an
+// LLM reply and the usage row of that call. `tag` makes the texts distinct.
 int64_t write_run(MemoryStore& db, const std::string& tag, bool finish = true) {
   db.exec("INSERT INTO runs(problem, started) VALUES (?, 1.0)", args({tag}));
   const int64_t run = count(db, "SELECT max(id) FROM runs");
@@ -84,6 +84,9 @@ int64_t write_run(MemoryStore& db, const std::string& tag, bool finish = true) {
           args({run, input, child}));
   db.exec("INSERT INTO llm_cache(key, request, response, created) VALUES (?, 'q', 'a', 1.0)",
           args({"key-" + tag}));
+  db.exec("INSERT INTO llm_calls(run_id, seq, role, place, input_tokens, created) "
+          "VALUES (?, 1, 'optimize', ?, 10, 2.0)",
+          args({run, "place-" + tag}));
   if (finish) {
     db.exec("UPDATE runs SET status = 'done', finished = 3.0 WHERE id = ?", args({run}));
   }
@@ -104,7 +107,7 @@ TEST_CASE("merging copies every row once and rewrites the references", "[store][
   write_run(t, "T");
   const MergeCounts ca = merge_database(t, dir.file("a.db"));
   for (const char* table : {"runs", "rounds", "reflexions", "skill_outcomes", "lessons", "archive",
-                            "llm_cache"}) {
+                            "llm_cache", "llm_calls"}) {
     INFO(table);
     CHECK(added(ca, table) == 1);
   }
@@ -132,6 +135,9 @@ TEST_CASE("merging copies every row once and rewrites the references", "[store][
                  "WHERE b.run_id = r.run_id AND p.run_id = r.run_id AND p.role = 'input'") == 3);
   CHECK(column_set(t, "SELECT key FROM llm_cache") ==
         std::set<std::string>{"key-A", "key-B", "key-T"});
+  // Each call's usage row follows its run.
+  CHECK(count(t, "SELECT count(*) FROM llm_calls c JOIN runs u ON u.id = c.run_id "
+                 "WHERE c.place = 'place-' || u.problem") == 3);
   // Merged lessons are in the full-text index.
   CHECK(count(t, "SELECT count(*) FROM lessons_fts WHERE lessons_fts MATCH 'lessonB'") == 1);
   CHECK(count(t, "SELECT count(*) FROM pragma_foreign_key_check") == 0);
@@ -196,7 +202,8 @@ TEST_CASE("rows get a uid on insert and the uid is unique", "[store][merge]") {
   TempDir dir;
   MemoryStore db(dir.file("k.db"));
   write_run(db, "U");
-  for (const char* table : {"runs", "attempts", "reflexions", "skill_outcomes", "lessons", "archive"}) {
+  for (const char* table :
+       {"runs", "attempts", "reflexions", "skill_outcomes", "lessons", "archive", "llm_calls"}) {
     INFO(table);
     CHECK(count(db, std::string("SELECT count(*) FROM ") + table + " WHERE uid IS NULL") == 0);
   }

@@ -54,6 +54,9 @@ if s then
   end
   local m = json.decode(fs.read(rd .. "/rounds/round_1/w1/optimized_ncu_metrics.json"))
   check(next(m.metrics) ~= nil, "hardware counters recorded for the child")
+  local page = fs.read(rd .. "/report.html") or ""
+  check(page:find('data-spec="spec-roofline"', 1, true) ~= nil, "report.html shows the roofline position")
+  print("REPORT " .. rd .. "/report.html")
 end
 
 end

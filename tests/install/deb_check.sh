@@ -38,7 +38,7 @@ dpkg -x "$dev" "$root"
 bin="$root/usr/bin/kagent-rt"
 share="$root/usr/share/kagent-rt"
 for f in "$bin" "$share/agents/beam.lua" "$share/skills/coalescing.lua" "$share/prompts/diagnose.md" \
-         "$share/eval/kagent_eval/worker.py" "$share/eval/kagent_eval/VERSION" "$share/types/kagent.lua" \
+         "$share/eval/kagent_eval/worker.py" "$share/eval/kagent_eval/VERSION" "$share/types/kagent.lua" "$share/third_party/report/vega.min.js" \
          "$share/demo.sh" "$root/usr/lib/cmake/kagent/kagentConfig.cmake" "$root/usr/include/kagent/lua/runtime.hpp"; do
   [ -e "$f" ] || fail "the packages lack ${f#"$root"}"
 done

@@ -63,10 +63,15 @@ describe("llm_guard", function()
     expect.truthy(err2:find("not called", 1, true), err2)
   end)
 
-  it("does not count a spent budget or a canceled call as an LLM failure", function()
+  it("does not count a spent budget, a canceled call or a replay miss as an LLM failure", function()
     local g = guard(2)
     for _ = 1, 3 do g:call(calls({ "EBUDGET" })) end
     g:call(calls({ "ECANCELED" }))
+    for _ = 1, 3 do
+      local fn, n = calls({ "EREPLAY", "EREPLAY" })
+      expect.eq(select(3, g:call(fn)), "EREPLAY")
+      expect.eq(n.calls, 1, "a question the record has no answer to is not asked again")
+    end
     expect.eq(g.failures, 0)
     expect.eq(g.down, nil)
   end)

@@ -276,6 +276,34 @@ describe("llm record/replay", function()
   end)
 end)
 
+describe("llm record/replay with a replay_key", function()
+  it("keys a call on its replay_key instead of its body, counts misses, and replays with no API key", function()
+    with_server{ replies = { { text = "keyed reply" } } }
+    local db = spec.tmpdir("llm-replay-key") .. "/llm.db"
+    local function ask(content, key)
+      return string.format([[
+        local r, err, code = kagent.llm.chat{ system = "sys", messages = { { role = "user", content = %q } }, replay_key = %q }
+        print(kagent.json.encode({ text = r and r.text, code = code, http = kagent.http.stats().started,
+          u = kagent.llm.usage(), mode = kagent.llm.cache_mode() }))
+      ]], content, key)
+    end
+    local rec = run(ask("measured 1.23 ms", "place A"), anthropic_env({ KAGENT_LLM_CACHE = "record", KAGENT_LLM_DB = db }))
+    expect.eq(rec.text, "keyed reply")
+    expect.eq(rec.mode, "record")
+    h.srv:reset()
+    -- another body (a fresh measurement) at the same key is the same question; no key is needed
+    local replay_env = anthropic_env({ KAGENT_LLM_CACHE = "replay", KAGENT_LLM_DB = db, ANTHROPIC_API_KEY = false })
+    local rep = run(ask("measured 9.87 ms", "place A"), replay_env)
+    expect.eq(rep.text, "keyed reply")
+    expect.eq(rep.http, 0, "HTTP requests during replay")
+    expect.eq(rep.u.replayed, 1)
+    local miss = run(ask("measured 1.23 ms", "place B"), replay_env)
+    expect.eq(miss.code, "EREPLAY", "the same body at another key is not in the record")
+    expect.eq(miss.u.replay_misses, 1)
+    expect.eq(h.srv:stats().total_requests, 0, "nothing reached the server")
+  end)
+end)
+
 describe("llm teardown", function()
   it("stops the fake server", function() h.stop() end)
 end)

@@ -50,7 +50,9 @@ function llm.parse_timeout(text) end
 ---    thinking with budget `thinking_tokens`, default 4096), `timeout`, `idle_timeout`, `retries`
 ---    (this call's), `stream` (boolean; default from `configure{stream}` or `KAGENT_LLM_STREAM`),
 ---    `on_token`, `extra` (table merged into the request body as is), `tag` (string kept in the
----    record, for the run's logs), `prompt_cache = false` (no `cache_control` at all).
+---    record, for the run's logs), `prompt_cache = false` (no `cache_control` at all),
+---    `replay_key` (a non-empty string: record and replay the call under this key instead of its
+---    body; see *Record and replay*).
 ---  - `on_token(text, progress)` runs in the calling task (it may use ⏸ functions; an error in it
 ---    aborts the call and is raised from `chat`). Streaming: once per delta as it arrives (`text` is
 ---    `""` for a reasoning/thinking delta, so the counters still move). Otherwise: once, with the
@@ -108,7 +110,7 @@ function llm.chat(args) end
 
 ---`llm.usage()` → run totals `{calls, failures, failures_by_code = {[code] = n}, input_tokens,
 ---  output_tokens, cache_read_tokens, cache_write_tokens, cost_usd, http_requests, retries,
----  replayed, gen_tokens, gen_seconds, tokens_per_s, by_model = {[model] = {...}}}`.
+---  replayed, replay_misses, gen_tokens, gen_seconds, tokens_per_s, by_model = {[model] = {...}}}`.
 ---  `tokens_per_s` = `gen_tokens / gen_seconds`, summed over the timed calls (as each result's
 ---  `tokens_per_s`; replays are not timed): the mean decoding rate of one call, for a status line.
 ---  `llm.reset_usage()` zeroes them.
@@ -117,7 +119,7 @@ function llm.usage() end
 
 ---`llm.usage()` → run totals `{calls, failures, failures_by_code = {[code] = n}, input_tokens,
 ---  output_tokens, cache_read_tokens, cache_write_tokens, cost_usd, http_requests, retries,
----  replayed, gen_tokens, gen_seconds, tokens_per_s, by_model = {[model] = {...}}}`.
+---  replayed, replay_misses, gen_tokens, gen_seconds, tokens_per_s, by_model = {[model] = {...}}}`.
 ---  `tokens_per_s` = `gen_tokens / gen_seconds`, summed over the timed calls (as each result's
 ---  `tokens_per_s`; replays are not timed): the mean decoding rate of one call, for a status line.
 ---  `llm.reset_usage()` zeroes them.
@@ -138,5 +140,10 @@ function llm.extract_code(text, lang) end
 ---@param text string
 ---@return any
 function llm.extract_json(text) end
+
+---`llm.cache_mode()` → the mode in force: `"off"`, `"record"`, `"replay"` or `"auto"`
+---  (`configure{cache}`, else `KAGENT_LLM_CACHE`, else `"off"`).
+---@return any
+function llm.cache_mode() end
 
 return llm

@@ -189,6 +189,21 @@ function db:best_attempt(run_id) end
 ---@return any
 function db:history(run_id, opts) end
 
+---`db:add_llm_call{run_id, seq, role, place, provider, model, input_tokens, output_tokens,
+---  cache_read_tokens, cache_write_tokens, cost_usd, latency, replayed, outcome, replay_key}` →
+---  id: one LLM call of a run (schema version 3). Only `run_id` is required; `replayed` is a
+---  boolean (the record/replay cache answered), `outcome` `"ok"` or the failure's code, `place` the
+---  call's place in the run (`policy/round/parent/role/worker/attempt`), `latency` seconds.
+---@param args table
+---@return any
+function db:add_llm_call(args) end
+
+---`db:llm_calls(run_id)` → the run's calls in the order they were recorded (`replayed` as a
+---  boolean).
+---@param run_id integer
+---@return any
+function db:llm_calls(run_id) end
+
 ---`db:export_run(run_id, path)` → number of lines written, or `nil, err`. Writes JSON lines: one
 ---  `{"type":"run",...}`, then each attempt `{"type":"attempt",...}` and reflexion
 ---  `{"type":"reflexion",...}` in id order, JSON columns decoded. The file is written atomically.
@@ -265,18 +280,18 @@ function db:archive_kernel(args) end
 function db:best_archived(args) end
 
 ---`db:merge(path)` → `{runs = n, rounds = n, attempts = n, reflexions = n, skills = n,
----  skill_outcomes = n, lessons = n, archive = n, llm_cache = n}` (rows added to this database), or
----  `nil, "EDB: ...", "EDB"` (no file at `path`, `path` is this database, a newer schema). Copies
----  in, in one transaction, every row of the database at `path` that this one lacks, matched on
----  keys that do not depend on the file: the `uid`; `(run, round)` for rounds; the name of a
----  skill; the key of an LLM reply. `run_id`, `parent_id`, `attempt_id`, `source_attempt`,
----  `best_attempt` and the attempt ids in `rounds.parents` are rewritten to this database's ids. A
----  row already here keeps this database's version, except that a run (or round) that finished
----  later in `path` takes its `status`, `summary` and `finished`, and a skill takes the fields of
----  its latest registration. Merging the same file again adds nothing; merging a copy of this
----  database (`VACUUM INTO`) that went on adds only what it added. The file at `path` is migrated to
----  this build's schema first. Raises inside `db:transaction`. Used by `agents/sweep.lua` to join
----  the databases of Slurm tasks (`docs/sweeps.md`).
+---  skill_outcomes = n, lessons = n, archive = n, llm_calls = n, llm_cache = n}` (rows added to this
+---  database), or `nil, "EDB: ...", "EDB"` (no file at `path`, `path` is this database, a newer
+---  schema). Copies in, in one transaction, every row of the database at `path` that this one lacks,
+---  matched on keys that do not depend on the file: the `uid`; `(run, round)` for rounds; the name of
+---  a skill; the key of an LLM reply. `run_id`, `parent_id`, `attempt_id`, `source_attempt`,
+---  `best_attempt` and the attempt ids in `rounds.parents` are rewritten to this database's ids. A row
+---  already here keeps this database's version, except that a run (or round) that finished later in
+---  `path` takes its `status`, `summary` and `finished`, and a skill takes the fields of its latest
+---  registration. Merging the same file again adds nothing; merging a copy of this database (`VACUUM
+---  INTO`) that went on adds only what it added. The file at `path` is migrated to this build's schema
+---  first. Raises inside `db:transaction`. Used by `agents/sweep.lua` to join the databases of Slurm
+---  tasks (`docs/sweeps.md`).
 ---@param path string
 ---@return any
 function db:merge(path) end

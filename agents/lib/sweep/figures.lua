@@ -22,6 +22,8 @@ M.DEFINITIONS = {
   wall_s = "time the sweep driver ran, summed over its sessions (a killed session until its last note, every 15 s)",
   problem_s = "sum over problems of the time their runs ran (all launches; an interrupted launch until its last heartbeat)",
   gpu_hours = "sum over launches of run time x GPUs held by the launch, / 3600 (0 in CPU mode)",
+  attempts_to_best = "per problem, the attempts made in the rounds up to and including the one that found its best kernel (0 when the first kernel stays best); n, mean, min, median, max over the correct problems",
+  replay = "LLM calls of the runs answered from the record/replay cache (hits), asked with no recorded answer (misses: in strict replay their branches stopped), and sent to the provider (sent)",
 }
 
 local function num(v) return type(v) == "number" and v or nil end
@@ -52,6 +54,9 @@ function M.row(p, summary, rec)
     r.tokens = summary.tokens and num(summary.tokens.total) or 0
     r.cost_usd = num(summary.cost_usd) or 0
     r.rounds, r.stop_reason, r.attempts = summary.rounds, summary.stop_reason, summary.attempts
+    r.attempts_to_best = num(summary.attempts_to_best)
+    local rp = type(summary.replay) == "table" and summary.replay or {}
+    r.replay = { hits = num(rp.hits) or 0, misses = num(rp.misses) or 0, sent = num(rp.sent) or 0, calls = num(rp.calls) or 0 }
     r.dtype, r.device, r.run_id = summary.dtype, summary.device, summary.run_id
   else
     r.verified, r.speedup, r.tokens, r.cost_usd = false, {}, 0, 0
@@ -108,7 +113,10 @@ function M.aggregate(rows, extra)
     for _, p in ipairs(M.THRESHOLDS) do fast[b][string.format("%.1f", p)] = 0 end
   end
   local dtypes, devices = {}, {}
+  local to_best, replay = {}, { hits = 0, misses = 0, sent = 0, calls = 0 }
   for _, r in ipairs(rows) do
+    for k in pairs(replay) do replay[k] = replay[k] + (r.replay and r.replay[k] or 0) end
+    if r.verified and r.attempts_to_best then to_best[#to_best + 1] = r.attempts_to_best end
     if r.status == "done" then finished = finished + 1 end
     if r.status == "failed" then failed = failed + 1 end
     tokens, cost = tokens + (r.tokens or 0), cost + (r.cost_usd or 0)
@@ -154,6 +162,7 @@ function M.aggregate(rows, extra)
     baseline_missing = missing,
     tokens = tokens, cost_usd = cost, wall_s = extra.wall_s or json.null, problem_s = problem_s,
     gpu_hours = gpu_h, cpu_mode = extra.cpu == true,
+    attempts_to_best = M.stats(to_best), replay = replay,
     dtypes = keys(dtypes), devices = keys(devices),
   }
 end
@@ -200,6 +209,16 @@ function M.table_text(rows, agg)
   out[#out + 1] = sp("eager")
   out[#out + 1] = sp("compile")
   out[#out + 1] = sp("input")
+  local tb = agg.attempts_to_best
+  if tb and tb.n > 0 then
+    out[#out + 1] = string.format("attempts to reach the best: median %s, mean %.1f (min %s, max %s; n=%d)",
+      tostring(tb.median), tb.mean, tostring(tb.min), tostring(tb.max), tb.n)
+  end
+  local rp = agg.replay
+  if rp and rp.calls > 0 then
+    out[#out + 1] = string.format("LLM calls %d: %d answered from the record/replay cache, %d with no recorded answer, %d sent",
+      rp.calls, rp.hits, rp.misses, rp.sent)
+  end
   out[#out + 1] = string.format("tokens %d, cost $%.4f, sweep wall %s, problem time %s, GPU-hours %s",
     agg.tokens, agg.cost_usd, hms(agg.wall_s), hms(agg.problem_s), agg.cpu_mode and "0 (CPU mode)" or string.format("%.3f", agg.gpu_hours))
   return table.concat(out, "\n")

@@ -50,13 +50,14 @@ end
 
 local function stem(path) return (fs.basename(path):gsub("%.py$", "")) end
 
--- Natural order, so 4_x comes before 36_x.
+-- Natural order, so 4_x comes before 36_x (also agents/bench.lua's order of problems).
 local function natural_less(a, b)
   local na, nb = tonumber(a:match("^(%d+)")), tonumber(b:match("^(%d+)"))
   if na and nb and na ~= nb then return na < nb end
   if (na == nil) ~= (nb == nil) then return na ~= nil end
   return a < b
 end
+M.natural_less = natural_less
 
 -- problem_paths(spec) -> sorted absolute paths, or nil, message. spec: a folder (its *.py), a
 -- list file (one path per line, relative to the list's folder; # comments), or paths joined

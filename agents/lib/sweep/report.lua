@@ -110,6 +110,8 @@ function M.write(plan, rows, agg)
   plan_lib.save(plan)
   local text = figures.table_text(rows, agg)
   fs.write(fs.join(plan.dir, "table.md"), text .. "\n")
+  local ok, err = pcall(require("agents.lib.report").sweep_index, plan.dir)
+  if not ok then require("kagent.log").warn("sweep index.html: %s", tostring(err)) end
   return text
 end
 

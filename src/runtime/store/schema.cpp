@@ -146,9 +146,29 @@ CREATE TRIGGER archive_uid AFTER INSERT ON archive WHEN new.uid IS NULL BEGIN
 END;
 )sql";
 
+// Version 3: one row per LLM call of a run (who asked, at which place of the search, what it
+// cost, whether the record/replay cache answered it): the per-call usage table of
+// agents/lib/calls.lua, which also writes it to the run directory as usage.csv.
+constexpr const char* kSchemaV3 = R"sql(
+CREATE TABLE llm_calls(
+  id INTEGER PRIMARY KEY,
+  uid TEXT,
+  run_id INTEGER REFERENCES runs(id) ON DELETE CASCADE,
+  seq INTEGER, role TEXT, place TEXT, provider TEXT, model TEXT,
+  input_tokens INTEGER, output_tokens INTEGER, cache_read_tokens INTEGER, cache_write_tokens INTEGER,
+  cost_usd REAL, latency REAL, replayed INTEGER, outcome TEXT, replay_key TEXT,
+  created REAL NOT NULL);
+CREATE INDEX llm_calls_by_run ON llm_calls(run_id, id);
+CREATE UNIQUE INDEX llm_calls_by_uid ON llm_calls(uid);
+CREATE TRIGGER llm_calls_uid AFTER INSERT ON llm_calls WHEN new.uid IS NULL BEGIN
+  UPDATE llm_calls SET uid = lower(hex(randomblob(16))) WHERE id = new.id;
+END;
+)sql";
+
 constexpr Migration kMigrations[] = {
     {1, kSchemaV1},
     {2, kSchemaV2},
+    {3, kSchemaV3},
 };
 
 }  // namespace

@@ -36,6 +36,7 @@ local served = {}      -- base URL -> model ids it lists (asked once per run)
 local function zero_usage()
   return { calls = 0, failures = 0, input_tokens = 0, output_tokens = 0, cache_read_tokens = 0,
            cache_write_tokens = 0, cost_usd = 0, http_requests = 0, retries = 0, replayed = 0,
+           replay_misses = 0,
            gen_tokens = 0, gen_seconds = 0, tokens_per_s = 0, failures_by_code = {} }
 end
 
@@ -104,6 +105,15 @@ function M.configure(opts)
   return true
 end
 
+--- cache_mode() -> the record/replay mode in force: "off" | "record" | "replay" | "auto"
+--- (configure{cache}, else KAGENT_LLM_CACHE, else "off").
+local function cache_mode()
+  local m = cfg.cache or env("KAGENT_LLM_CACHE") or "off"
+  if not CACHE_MODES[m] then return "off" end
+  return m
+end
+M.cache_mode = cache_mode
+
 -- "provider:model" -> provider, model. A prefix that is not a provider stays part of the name
 -- (Ollama names such as "qwen2.5:7b").
 local function split_model(spec)
@@ -165,8 +175,9 @@ local function resolve(model_arg)
   m = m or cm or (not compat and prov.default_model or nil)
   local key_env = cfg.api_key_env or prov.key_env
   local key = env(key_env)
-  -- A self-hosted OpenAI-compatible server may need no key; the real services always do.
-  local needs_key = p == "anthropic" or base == prov.default_base
+  -- A self-hosted OpenAI-compatible server may need no key; the real services always do, except
+  -- in replay, which sends nothing.
+  local needs_key = (p == "anthropic" or base == prov.default_base) and cache_mode() ~= "replay"
   if needs_key and not key then
     return nil, "EAUTH: " .. key_env .. " is not set (needed for " .. p .. "; set it in the environment or .env)",
       "EAUTH"
@@ -397,12 +408,6 @@ end
 
 -- Record/replay -------------------------------------------------------------------------------------
 
-local function cache_mode()
-  local m = cfg.cache or env("KAGENT_LLM_CACHE") or "off"
-  if not CACHE_MODES[m] then return "off" end
-  return m
-end
-
 local function get_store()
   if store then return store end
   local s, err, code = record.open(cfg.db)
@@ -435,6 +440,9 @@ local function check_request(req)
   end
   if req.stream ~= nil and type(req.stream) ~= "boolean" then error("llm.chat: stream must be a boolean", 3) end
   if req.on_token ~= nil and type(req.on_token) ~= "function" then error("llm.chat: on_token must be a function", 3) end
+  if req.replay_key ~= nil and (type(req.replay_key) ~= "string" or req.replay_key == "") then
+    error("llm.chat: replay_key must be a non-empty string", 3)
+  end
 end
 
 -- Follows a call's streamed deltas: the progress table handed to on_token (one per call; an
@@ -516,7 +524,7 @@ local function name_served(r, f)
 end
 
 --- chat{messages, system, model, max_tokens, temperature, top_p, stop, reasoning_effort,
---- thinking_tokens, timeout, idle_timeout, retries, stream, on_token, extra, tag} ⏸
+--- thinking_tokens, timeout, idle_timeout, retries, stream, on_token, extra, tag, replay_key} ⏸
 --- -> result | nil, "CODE: message", "CODE", info.
 function M.chat(req)
   check_request(req)
@@ -546,7 +554,13 @@ function M.chat(req)
   if mode ~= "off" then
     -- The key covers what decides the reply (provider and body, which names the model). Headers
     -- (and so the API key) and the base URL are left out, so a record replays behind any relay.
-    key = http._sha256(r.provider .. "\n" .. body_text)
+    -- A caller's replay_key (its place in a run and the parts of the request that do not change
+    -- from run to run) replaces the body, so a run whose prompts carry fresh measurements replays.
+    if req.replay_key then
+      key = "k:" .. http._sha256(r.provider .. "\n" .. r.model .. "\n" .. req.replay_key)
+    else
+      key = http._sha256(r.provider .. "\n" .. body_text)
+    end
     -- The n-th identical request of a run has its own entry, so workers that send the same
     -- prompt (sampling differs) replay the replies they got, in the order they asked.
     local n = (occurrences[key] or 0) + 1
@@ -568,6 +582,7 @@ function M.chat(req)
         end
       end
       if mode == "replay" then
+        totals.replay_misses = totals.replay_misses + 1
         return fail("EREPLAY", "no recorded reply for this request (key " .. key:sub(1, 16) .. ", "
           .. r.provider .. ":" .. r.model .. ")", nil, r)
       end

@@ -199,6 +199,36 @@ return function(M, Db)
     return rows
   end)
 
+  -- LLM calls: one row per call of a run (schema version 3), written by agents/lib/calls.lua.
+  local CALL_FIELDS = { "run_id", "seq", "role", "place", "provider", "model", "input_tokens",
+    "output_tokens", "cache_read_tokens", "cache_write_tokens", "cost_usd", "latency", "replayed",
+    "outcome", "replay_key" }
+  local CALL_ALLOWED = {}
+  for _, f in ipairs(CALL_FIELDS) do CALL_ALLOWED[f] = true end
+  local INSERT_CALL = "INSERT INTO llm_calls(" .. table.concat(CALL_FIELDS, ", ") ..
+    ", created, uid) VALUES (:" .. table.concat(CALL_FIELDS, ", :") .. ", :created, " .. M._NEW_UID .. ")"
+
+  --- db:add_llm_call{run_id, seq, role, place, provider, model, input_tokens, ...} -> id
+  Db.add_llm_call = method("db:add_llm_call", function(db, t)
+    M._check_table("db:add_llm_call", t)
+    M._check_fields("db:add_llm_call", t, CALL_ALLOWED)
+    M._require("db:add_llm_call", t, "run_id", "number")
+    local p = { created = wall() }
+    for k, v in pairs(t) do p[k] = v end
+    local _, id = x(db, INSERT_CALL, p)
+    return id
+  end)
+
+  --- db:llm_calls(run_id) -> the run's calls in the order they were recorded
+  Db.llm_calls = method("db:llm_calls", function(db, run_id)
+    if type(run_id) ~= "number" then error("db:llm_calls: run_id must be a number", 3) end
+    local rows = q(db, "SELECT * FROM llm_calls WHERE run_id = ? ORDER BY id", { run_id })
+    for _, r in ipairs(rows) do
+      if r.replayed ~= nil then r.replayed = r.replayed ~= 0 end
+    end
+    return rows
+  end)
+
   --- db:export_run(run_id, path) -> lines written, or nil, err
   Db.export_run = method("db:export_run", function(db, run_id, path)
     if type(run_id) ~= "number" then error("db:export_run: run_id must be a number", 3) end

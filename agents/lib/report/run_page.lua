@@ -1,0 +1,139 @@
+-- report.html of one run: the header figures, the convergence and attempts chart, the lineage
+-- tree, the per-round table, input vs best (key metrics, roofline position, the diff), and LLM
+-- usage per role. Built from the run folder (agents/lib/report/run_data.lua).
+local html = require("agents.lib.report.html")
+local charts = require("agents.lib.report.charts")
+local run_data = require("agents.lib.report.run_data")
+
+local M = {}
+
+local esc, fmt = html.esc, html.fmt
+
+local function x(v) return type(v) == "number" and string.format("%.3fx", v) or "-" end
+
+local function header(d)
+  local s = d.summary
+  local r = s.replay or {}
+  local best = s.best or {}
+  local confirmed = s.verified == true and "yes (re-measured in a fresh process beside the baselines)"
+    or '<span class="err">no: the final re-measure failed; figures are search-time</span>'
+  return html.kv({
+    { "run", esc(s.run_id) .. (d.started and (" (" .. esc(d.started) .. ")") or "") },
+    { "problem", esc(s.problem) },
+    { "policy / mode", esc(s.policy) .. " / " .. esc(s.mode) },
+    { "device, dtype", esc(s.device) .. ", " .. esc(s.dtype) },
+    { "model", esc(s.model == nil and "-" or s.model) },
+    { "best kernel", esc(best.id or "-") .. string.format(" (round %s): %s ms", tostring(best.round or "-"), fmt(s.best_ms)) },
+    { "input kernel", fmt(s.input_ms) .. " ms (re-timed beside the best)" },
+    { "speedup", string.format("%s vs input, %s vs eager, %s vs torch.compile, %s vs max-autotune",
+      x(s.speedup_vs_input), x(s.speedup_vs_eager), x(s.speedup_vs_compile), x(s.speedup_vs_compile_max_autotune)) },
+    { "speed of light", type(s.sol_pct) == "number" and string.format("%.1f%%", s.sol_pct) or "- (no roofline: CPU mode or no profile)" },
+    { "confirmed", confirmed },
+    { "rounds", string.format("%s of %s; stopped: %s", tostring(s.rounds), tostring(s.rounds_requested or "-"), esc(s.stop_reason or "-")) },
+    { "attempts", string.format("%s (best reached after %s)", tostring(s.attempts or 0), tostring(s.attempts_to_best or "-")) },
+    { "LLM", string.format("%s call(s), %s tokens, $%.4f", tostring(s.llm_calls or 0),
+      tostring(s.tokens and s.tokens.total or 0), type(s.cost_usd) == "number" and s.cost_usd or 0) },
+    { "replay", r.mode and r.mode ~= "off" and string.format("%s: %d hit(s), %d miss(es)%s", esc(r.mode), r.hits or 0, r.misses or 0,
+      (r.misses or 0) > 0 and ' <span class="err">(questions without a recorded answer: replay_misses.json)</span>' or "") or "off" },
+    { "wall", type(s.wall_s) == "number" and string.format("%.1f s", s.wall_s) or "-" },
+    { "files", '<a href="summary.json">summary.json</a> · <a href="best_kernel.py">best_kernel.py</a> · '
+      .. '<a href="input_kernel.py">input_kernel.py</a> · <a href="usage.csv">usage.csv</a> · <a href="rounds/">rounds/</a>' },
+  })
+end
+
+local ROUND_COLUMNS = {
+  { key = "round" }, { key = "worker" }, { key = "parent" },
+  { key = "bottleneck", title = "bottleneck (direction)" }, { key = "skill" },
+  { key = "outcome", fmt = function(r)
+    if r.outcome == "failed" then return "failed at " .. esc(r.stage) end
+    return esc(r.outcome) .. (r.duplicate_of and (" of " .. esc(r.duplicate_of)) or "")
+  end },
+  { key = "time_ms", title = "time ms (p10-p90)", fmt = function(r)
+    if not r.time_ms then return "-" end
+    return fmt(r.time_ms) .. (r.spread and (" (" .. esc(r.spread) .. ")") or "")
+  end },
+  { key = "vs_parent", title = "x parent", fmt = "%.3f" }, { key = "vs_input", title = "x input", fmt = "%.3f" },
+  { key = "tries" },
+  { key = "error", fmt = function(r) return esc(tostring(r.error or ""):sub(1, 160)) end },
+}
+
+local function side_table(d)
+  local cols = { { key = "metric" },
+    { key = "input", title = "input kernel", fmt = function(r) return esc(fmt(r.input, r.fmt)) end },
+    { key = "best", title = "best kernel", fmt = function(r) return esc(fmt(r.best, r.fmt)) end } }
+  return html.table_html(cols, d.side, { id = "metrics" })
+end
+
+local USAGE_COLUMNS = { { key = "role" }, { key = "calls" }, { key = "input_tokens", title = "input" },
+  { key = "output_tokens", title = "output" }, { key = "cache_read_tokens", title = "cache read" },
+  { key = "cache_write_tokens", title = "cache write" }, { key = "tokens", title = "total" },
+  { key = "cost_usd", title = "cost $", fmt = "%.4f" }, { key = "latency_s", title = "LLM seconds", fmt = "%.1f" } }
+
+-- render(d) -> the page for run data d (agents/lib/report/run_data.lua)
+function M.render(d)
+  local s = d.summary
+  local body = { header(d) }
+  body[#body + 1] = "<h2>Convergence</h2>"
+  if #d.best_series > 0 or #d.timed > 0 or #d.failed > 0 then
+    body[#body + 1] = '<p class="note">Line: the best kernel at the end of each round (search-time medians). '
+      .. "Points: every attempt, coloured by outcome (workers of a round side by side). Dashed: the baselines and the "
+      .. "speed-of-light bound, from the final re-measure. Failed attempts have no time; they are shown below by the "
+      .. "stage that rejected them (a timing the evaluator could not trust fails at stage timing).</p>"
+    body[#body + 1] = html.chart("spec-convergence", charts.convergence({ best = d.best_series, attempts = d.timed,
+      failed = d.failed, lines = d.lines, rounds = d.rounds }))
+  else
+    body[#body + 1] = '<p class="note">No rounds ran.</p>'
+  end
+  body[#body + 1] = "<h2>Lineage</h2>"
+  if #d.rows > 0 then
+    body[#body + 1] = '<p class="note">Each attempt under the kernel it started from; the best kernel is ringed.</p>'
+    body[#body + 1] = html.chart("spec-lineage", charts.lineage(d.lineage))
+  else
+    body[#body + 1] = '<p class="note">No attempts.</p>'
+  end
+  body[#body + 1] = "<h2>Attempts by round</h2>"
+  for _, r in ipairs(d.rows) do if r.outcome == "failed" then r._class = "failed" end end
+  body[#body + 1] = html.table_html(ROUND_COLUMNS, d.rows, { id = "rounds" })
+  body[#body + 1] = "<h2>Input vs best</h2><div class=\"cols\"><div>"
+  body[#body + 1] = side_table(d) .. "</div><div>"
+  if d.roof then
+    local pts = {}
+    local ti = d.input_eval and d.input_eval.time_ms and d.input_eval.time_ms.median
+    if type(ti) == "number" then pts[#pts + 1] = { kernel = "input", time_ms = ti } end
+    if type(s.best_ms) == "number" then pts[#pts + 1] = { kernel = "best", time_ms = s.best_ms } end
+    body[#body + 1] = html.chart("spec-roofline", charts.roofline(pts, d.roof), "Roofline position ("
+      .. tostring(d.roof.binding or "?") .. "-bound by the compulsory traffic and FLOPs)")
+  else
+    body[#body + 1] = '<p class="note">No roofline: the evaluator reports none in CPU mode (no GPU peaks).</p>'
+  end
+  body[#body + 1] = "</div></div>"
+  body[#body + 1] = "<h3>Kernel diff (input → best)</h3>"
+  if d.input_code and d.best_code then
+    body[#body + 1] = '<div id="diff"></div>' .. html.json_data("diff-data", { old_name = "input_kernel.py",
+      new_name = "best_kernel.py", old_text = d.input_code, new_text = d.best_code })
+  else
+    body[#body + 1] = '<p class="note">input_kernel.py or best_kernel.py is missing.</p>'
+  end
+  body[#body + 1] = "<h2>LLM usage by role</h2>"
+  if #d.by_role > 0 then
+    body[#body + 1] = html.table_html(USAGE_COLUMNS, d.by_role, { id = "usage" })
+    body[#body + 1] = html.chart("spec-tokens", charts.tokens_by_role(d.by_role))
+  else
+    body[#body + 1] = '<p class="note">No LLM calls (the LLM-free tuner, or no usage.csv).</p>'
+  end
+  return html.page({ title = "kagent-rt run " .. tostring(s.run_id), body = table.concat(body, "\n"), charts = true,
+    diff = d.input_code ~= nil and d.best_code ~= nil,
+    subtitle = esc(s.problem) .. " · " .. esc(s.policy) .. " · " .. esc(s.device) .. ' · <a href="../index.html">all runs</a>' })
+end
+
+-- write(dir) -> path of dir/report.html, or nil, why
+function M.write(dir)
+  local d, err = run_data.load(dir)
+  if not d then return nil, err end
+  local path = require("kagent.fs").join(dir, "report.html")
+  local ok, werr = require("kagent.fs").write(path, M.render(d))
+  if not ok then return nil, werr end
+  return path
+end
+
+return M

@@ -1,0 +1,78 @@
+-- agents/report.lua: (re)builds the HTML reports of existing folders.
+--   kagent-rt agents/report.lua DIR [DIR...]
+-- DIR may be a run folder (report.html, and index.html of the folder it is in), a folder of runs
+-- such as runs/ (every run's report.html and the folder's index.html), or a sweep folder
+-- (every run's report.html and the sweep's index.html). Pages are self-contained: they open
+-- from disk with no network. docs/reports.md describes them.
+local fs = require("kagent.fs")
+local run_lib = require("agents.lib.run")
+local report = require("agents.lib.report")
+
+local PROG = "agents/report.lua"
+local SPEC = {}
+local HOW = { usage = "kagent-rt agents/report.lua DIR [DIR...]",
+  about = "(Re)builds the HTML reports of existing folders: report.html in each run folder, index.html in folders "
+    .. "of runs and sweeps. Pages are self-contained and open from disk with no network.",
+  epilog = "DIR: a run folder, a folder of runs (runs/), or a sweep folder (sweep.json). Exit status: 0 done, "
+    .. "1 a page could not be written, 2 bad input. Details: docs/reports.md",
+  positional = "DIR" }
+
+local function is_run(dir) return fs.exists(fs.join(dir, "summary.json")) end
+
+-- run_dirs(folder) -> run folders directly under folder
+local function run_dirs(folder)
+  local out = {}
+  for _, name in ipairs(fs.list(folder) or {}) do
+    local d = fs.join(folder, name)
+    if fs.is_dir(d) and is_run(d) then out[#out + 1] = d end
+  end
+  return out
+end
+
+local failures = 0
+local function done(path, err, what)
+  if path then print(path) else
+    failures = failures + 1
+    io.stderr:write(PROG .. ": " .. what .. ": " .. tostring(err) .. "\n")
+  end
+end
+
+local function runs_folder(folder)
+  for _, d in ipairs(run_dirs(folder)) do
+    local path, err = report.run_page(d)
+    done(path, err, d)
+  end
+  local path, err = report.runs_index(folder)
+  done(path, err, folder)
+end
+
+local function main(argv)
+  local opts, _, pcode = run_lib.parse(PROG, argv, SPEC, HOW)
+  if not opts then return pcode end
+  if #opts._positional == 0 then
+    io.stderr:write(PROG .. ": give at least one folder (--help says which)\n")
+    return 2
+  end
+  for _, dir in ipairs(opts._positional) do
+    if not fs.is_dir(dir) then
+      done(nil, "no such folder", dir)
+    elseif is_run(dir) then
+      local path, perr = report.run_page(dir)
+      done(path, perr, dir)
+      local parent = fs.dirname(fs.abspath(dir))
+      local ipath, ierr = report.runs_index(parent)
+      done(ipath, ierr, parent)
+    elseif fs.exists(fs.join(dir, "sweep.json")) then
+      for _, name in ipairs(fs.list(fs.join(dir, "runs")) or {}) do runs_folder(fs.join(dir, "runs", name)) end
+      local path, perr = report.sweep_index(dir)
+      done(path, perr, dir)
+    elseif #run_dirs(dir) > 0 then
+      runs_folder(dir)
+    else
+      done(nil, "neither a run folder (summary.json), a folder of runs nor a sweep folder (sweep.json)", dir)
+    end
+  end
+  return failures == 0 and 0 or 1
+end
+
+return main(kagent.args)

@@ -1,0 +1,31 @@
+-- Writes the run folders the browser test opens, under the folder given: a real CPU run of
+-- agents/beam.lua against the FAKE LLM server (its report.html and index.html written by the run
+-- itself), and a FAKE three-round GPU run folder (tests/fixtures/report/synthetic_run.lua) whose
+-- report shows the roofline and failed attempts. Prints the CPU run's folder.
+--   kagent-rt tests/browser/make_runs.lua OUT
+spec = { python = os.getenv("KAGENT_PYTHON") or "python3" }
+package.path = kagent.root .. "/tests/fixtures/agent/?.lua;" .. kagent.root .. "/tests/fixtures/report/?.lua;" .. package.path
+local fs = kagent.fs
+local fake = require("fake_session")
+local session = require("replay_session")
+local report = require("agents.lib.report")
+
+local out = assert(kagent.args[1], "usage: make_runs.lua OUT")
+fs.mkdir_p(out)
+if not fake.cpu().have_torch() then
+  io.stderr:write("no torch for " .. spec.python .. " (set KAGENT_PYTHON)\n")
+  return 77
+end
+local server, port = fake.start(session.script(), out)
+local r = fake.run_agent("beam.lua", session.argv(out .. "/runs"), session.env(port, out, "record"), 900)
+server:kill()
+if r.code ~= 0 then
+  io.stderr:write("the CPU run exited " .. r.code .. "\n" .. r.stderr:sub(-3000) .. "\n")
+  return 1
+end
+local run = fake.newest_run(out .. "/runs")
+local gpu = require("synthetic_run").write(out .. "/gpu_runs/fake_20261123-120000_abcd")
+assert(report.run_page(gpu))
+assert(report.runs_index(out .. "/gpu_runs"))
+print(run)
+return 0

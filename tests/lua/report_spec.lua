@@ -1,0 +1,216 @@
+-- The reports and the replay keys without Python: report.html of a FAKE run folder
+-- (tests/fixtures/report/synthetic_run.lua), the index pages, the replay key's place and masking,
+-- usage.csv round trips, the sweep figures compare.lua reads, and bench.lua's outputs.
+package.path = kagent.root .. "/tests/fixtures/report/?.lua;" .. package.path
+local fs, json = kagent.fs, kagent.json
+local synthetic = require("synthetic_run")
+local calls = require("agents.lib.calls")
+local run_data = require("agents.lib.report.run_data")
+local run_page = require("agents.lib.report.run_page")
+local index_page = require("agents.lib.report.index_page")
+local html = require("agents.lib.report.html")
+local figures = require("agents.lib.sweep.figures")
+local output = require("agents.lib.bench.output")
+local measure = require("agents.lib.bench.measure")
+local compare_results = require("agents.lib.compare.results")
+
+-- spec_data(page, id) -> the decoded JSON of <script type="application/json" id=id>
+local function spec_data(page, id)
+  local text = page:match('<script type="application/json" id="' .. id:gsub("%-", "%%-") .. '">(.-)</script>')
+  return text and json.decode((text:gsub("\\u003c", "<")))
+end
+
+describe("report.html", function()
+  it("shows every attempt by outcome, failures without a time, the lineage, the tables and the diff", function()
+    local dir = synthetic.write(spec.tmpdir("report") .. "/run")
+    local path = assert(run_page.write(dir))
+    local page = assert(fs.read(path))
+    -- self-contained: the libraries are inline, nothing is loaded from elsewhere
+    expect.falsy(page:find("<script[^>]+src=") or page:find("<link[^>]+href="), "no external script or stylesheet")
+    expect.falsy(page:find("sourceMappingURL", 1, true), "no source map to fetch")
+    for _, lib in ipairs({ "vega.min.js", "vega-lite.min.js", "diff.min.js", "diff2html-ui-slim.min.js" }) do
+      expect.truthy(page:find(html.asset(lib):sub(200, 260), 1, true), lib .. " inlined")
+    end
+    local conv = assert(spec_data(page, "spec-convergence"), "convergence spec")
+    local layers = conv.vconcat[1].layer
+    local timed = layers[1].data.values
+    local outcomes = {}
+    for _, p in ipairs(timed) do outcomes[p.outcome] = (outcomes[p.outcome] or 0) + 1 end
+    expect.same(outcomes, { duplicate = 1, improved = 2, same = 1, slower = 1 }, "timed attempts by outcome")
+    local failed = conv.vconcat[2].data.values
+    expect.eq(#failed, 3, "three failed attempts")
+    local stages = {}
+    for _, f in ipairs(failed) do
+      stages[#stages + 1] = f.stage
+      expect.eq(f.time_ms, nil, "a failed attempt has no time: " .. f.id)
+    end
+    table.sort(stages)
+    expect.same(stages, { "correctness", "replay", "timing" })
+    -- best per round: the input, then the head of the beam after each round
+    local best = layers[2].data.values
+    expect.same({ best[1].time_ms, best[2].time_ms, best[3].time_ms, best[4].time_ms }, { 3.5, 2.0, 1.6, 1.6 })
+    local names = {}
+    for _, l in ipairs(layers[3].data.values) do names[#names + 1] = l.name end
+    expect.same(names, { "eager", "torch.compile", "compile max-autotune", "speed of light", "best, re-measured" })
+    -- the lineage: a tree rooted at the input, each attempt under the kernel it started from
+    local tree = assert(spec_data(page, "spec-lineage"), "lineage spec").data[1].values
+    local by_id = {}
+    for _, n in ipairs(tree) do by_id[n.id] = n end
+    expect.eq(#tree, #synthetic.ATTEMPTS + 1)
+    expect.eq(by_id.input.parent, nil, "the input is the root")
+    expect.eq(by_id.r3w1.parent, "r2w1")
+    expect.eq(by_id.r2w1.best, true, "the best kernel is marked")
+    for _, n in ipairs(tree) do if n.parent then expect.truthy(by_id[n.parent], n.id .. "'s parent is a node") end end
+    -- roofline position with the FLOP count: both kernels at the problem's intensity
+    local roof = assert(spec_data(page, "spec-roofline"), "roofline spec")
+    local pts = roof.layer[2].data.values
+    expect.eq(#pts, 2)
+    expect.near(pts[1].ai, 0.5, 1e-9, "2 GFLOP over 4 GB")
+    expect.near(pts[2].gflops, 2e9 / 1.62e-3 / 1e9, 1e-6)
+    -- tables: one row per attempt; key metrics side by side; tokens per role from usage.csv
+    local _, rows = page:match('<table class="data" id="rounds">(.-)</thead><tbody>(.-)</tbody>')
+    local n = 0
+    for _ in rows:gmatch("<tr") do n = n + 1 end
+    expect.eq(n, #synthetic.ATTEMPTS)
+    expect.truthy(rows:find("failed at timing", 1, true) and rows:find("duplicate of r2w1", 1, true))
+    expect.truthy(page:find("DRAM bandwidth (% of peak)", 1, true), "counters side by side")
+    local d = run_data.load(dir)
+    local roles = {}
+    for _, r in ipairs(d.by_role) do roles[r.role] = r end
+    expect.eq(roles.optimize.calls, 2)
+    expect.eq(roles.optimize.tokens, 800 + 300 + 3000 + 700 + 100 + 3000)
+    expect.near(roles.diagnose.cost_usd, 0.01, 1e-12)
+    local diff = assert(spec_data(page, "diff-data"), "diff data")
+    expect.eq(diff.new_text, synthetic.BEST_CODE)
+    expect.truthy(page:find("4 hit(s), 1 miss(es)", 1, true), "replay hits and misses")
+  end)
+
+  it("keeps page text out of the HTML parser's way", function()
+    expect.eq(html.esc('<a href="x">&'), "&lt;a href=&quot;x&quot;&gt;&amp;")
+    local el = html.json_data("d", { s = "</script><!-- x" })
+    local _, closing = el:gsub("</script>", "")
+    expect.eq(closing, 1, "only the element's own closing tag")
+    expect.falsy(el:find("<!--", 1, true), "no comment opener")
+    expect.eq(json.decode(el:match(">(.*)</script>"):gsub("\\u003c", "<")).s, "</script><!-- x")
+  end)
+
+  it("lists the runs of a folder, newest first, with links to their reports", function()
+    local root = spec.tmpdir("report-index")
+    synthetic.write(root .. "/a_20261101-100000_0001")
+    synthetic.write(root .. "/b_20261102-100000_0002")
+    fs.mkdir_p(root .. "/unfinished")
+    assert(run_page.write(root .. "/b_20261102-100000_0002"))
+    local page = fs.read(assert(index_page.write_runs(root)))
+    local rows = index_page.runs(root)
+    expect.eq(#rows, 2, "finished runs only")
+    expect.eq(rows[1].name, "b_20261102-100000_0002", "newest first")
+    expect.truthy(page:find('href="b_20261102-100000_0002/report.html"', 1, true), "a link to the report that exists")
+    expect.falsy(page:find('href="a_20261101-100000_0001/report.html"', 1, true), "no link to a report not written")
+  end)
+end)
+
+describe("replay keys", function()
+  it("mask measurements and keep code", function()
+    local a = calls.stable_text("median 0.1234 ms (p10 0.1, n=100)\n```python\nBLOCK = 128\n```\nSOL 45%")
+    local b = calls.stable_text("median 0.2222 ms (p10 0.3, n=120)\n```python\nBLOCK = 128\n```\nSOL 61%")
+    local c = calls.stable_text("median 0.1234 ms (p10 0.1, n=100)\n```python\nBLOCK = 256\n```\nSOL 45%")
+    expect.eq(a, b, "other timings, same question")
+    expect.ne(a, c, "another kernel, another question")
+    expect.match(a, "BLOCK = 128", "code kept as it is")
+  end)
+
+  it("are the place of the call in the run plus its measurement-free text", function()
+    local dir = spec.tmpdir("calls")
+    local rd = assert(require("agents.lib.rundir").open(dir, "run"))
+    local log = calls.new({ rd = rd, policy = "beam" })
+    calls.at({ round = 2, parent = "fp1", worker = 3 })
+    local place, key = log:key("optimize", "SYSTEM", "time 1.5 ms")
+    expect.same(place, { policy = "beam", round = 2, parent = "fp1", role = "optimize", worker = 3, attempt = 1 })
+    local place2, again = log:key("optimize", "SYSTEM", "time 9.9 ms")
+    expect.ne(key, again, "the second call of a place is attempt 2")
+    expect.eq(key:gsub("/1\n", "/2\n"), again, "and differs only there")
+    log:record(place, key, { text = "x", usage = { input_tokens = 10, output_tokens = 2, cache_read_tokens = 5,
+      cache_write_tokens = 0 }, cost_usd = 0.5, latency = 1.25, cached = true, provider = "openai", model = "m" })
+    log:record(place2, again, nil, "EREPLAY: no recorded reply", "EREPLAY", "openai:m")
+    local rows = calls.read_csv(rd:path("usage.csv"))
+    expect.eq(#rows, 2)
+    expect.eq(rows[1].input_tokens, 10)
+    expect.eq(rows[1].latency_s, 1.25)
+    expect.eq(rows[2].outcome, "EREPLAY")
+    expect.same(calls.replay(rows, "replay"), { mode = "replay", calls = 2, hits = 1, misses = 1, sent = 0 })
+    local misses = json.decode(fs.read(rd:path("replay_misses.json")))
+    expect.eq(#misses, 1)
+    expect.eq(misses[1].worker, 3)
+    expect.eq(misses[1].attempt, 2)
+  end)
+
+  it("usage.csv fields with commas and quotes come back as written", function()
+    local path = spec.tmpdir("csv") .. "/u.csv"
+    fs.write(path, calls.csv_line({ "a", "b" }) .. calls.csv_line({ 'say "hi", then', 3 }, 2) .. calls.csv_line({ nil, "x" }, 2))
+    local rows = calls.read_csv(path)
+    expect.eq(rows[1].a, 'say "hi", then')
+    expect.eq(rows[1].b, 3)
+    expect.eq(rows[2].a, nil)
+    expect.eq(rows[2].b, "x")
+  end)
+end)
+
+describe("sweep figures for comparisons", function()
+  it("count attempts to the best over correct problems and the replay's answers", function()
+    local rows = {
+      figures.row({ name = "a" }, { verified = true, attempts_to_best = 4, replay = { hits = 3, misses = 0, sent = 0, calls = 3 } }, { status = "done" }),
+      figures.row({ name = "b" }, { verified = true, attempts_to_best = 8, replay = { hits = 1, misses = 2, sent = 0, calls = 3 } }, { status = "done" }),
+      figures.row({ name = "c" }, { verified = false, attempts_to_best = 1 }, { status = "done" }),
+    }
+    local agg = figures.aggregate(rows)
+    expect.eq(agg.attempts_to_best.n, 2, "correct problems only")
+    expect.eq(agg.attempts_to_best.median, 6)
+    expect.same(agg.replay, { calls = 6, hits = 4, misses = 2, sent = 0 })
+    local r = compare_results.policy_result("beam", { aggregate = agg, results = rows }, "/x")
+    expect.eq(r.figures.attempts_to_best, 6)
+    expect.near(r.figures.correctness_rate, 2 / 3, 1e-12)
+    expect.match(compare_results.table_text({ r }, { problems = 3, llm = "replayed" }), "| beam | 67%% |")
+  end)
+end)
+
+describe("bench.lua outputs", function()
+  local function row(name, opt)
+    local r = measure.row({ name = name, dir = "/p/" .. name }, {
+      tries = { optimized = 1, input_kernel = 1 },
+      optimized = opt and { ok = true, time_ms = { median = 1.0, p10 = 0.9, p90 = 1.1 }, eager_ms = 4.0,
+        baseline_times = { eager = { median = 4.0, p10 = 3.9, p90 = 4.2 } }, do_bench = { eager = 4.1 },
+        baseline_errors = { compile = "ENOTSUP: no torch.compile" }, roofline = { sol_pct = 50, lower_bound_ms = 0.5 } }
+        or { ok = false, stage = "correctness", error = "EMISMATCH: wrong" },
+      input_kernel = { ok = true, time_ms = { median = 2.0, p10 = 1.9, p90 = 2.2 }, eager_ms = 4.0 },
+      compare = opt and { ok = true, candidates = { {}, { speedup = { median = 2.05, p10 = 1.9, p90 = 2.2, cv = 0.03, pairs = 4 } } } },
+    }, { dtype = "bf16", baselines = { "eager", "compile" }, skipped = { compile_max_autotune = "needs a GPU" } })
+    return r
+  end
+
+  it("give benchmark.py's keys (null when unmeasured), spreads, speedups and the reasons for gaps", function()
+    local ok, bad = row("01_ok", true), row("02_bad", false)
+    expect.eq(ok.eager_ms, 4.0)
+    expect.near(ok.speedup.optimized_vs_eager, 4.0, 1e-12)
+    expect.near(ok.speedup.optimized_vs_input, 2.0, 1e-12)
+    expect.eq(ok.interleaved.optimized_vs_input, 2.05)
+    expect.eq(ok.do_bench_ms.eager, 4.1)
+    expect.near(ok.sol_pct.eager, 0.5 / 4.0 * 100, 1e-9)
+    expect.eq(ok.errors.compile, "ENOTSUP: no torch.compile")
+    expect.eq(ok.errors.compile_max_autotune, "needs a GPU")
+    expect.eq(bad.correct.optimized, false)
+    expect.match(bad.errors.optimized, "^correctness: EMISMATCH")
+    local j = output.json_rows({ ok, bad })
+    for _, k in ipairs(output.KA_KEYS) do expect.truthy(j[2][k] ~= nil, "key " .. k .. " present") end
+    expect.eq(j[2].optimized_ms, json.null)
+    expect.eq(j[2].eager_ms, 4.0, "eager came with the input kernel's job")
+    local text = output.table_text({ ok, bad }, { dtype = "bf16", device = "FAKE" })
+    expect.match(text, "| problem | eager | compile | input | optimized |", "benchmark.py's four columns first")
+    expect.match(text, "| 01_ok | 4%.0000 | %- | 2%.0000 | 1%.0000 |")
+    expect.match(text, "02_bad optimized: correctness: EMISMATCH")
+    local csv = output.csv_text({ ok, bad })
+    local header = csv:match("^[^\n]+")
+    expect.eq(header, table.concat(output.CSV_COLUMNS, ","))
+    local _, lines = csv:gsub("\n", "")
+    expect.eq(lines, 3)
+  end)
+end)
