@@ -176,7 +176,6 @@ function M.pool_devices(prog, opts)
   end
   return list
 end
-M.pool_devices = pool_devices
 
 -- write_probe(db) -> true, or nil and why: one row written and rolled back, so a read-only file
 -- (which SQLite opens read-only without a word) is found now, not at the run's first record
