@@ -48,3 +48,33 @@ class ClockRuleTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class FreshAddressTest(unittest.TestCase):
+    """The cache probe's fresh copies never land where an earlier input was: the allocator hands
+    freed blocks back, and a cache keyed by address still holds the trials' inputs."""
+
+    def test_fresh_copies_avoid_every_freed_address(self):
+        try:
+            import torch
+        except ImportError:
+            self.skipTest("no torch")
+        from kagent_eval import child_candidate
+        for shape, dtype in (((512, 512), torch.float32), ((300,), torch.int64),
+                             ((64, 33), torch.bfloat16), ((4096,), torch.bool)):
+            seen = set()
+            for _ in range(20):  # inputs of earlier trials, freed
+                t = torch.zeros(shape, dtype=dtype)
+                seen.add(t.data_ptr())
+                del t
+            base = (torch.randn(shape) * 8).to(dtype)
+            copies = [child_candidate._fresh_values(torch, base, k) for k in range(1, 6)]
+            for c in copies:
+                self.assertNotIn(c.data_ptr(), seen, (shape, dtype))
+                self.assertEqual(c.data_ptr() % 32, 0)
+                self.assertEqual((c.shape, c.dtype), (base.shape, base.dtype))
+                self.assertTrue(c.is_contiguous())
+                # the same values (rotated where they are floating point)
+                self.assertTrue(torch.equal(c.reshape(-1).float().sort()[0],
+                                            base.reshape(-1).float().sort()[0]))
+            self.assertEqual(len({c.data_ptr() for c in copies}), len(copies))

@@ -264,14 +264,33 @@ def _fresh_input_probe(torch, timer, cand, args):
 
 
 def _fresh_values(torch, value, k):
-    """A copy of an input at a new address; a floating one with its values rotated by an offset
-    that differs per copy (integer inputs, such as indices, are copied as they are)."""
+    """A copy of an input at an address the candidate has never seen; a floating one with its
+    values rotated by an offset that differs per copy (integer inputs, such as indices, are
+    copied as they are)."""
     if not isinstance(value, torch.Tensor):
         return value
     if not value.is_floating_point() or value.numel() < 2:
-        return value.clone()
+        return _at_unseen_address(torch, value)
     flat = value.reshape(-1)
-    return torch.roll(flat, shifts=1 + (k * 7919) % (flat.numel() - 1)).view(value.shape)
+    rolled = torch.roll(flat, shifts=1 + (k * 7919) % (flat.numel() - 1)).view(value.shape)
+    return _at_unseen_address(torch, rolled)
+
+
+# The allocator hands freed blocks back, so a plain copy can land where an earlier trial's input
+# was, an address a cache keyed by address still holds. Blocks start aligned (64 bytes on the
+# CPU; 512 in PyTorch's CUDA allocator, within allocations aligned to at least 256); a view this
+# far into a buffer of its own starts where no block does, yet stays aligned for vector loads (a
+# GPU cache line).
+UNSEEN_OFFSET_BYTES = {"cpu": 32, "cuda": 128}
+
+
+def _at_unseen_address(torch, value):
+    offset = UNSEEN_OFFSET_BYTES["cuda" if value.is_cuda else "cpu"]
+    pad = max(1, offset // value.element_size())
+    buf = torch.empty(value.numel() + pad, dtype=value.dtype, device=value.device)
+    out = buf[pad:].view(value.shape)
+    out.copy_(value)
+    return out
 
 
 def _compiled_fingerprint(module):
