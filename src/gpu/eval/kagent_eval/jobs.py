@@ -1,4 +1,5 @@
 """Job orchestration in the worker: static checks, reference child, candidate child, verdict."""
+import contextlib
 import os
 import random
 import time
@@ -6,6 +7,7 @@ import time
 from . import child_candidate, compare, fingerprint, loader, sandbox, sanitizer
 from . import spare as spare_mod
 from . import compare_op, sanitize_op, static_checks, verdict
+from .lease import Lease
 from .reference import ReferenceCache
 from .request import BadRequest  # noqa: F401  (worker.py takes it from here)
 
@@ -19,8 +21,11 @@ DEFAULT_BASELINES = ["eager", "compile"]
 
 
 class Evaluator:
-    def __init__(self, device, threads=None, protocol_fd=None):
+    def __init__(self, device, threads=None, protocol_fd=None, lease=None):
         self.device = device
+        # the GPU's timing lease, held through every timed or profiled phase (lease.py); a
+        # worker alone on its device never asks for it
+        self.lease = lease or Lease(False, None, None)
         self.cuda = device.startswith("cuda")
         self.threads = threads
         self.close_fds = [protocol_fd] if protocol_fd is not None else []
@@ -29,7 +34,7 @@ class Evaluator:
         # the seed of property trials and resized problems: new per worker, reported with every
         # result so a failure can be replayed (job "replay_seed")
         self.replay_seed = random.SystemRandom().randrange(1, 2 ** 31)
-        self.refs = ReferenceCache(self.close_fds, self.settle)
+        self.refs = ReferenceCache(self.close_fds, self.settle, self.lease)
         # a candidate sandbox prepared ahead of the next job (KAGENT_EVAL_SPARE=0 turns it off)
         self.use_spare = os.environ.get("KAGENT_EVAL_SPARE", "1") != "0"
         self.spare = None
@@ -59,6 +64,7 @@ class Evaluator:
 
         def on_stage(name):
             if name == "gate":
+                self.lease.acquire()  # the gate's deadline starts once this returns
                 if following is not None:
                     following.pause()
                 current.open_gate()
@@ -66,12 +72,16 @@ class Evaluator:
         try:
             out = current.run(cspec, cspec["timeouts"], on_stage) if current is not None else None
         finally:
+            self.lease.release()
             if following is not None:
                 following.resume()
         if out is None:
             self.settle()
-            out = sandbox.run_child(child_candidate.run, (cspec,), cspec["timeouts"],
-                                    self.close_fds)
+            # a child forked on demand has no gate to stop at: it holds the lease throughout
+            # when it has anything to time
+            with self.lease.timed() if _times(cspec) else contextlib.nullcontext():
+                out = sandbox.run_child(child_candidate.run, (cspec,), cspec["timeouts"],
+                                        self.close_fds)
         return out
 
     # -- job normalisation -------------------------------------------------------------
@@ -164,6 +174,12 @@ class Evaluator:
         cspec = dict(spec, poison_bytes=poison, skip_trials=skipped)
         out = self.run_candidate(cspec)
         result["stage_s"] = _stage_durations(out)
+        # when each stage first began, on the host's monotonic clock (CLOCK_MONOTONIC: the same
+        # clock as kagent.time.now()), so jobs of several workers can be laid on one timeline
+        result["stage_at"] = {}
+        for o, _ in out.messages:
+            if o.get("type") == "stage":
+                result["stage_at"].setdefault(o["stage"], o["t"])
         if getattr(out, "exit_s", None) is not None:
             result["stage_s"]["exit"] = out.exit_s  # process teardown after its last message
         prepared = getattr(out, "prepared", None) or {}
@@ -249,7 +265,8 @@ class Evaluator:
         result["trust"]["remeasured"] = True
         for attempt in range(1, verdict.HARDENED_TRIES + 1):
             self.settle()
-            probe = self._hardened_measure(hspec, trial0, rtol, atol)
+            with self.lease.timed():
+                probe = self._hardened_measure(hspec, trial0, rtol, atol)
             if probe.get("error"):
                 return not verdict.fail_without_figures(
                     result, probe["stage"], probe["code"],
@@ -307,6 +324,13 @@ class Evaluator:
             if obj.get("stage") == "benchmark_loop":
                 start = obj["t"]
         return total * 1e3 if total > 0 else None
+
+
+def _times(spec):
+    """Whether a candidate child for this spec times or profiles anything (it then stops at
+    the gate first)."""
+    return bool(spec.get("op") == "compare" or spec.get("hardened") or spec.get("audit")
+                or spec.get("bench") is not None or spec.get("profile") is not None)
 
 
 def _trust_detail(first, second):

@@ -16,9 +16,10 @@ ITEMSIZE = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2, "int64": 8,
 
 
 class ReferenceCache:
-    def __init__(self, close_fds, settle):
+    def __init__(self, close_fds, settle, lease):
         self.close_fds = close_fds
         self.settle = settle  # waits for the spare sandbox, so no start-up overlaps a timing
+        self.lease = lease  # the GPU's timing lease: held while baselines are timed
         self.trials = collections.OrderedDict()
         self.baselines = {}
         self.roof = {}  # problem key -> {flops, param_bytes, peaks}
@@ -45,7 +46,12 @@ class ReferenceCache:
                          baselines=list(bench["baselines"]) if want_base else None)
             if want_base:
                 self.settle()
-            out = sandbox.run_child(child_reference.run, (rspec,), spec["timeouts"], self.close_fds)
+                self.lease.acquire()
+            try:
+                out = sandbox.run_child(child_reference.run, (rspec,), spec["timeouts"],
+                                        self.close_fds)
+            finally:
+                self.lease.release()
             self.last_s = out.elapsed
             err = out.failure or None
             e, _ = out.first("error")

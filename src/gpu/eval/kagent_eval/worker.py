@@ -93,6 +93,9 @@ def main(argv=None):
                     help="torch threads of a CPU-mode job (default 1: an intra-op thread pool on a "
                          "shared machine waits for its slowest thread, which makes timings noisy)")
     ap.add_argument("--log", default=None, help="append stderr (candidate output, tracebacks) here")
+    ap.add_argument("--lease", action="store_true",
+                    help="the GPU is shared with other workers: ask the pool for its timing lease "
+                         "before each timed or profiled phase (lease.py)")
     args = ap.parse_args(argv)
     from .jail import SandboxError
     try:
@@ -119,19 +122,22 @@ def main(argv=None):
         torch.set_num_threads(1)
     from . import __version__
     from .jobs import BadRequest, Evaluator, OPS_WITH
+    from .lease import Lease
     from . import sandbox
     device = "cpu" if cpu else "cuda:0"
-    ev = Evaluator(device, threads=threads, protocol_fd=proto_fd)
-    gpu_id = int(args.device) if args.device.isdigit() else args.device  # an index or a UUID
-    ready = {"ready": True, "device": "cpu" if cpu else gpu_id, "mode": "cpu" if cpu else "cuda",
-             "torch": torch.__version__, "triton": triton_ver, "pid": os.getpid(),
-             "gpu_name": None if cpu else _gpu_name(args.device), "sandbox": sandbox_status,
-             "version": __version__, "package": os.path.dirname(os.path.abspath(__file__))}
 
     def reply(obj):
         proto.write(json.dumps(obj, default=_jsonable) + "\n")
         proto.flush()
 
+    ev = Evaluator(device, threads=threads, protocol_fd=proto_fd,
+                   lease=Lease(args.lease, reply, sys.stdin.readline))
+    gpu_id = int(args.device) if args.device.isdigit() else args.device  # an index or a UUID
+    ready = {"ready": True, "device": "cpu" if cpu else gpu_id, "mode": "cpu" if cpu else "cuda",
+             "torch": torch.__version__, "triton": triton_ver, "pid": os.getpid(),
+             "gpu_name": None if cpu else _gpu_name(args.device), "sandbox": sandbox_status,
+             "version": __version__, "package": os.path.dirname(os.path.abspath(__file__)),
+             "lease": args.lease}
     reply(ready)
     try:
         _serve(ev, sandbox, reply, ready, BadRequest, OPS_WITH)
@@ -143,8 +149,12 @@ def main(argv=None):
     return 0
 
 
-def _serve(ev, sandbox, reply, ready, BadRequest, OPS_WITH):
-    for line in sys.stdin:
+def _serve(ev, sandbox, send, ready, BadRequest, OPS_WITH):
+    def reply(obj):
+        ev.lease.release()  # a job that failed inside a timed phase gives the lease back first
+        send(obj)
+
+    for line in iter(sys.stdin.readline, ""):
         line = line.strip()
         if not line:
             continue
@@ -154,6 +164,7 @@ def _serve(ev, sandbox, reply, ready, BadRequest, OPS_WITH):
             reply({"id": None, "ok": False, "error": "EPARSE: %s" % e, "code": "EPARSE"})
             continue
         rid, op = req.get("id"), req.get("op")
+        ev.lease.begin(rid)
         try:
             if op == "ping":
                 reply({"id": rid, "ok": True, "result": dict(ready, time=time.time())})
@@ -184,7 +195,8 @@ def _serve(ev, sandbox, reply, ready, BadRequest, OPS_WITH):
 def _peaks(ev, sandbox, job):
     from . import peaks
     ev.settle()
-    out = sandbox.run_child(peaks.run, ({"device": ev.device},), {"run": 120}, ev.close_fds)
+    with ev.lease.timed():
+        out = sandbox.run_child(peaks.run, ({"device": ev.device},), {"run": 120}, ev.close_fds)
     res, _ = out.first("peaks")
     if res is None:
         return {"ok": False, "error": "EWORKER: %s" % (out.failure or out.first("error")[0],)}
