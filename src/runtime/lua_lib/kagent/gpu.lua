@@ -1,8 +1,10 @@
--- kagent.gpu: the evaluator pool. Workers are `python3 -m kagent_eval.worker` processes (one per
--- GPU, or one CPU-mode worker) spoken to with JSON lines; each job's candidate runs in a process
--- the worker forks, and the verdict comes from the worker. One job at a time per worker keeps a
--- GPU exclusive while it is timed. A worker that dies or stops answering is killed and respawned,
--- and the job still gets a result (ok=false, error "EWORKER: ...").
+-- kagent.gpu: the evaluator pool. Workers are `python3 -m kagent_eval.worker` processes
+-- (workers_per_gpu per GPU, or per CPU device) spoken to with JSON lines; each job's candidate
+-- runs in a process the worker forks, and the verdict comes from the worker. One job at a time
+-- per worker; where several workers share a device, each timed or profiled phase holds the
+-- device's lease, so nothing else is timed there meanwhile. A worker that dies
+-- or stops answering is killed and respawned, and the job still gets a result (ok=false, error
+-- "EWORKER: ...").
 --
 -- Secrets stay here: a worker starts with the allowed part of the environment only, and
 -- everything it sends back (replies, stderr) passes through kagent.secrets' redaction on arrival.
@@ -89,6 +91,9 @@ function M.pool(opts)
     starting = nil,
     closed = false,
     counters = { jobs = 0, failures = 0, respawns = 0 },
+    -- device -> its timing lease, for devices of several workers: a semaphore of 1, whose
+    -- waiters are served first come, first served (a killed waiting task is passed over)
+    leases = {},
   }, Pool)
 end
 
@@ -192,6 +197,8 @@ end
 -- whose `visible` mask the worker takes as its one GPU.
 function Pool:_spawn(device, slot, gpu)
   local argv = { self.python, "-m", "kagent_eval.worker", "--device", gpu and gpu.visible or "cpu" }
+  -- a device's only worker never asks for the lease: no round trip where nothing can collide
+  if self.leases[device] then argv[#argv + 1] = "--lease" end
   local p, err = proc.spawn(argv, { stdin = true, env = self:_env(), clear_env = true,
     max_output = 4 * 1048576 })
   if not p then return nil, "EWORKER: cannot start the evaluator worker: " .. tostring(err) end
@@ -247,7 +254,8 @@ function Pool:_ensure()
   if devices == nil or devices == "cpu" then devices = { "cpu" } end
   local fns = {}
   for _, d in ipairs(devices) do
-    local n = (d == "cpu") and 1 or self.workers_per_gpu
+    local n = self.workers_per_gpu
+    if n > 1 then self.leases[d] = task.semaphore(1) end
     local g = (d ~= "cpu") and allowed[d + 1] or nil
     if d ~= "cpu" and not g then
       local why = string.format("EWORKER: there is no GPU %d among the %d this process may use (gpu.gpus())", d, #allowed)
@@ -314,8 +322,9 @@ function Pool:_acquire(device)
   end
 end
 
--- Marks a worker free and wakes the tasks waiting for one (each looks again).
+-- Marks a worker free (and its device's lease, if it held it) and wakes the tasks waiting for one (each looks again).
 function Pool:_release(w)
+  self:_lease_release(w)  -- a request that raised may have left it held
   w.busy = false
   wake(self, "free_waiters")
 end
@@ -323,6 +332,7 @@ end
 -- Kills a broken worker and starts a new one in its place (same device and slot).
 function Pool:_respawn(w, why)
   log.warn("gpu: restarting the worker for device %s: %s", tostring(w.device), why)
+  self:_lease_release(w)  -- a dead or hung worker's lease goes to the next in line at once
   -- TERM first: the worker then kills its sandboxes and what they started (KILL follows)
   w.proc:kill("TERM")
   pcall(function() w.proc:wait(5) end)
@@ -337,8 +347,43 @@ function Pool:_respawn(w, why)
   end
 end
 
--- One request/reply with a worker; nil, err when the worker broke (it is respawned).
+-- Takes the device's timing lease for worker w; seconds waited.
+function Pool:_lease_acquire(w)
+  local l = self.leases[w.device]
+  if not l or w.holds_lease then return 0 end
+  local t0 = ktime.now()
+  l:acquire()
+  w.holds_lease = true
+  return ktime.now() - t0
+end
+
+function Pool:_lease_release(w)
+  if not w.holds_lease then return end
+  w.holds_lease = false
+  self.leases[w.device]:release()
+end
+
+-- A worker's lease request during a job: "acquire" waits for the lease and answers "granted";
+-- "release" gives it back. Returns the seconds waited, or nil, err when the grant cannot be sent.
+function Pool:_lease_request(w, what)
+  if what == "release" then
+    self:_lease_release(w)
+    return 0
+  end
+  if what ~= "acquire" then
+    log.warn("gpu: unknown lease request %q from the worker for device %s", tostring(what), tostring(w.device))
+    return 0
+  end
+  local waited = self:_lease_acquire(w)
+  local ok, err = w.proc:write(json.encode({ lease = "granted" }) .. "\n")
+  if not ok then return nil, err end
+  return waited
+end
+
+-- One request/reply with a worker; nil, err when the worker broke (it is respawned). Time spent
+-- waiting for the device's lease adds to w.lease_wait and not to the wall limit.
 function Pool:_request(w, op, job, wall)
+  w.lease_wait = 0
   if w.dead then
     self:_respawn(w, "previous restart failed")
     if w.dead then return nil, "EWORKER: worker for device " .. tostring(w.device) .. " is down" end
@@ -363,11 +408,21 @@ function Pool:_request(w, op, job, wall)
       return nil, "EWORKER: " .. why
     end
     local msg = json.decode(reply)
-    if type(msg) == "table" and msg.id == id then
+    if type(msg) == "table" and msg.id == id and msg.lease ~= nil then
+      local waited, werr = self:_lease_request(w, msg.lease)
+      if not waited then
+        self:_respawn(w, "write failed: " .. tostring(werr))
+        return nil, "EWORKER: the worker died while it waited for the lease (" .. tostring(werr) .. ")"
+      end
+      w.lease_wait = w.lease_wait + waited
+      deadline = deadline + waited
+    elseif type(msg) == "table" and msg.id == id then
+      self:_lease_release(w)  -- the job is over, whatever the worker did with the lease
       self:_drain(w)
       return secrets.redact_tree(strip_nulls(msg))
+    else
+      log.warn("gpu: unexpected line from the worker: %s", reply:sub(1, 200))
     end
-    log.warn("gpu: unexpected line from the worker: %s", reply:sub(1, 200))
   end
 end
 
@@ -422,6 +477,7 @@ function Pool:_job(op, job)
   result.device = w.device
   result.gpu = gpu_record(w.gpu)
   result.wall = ktime.now() - t0
+  result.lease_wait_s = w.lease_wait or 0
   return result
 end
 
