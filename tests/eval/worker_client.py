@@ -52,15 +52,17 @@ def children_of(pid):
 
 class Worker:
     """env: variables added to the worker's environment; log: its --log file (default
-    KAGENT_WORKER_LOG); user: run it as this OS user (needs root)."""
+    KAGENT_WORKER_LOG); user: run it as this OS user (needs root); args: more command-line
+    arguments (--lease)."""
 
-    def __init__(self, device="cpu", threads=None, env=None, log=None, user=None):
+    def __init__(self, device="cpu", threads=None, env=None, log=None, user=None, args=()):
         # KAGENT_EVAL_PYTHONPATH: another copy of the evaluator (a benchmark's "before")
         env = dict(os.environ, PYTHONPATH=os.environ.get("KAGENT_EVAL_PYTHONPATH")
                    or os.path.join(ROOT, "src", "gpu", "eval"), **(env or {}))
         argv = [PYTHON, "-m", "kagent_eval.worker", "--device", str(device)]
         if threads:
             argv += ["--threads", str(threads)]
+        argv += list(args)
         log = log or os.environ.get("KAGENT_WORKER_LOG")
         if log:
             argv += ["--log", log]
@@ -88,10 +90,13 @@ class Worker:
                     raise EOFError("worker closed stdout")
                 return json.loads(line)
 
+    def send(self, obj):
+        self.proc.stdin.write((json.dumps(obj) + "\n").encode())
+        self.proc.stdin.flush()
+
     def request(self, op, job=None, timeout=300):
         self.next_id += 1
-        self.proc.stdin.write((json.dumps({"id": self.next_id, "op": op, "job": job}) + "\n").encode())
-        self.proc.stdin.flush()
+        self.send({"id": self.next_id, "op": op, "job": job})
         reply = self._read(timeout)
         assert reply.get("id") == self.next_id, reply
         return reply
