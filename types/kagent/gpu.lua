@@ -11,7 +11,8 @@ local gpu = {}
 ---    worker gets that GPU alone (`CUDA_VISIBLE_DEVICES` set to its `visible`), so a pool never
 ---    leaves the GPUs an inherited mask allows. A number past the list starts no worker.
 ---  - `python`: interpreter (default env `KAGENT_PYTHON`, else `python3`).
----  - `workers_per_gpu` (default 1; more than 1 breaks timing exclusivity, use for verify-only pools).
+---  - `workers_per_gpu` (default 1): workers per device (per GPU, or for `"cpu"`); more than 1
+---    shares the device's timing lease among them (above).
 ---  - `timeout`: wall-clock seconds the pool waits for a job's reply before it kills and respawns
 ---    the worker (default 900; the worker's own per-stage timeouts normally end a job first);
 ---    `start_timeout` (default 120) for a worker's ready line.
@@ -34,7 +35,8 @@ function gpu.pool(opts) end
 ---    worker gets that GPU alone (`CUDA_VISIBLE_DEVICES` set to its `visible`), so a pool never
 ---    leaves the GPUs an inherited mask allows. A number past the list starts no worker.
 ---  - `python`: interpreter (default env `KAGENT_PYTHON`, else `python3`).
----  - `workers_per_gpu` (default 1; more than 1 breaks timing exclusivity, use for verify-only pools).
+---  - `workers_per_gpu` (default 1): workers per device (per GPU, or for `"cpu"`); more than 1
+---    shares the device's timing lease among them (above).
 ---  - `timeout`: wall-clock seconds the pool waits for a job's reply before it kills and respawns
 ---    the worker (default 900; the worker's own per-stage timeouts normally end a job first);
 ---    `start_timeout` (default 120) for a worker's ready line.
@@ -74,7 +76,8 @@ function pool:devices() end
 ---  without dying `{ok = false, stage = "worker", error = "EWORKER: ..."}`. Every result also
 ---  carries `device` (the pool device that ran it: its number, which `job.device` takes, or `"cpu"`), `gpu` (the
 ---  GPU that measured it, `{index, uuid, name, mig, visible}` as in `gpu.gpus()`; nil in CPU mode)
----  and `wall` (seconds in the pool). Misuse (no `problem`/`candidate`) raises. Jobs from many
+---  `wall` (seconds in the pool) and `lease_wait_s` (seconds the job waited for its device's timing
+---  lease; 0 where the device has one worker). Misuse (no `problem`/`candidate`) raises. Jobs from many
 ---  tasks queue for a free worker.
 ---@param job table
 ---@return any
@@ -89,7 +92,8 @@ function pool:verify(job) end
 ---  without dying `{ok = false, stage = "worker", error = "EWORKER: ..."}`. Every result also
 ---  carries `device` (the pool device that ran it: its number, which `job.device` takes, or `"cpu"`), `gpu` (the
 ---  GPU that measured it, `{index, uuid, name, mig, visible}` as in `gpu.gpus()`; nil in CPU mode)
----  and `wall` (seconds in the pool). Misuse (no `problem`/`candidate`) raises. Jobs from many
+---  `wall` (seconds in the pool) and `lease_wait_s` (seconds the job waited for its device's timing
+---  lease; 0 where the device has one worker). Misuse (no `problem`/`candidate`) raises. Jobs from many
 ---  tasks queue for a free worker.
 ---@param job table
 ---@return any
@@ -104,7 +108,8 @@ function pool:benchmark(job) end
 ---  without dying `{ok = false, stage = "worker", error = "EWORKER: ..."}`. Every result also
 ---  carries `device` (the pool device that ran it: its number, which `job.device` takes, or `"cpu"`), `gpu` (the
 ---  GPU that measured it, `{index, uuid, name, mig, visible}` as in `gpu.gpus()`; nil in CPU mode)
----  and `wall` (seconds in the pool). Misuse (no `problem`/`candidate`) raises. Jobs from many
+---  `wall` (seconds in the pool) and `lease_wait_s` (seconds the job waited for its device's timing
+---  lease; 0 where the device has one worker). Misuse (no `problem`/`candidate`) raises. Jobs from many
 ---  tasks queue for a free worker.
 ---@param job table
 ---@return any
@@ -119,7 +124,8 @@ function pool:profile(job) end
 ---  without dying `{ok = false, stage = "worker", error = "EWORKER: ..."}`. Every result also
 ---  carries `device` (the pool device that ran it: its number, which `job.device` takes, or `"cpu"`), `gpu` (the
 ---  GPU that measured it, `{index, uuid, name, mig, visible}` as in `gpu.gpus()`; nil in CPU mode)
----  and `wall` (seconds in the pool). Misuse (no `problem`/`candidate`) raises. Jobs from many
+---  `wall` (seconds in the pool) and `lease_wait_s` (seconds the job waited for its device's timing
+---  lease; 0 where the device has one worker). Misuse (no `problem`/`candidate`) raises. Jobs from many
 ---  tasks queue for a free worker.
 ---@param job table
 ---@return any
