@@ -3,7 +3,7 @@
 # minutes), writing logs under $OUT (default /tmp/kagent-device). The binary and profiler
 # library come from a build tree: KAGENT_BUILD (default build/).
 #   bash bench/device_suite.sh portability|eval|devices|sandbox|profile|profile-app|agent|sweep|latency|
-#                              trust|trust-ka|bench-ka|report|latency-compare|all
+#                              trust|trust-ka|bench-ka|report|latency-compare|lease|all
 # profile-app compares the multi-kernel targets with ncu's application replay (about 90 s per
 # ncu run, so it is not part of `all`); sweep (the tuner over the five showcase problems, about
 # 5 minutes) is not either, nor bench-ka (agents/bench.lua on KernelAgent's artifacts, 10 to 20
@@ -42,6 +42,8 @@ case "$phase" in
   portability) portability ;;
   eval) step eval_gpu_check python3 tests/gpu/eval_gpu_check.py ;;
   devices) step devices_gpu_check bash tests/gpu/devices_gpu_check.sh ;;
+  lease)  # 3 workers sharing GPU 0 through the timing lease: no overlap, jobs/min 1 vs 3, the control's median
+         step lease_gpu_check bash tests/gpu/lease_gpu_check.sh --workers "${KAGENT_LEASE_WORKERS:-3}" ;;
   sandbox) step sandbox_gpu_check python3 tests/gpu/sandbox_gpu_check.py ;;
   examples) step examples_check python3 tests/gpu/examples_check.py ;;
   profile) step profile_gpu_check python3 tests/gpu/profile_gpu_check.py --out "$OUT/profile_check.json" ;;
