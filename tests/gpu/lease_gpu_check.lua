@@ -26,7 +26,9 @@ assert(opts.op == "benchmark" or opts.op == "evaluate", "--op is benchmark or ev
 
 local PROBLEM = kagent.root .. "/examples/problems/matmul_small.py"
 local KERNEL = fs.read(kagent.root .. "/examples/kernels/" .. (opts.cpu and "cpu/" or "") .. "matmul_small.py")
-local TIMED = { "audit", "benchmark", "benchmark_loop", "benchmark_check", "profile" }
+package.path = kagent.root .. "/tests/fixtures/eval/?.lua;" .. package.path
+local spans = require("stage_spans")
+local span, TIMED = spans.span, spans.TIMED
 local CONTROLS = 3
 
 local failures = 0
@@ -63,18 +65,6 @@ end
 
 local function job_of(j)
   return { problem = PROBLEM, candidate = j.candidate, bench = { baselines = { "eager" } } }
-end
-
-local function span(r, names)
-  local s, e
-  for _, n in ipairs(names) do
-    local at = r.stage_at and r.stage_at[n]
-    if at then
-      s = math.min(s or at, at)
-      e = math.max(e or at, at + (r.stage_s[n] or 0))
-    end
-  end
-  return s and { s, e } or nil
 end
 
 local function median(xs)
@@ -133,15 +123,15 @@ local function run_pool(workers)
 end
 
 local function no_overlap(run, workers)
-  local spans = {}
+  local timed = {}
   for k, r in ipairs(run.results) do
-    if r.ok then spans[#spans + 1] = { k = k, s = span(r, TIMED) } end
+    if r.ok then timed[#timed + 1] = { k = k, s = span(r, TIMED) } end
   end
   local bad
-  for a = 1, #spans do
-    for b = a + 1, #spans do
-      local x, y = spans[a].s, spans[b].s
-      if x and y and x[1] < y[2] and y[1] < x[2] then bad = bad or { spans[a].k, spans[b].k } end
+  for a = 1, #timed do
+    for b = a + 1, #timed do
+      local x, y = timed[a].s, timed[b].s
+      if x and y and spans.overlap(x, y) then bad = bad or { timed[a].k, timed[b].k } end
     end
   end
   check(bad == nil, string.format("%d workers: no two jobs' timed stages overlap%s", workers,

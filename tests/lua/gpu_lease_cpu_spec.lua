@@ -7,7 +7,9 @@ local gpu = require("kagent.gpu")
 local task, ktime, proc = kagent.task, kagent.time, kagent.proc
 
 local relu = spec.root .. "/tests/fixtures/eval/relu_problem.py"
-local TIMED = { "audit", "benchmark", "benchmark_loop", "benchmark_check", "profile" }
+package.path = spec.root .. "/tests/fixtures/eval/?.lua;" .. package.path
+local spans = require("stage_spans")
+local span, overlap, TIMED = spans.span, spans.overlap, spans.TIMED
 
 local function need_torch()
   local r = proc.run({ spec.python, "-c", "import torch" }, { timeout = 60 })
@@ -34,21 +36,6 @@ local function job(tag, extra)
   for k, v in pairs(extra or {}) do j[k] = v end
   return j
 end
-
--- [start, end] of a result's stages in `names` (monotonic seconds), or nil when it ran none.
-local function span(r, names)
-  local s, e
-  for _, n in ipairs(names) do
-    local at = r.stage_at and r.stage_at[n]
-    if at then
-      s = math.min(s or at, at)
-      e = math.max(e or at, at + (r.stage_s[n] or 0))
-    end
-  end
-  return s and { s, e } or nil
-end
-
-local function overlap(a, b) return a[1] < b[2] and b[1] < a[2] end
 
 local function run_all(pool, jobs)
   local fns = {}
