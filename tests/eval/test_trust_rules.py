@@ -220,8 +220,10 @@ class HardenedRetryTest(unittest.TestCase):
 
     def confirm(self, medians, first_flags=(), extra=None):
         from kagent_eval import jobs
+        from kagent_eval.lease import Lease
         ev = jobs.Evaluator.__new__(jobs.Evaluator)
         ev.cuda, ev.refs, ev.settle = False, FakeRefs(), lambda: None
+        ev.lease = Lease(False, None, None)  # a device's only worker: never asks
         taken = []
 
         def hardened(hspec, trial0, rtol, atol):
