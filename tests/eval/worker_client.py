@@ -12,6 +12,15 @@ FIX = os.path.join(ROOT, "tests", "fixtures")
 PYTHON = os.environ.get("KAGENT_TEST_PYTHON", sys.executable)
 
 
+def have_cuda():
+    """True where torch sees a CUDA device (the GPU checks report themselves skipped otherwise)."""
+    try:
+        import torch
+        return torch.cuda.is_available()
+    except Exception:
+        return False
+
+
 def fixture(*parts):
     return os.path.join(FIX, *parts)
 

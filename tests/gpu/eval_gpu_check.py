@@ -61,14 +61,6 @@ def save(rows, part=None):
             json.dump(rows, f, indent=1, default=str)
 
 
-def have_cuda():
-    try:
-        import torch
-        return torch.cuda.is_available()
-    except Exception:
-        return False
-
-
 def short(r):
     return {k: r.get(k) for k in ("ok", "stage", "error", "flags", "time_ms", "eager_ms", "compile_ms",
                                   "do_bench", "speedup_vs_eager", "speedup_vs_compile", "audit",
@@ -161,10 +153,10 @@ def main():
     ap.add_argument("--repeat", default="36_rmsnorm")
     ap.add_argument("--adv", default="", help="comma-separated substrings of adversarial fixtures")
     args = ap.parse_args()
+    from worker_client import Worker, have_cuda
     if not have_cuda():
         print("SKIP: no CUDA device here")
         return 77
-    from worker_client import Worker
     w = Worker(0)
     print("worker:", w.ready, flush=True)
     rows, ok = [], True

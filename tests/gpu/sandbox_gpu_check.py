@@ -31,21 +31,13 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "tests", "eval"))
-from worker_client import Worker, children_of, fixture_text, processes_with  # noqa: E402
+from worker_client import Worker, children_of, fixture_text, have_cuda, processes_with  # noqa: E402
 
 EV = os.path.join(ROOT, "tests", "fixtures", "eval")
 PROBLEM = "gpu_relu_problem.py"
 TRITON = os.path.join(EV, "gpu_relu_triton.py")
 FAKE_KEYS = {name: "fake-%s-%s" % (name.lower(), secrets.token_hex(16)) for name in (
     "ANTHROPIC_API_KEY", "OPENAI_API_KEY", "KAGENT_LLM_KEY")}
-
-
-def have_cuda():
-    try:
-        import torch
-        return torch.cuda.is_available()
-    except Exception:
-        return False
 
 
 def listing(path):

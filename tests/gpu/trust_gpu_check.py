@@ -61,14 +61,6 @@ ESCAPES = [  # candidate, extra job fields, accept, expected
 ]
 
 
-def have_cuda():
-    try:
-        import torch
-        return torch.cuda.is_available()
-    except Exception:
-        return False
-
-
 def short(r):
     keep = ("ok", "stage", "code", "error", "flags", "trust", "time_ms", "time_ms_first",
             "eager_ms", "compile_ms", "compile_max_autotune_ms", "baseline_times",
@@ -229,10 +221,10 @@ def main():
     ap.add_argument("--only", default=",".join(SHOWCASE))
     ap.add_argument("--modes", default="eager,compile,compile_max_autotune")
     args = ap.parse_args()
+    from worker_client import Worker, have_cuda
     if not have_cuda():
         print("SKIP: no CUDA device here")
         return 77
-    from worker_client import Worker
     w = Worker(0)
     print("worker:", w.ready, flush=True)
     run = Run(w)
