@@ -25,6 +25,13 @@ def prepare(device, threads, warm=True):
     return state
 
 
+def times_anything(spec):
+    """Whether a child for this spec times or profiles anything: it then stops at the gate
+    before doing so (the worker holds the device's timing lease from there)."""
+    return bool(spec.get("op") == "compare" or spec.get("hardened") or spec.get("audit")
+                or spec.get("bench") is not None or spec.get("profile") is not None)
+
+
 def run(ch, spec, state=None):
     device = spec["device"]
     cuda = device.startswith("cuda")
@@ -62,7 +69,7 @@ def run(ch, spec, state=None):
         ch.send({"type": "compiled", "fingerprint": fingerprint})
 
     late = [e for e in plan if e["late"]]
-    if not (spec.get("audit") or spec.get("bench") is not None or spec.get("profile") is not None):
+    if not times_anything(spec):
         if late:
             _trials(ch, torch, timer, problem, cand, spec, dtype, device, cuda, late, tolerant=True)
         return

@@ -79,7 +79,8 @@ class Evaluator:
             self.settle()
             # a child forked on demand has no gate to stop at: it holds the lease throughout
             # when it has anything to time
-            with self.lease.timed() if _times(cspec) else contextlib.nullcontext():
+            timed = child_candidate.times_anything(cspec)
+            with self.lease.timed() if timed else contextlib.nullcontext():
                 out = sandbox.run_child(child_candidate.run, (cspec,), cspec["timeouts"],
                                         self.close_fds)
         return out
@@ -324,13 +325,6 @@ class Evaluator:
             if obj.get("stage") == "benchmark_loop":
                 start = obj["t"]
         return total * 1e3 if total > 0 else None
-
-
-def _times(spec):
-    """Whether a candidate child for this spec times or profiles anything (it then stops at
-    the gate first)."""
-    return bool(spec.get("op") == "compare" or spec.get("hardened") or spec.get("audit")
-                or spec.get("bench") is not None or spec.get("profile") is not None)
 
 
 def _trust_detail(first, second):
