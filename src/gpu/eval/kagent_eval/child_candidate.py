@@ -189,6 +189,8 @@ def _benchmark_hardened(ch, torch, timer, problem, cand, spec, dtype, device):
             use_inputs(spec["seed"], 0)
         else:
             use_inputs(spec["seed"] + 7919 + i, 0)
+        if device != "cpu":  # the inputs are made on the GPU, asynchronously: wait for them here
+            torch.cuda.synchronize()
         ch.stage("benchmark_loop")
 
     use_inputs(spec["seed"] + 7907, 0)
