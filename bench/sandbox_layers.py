@@ -1,11 +1,16 @@
 #!/usr/bin/env python3
 """Which layer of the candidate sandbox a GPU process can live under: for each layer alone
 (and all of them, as `jail.enter` applies them), a forked child enters it, then creates a CUDA
-context and runs one kernel. Prints one line per layer: ok, or the error.
+context and runs one kernel. Before CUDA, a new thread names itself through /proc/thread-self/comm
+(as CUDA's start does). Prints one line per layer: ok, or the error. The `writes...` layers are
+Landlock's write rule with one more place writable each, and with one right left unhandled each:
+the layers that pass say what CUDA needs to write.
 
     python3 bench/sandbox_layers.py
 """
+import glob
 import os
+import subprocess
 import sys
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
@@ -19,6 +24,33 @@ def try_cuda(torch):
     return "ok: %d device(s), sum %.0f" % (torch.cuda.device_count(), float(x.sum()))
 
 
+def try_comm():
+    """A new thread names itself through /proc, as CUDA's start does."""
+    import threading
+    out = []
+
+    def name_self():
+        try:
+            with open("/proc/thread-self/comm", "w") as f:  # O_TRUNC, as CUDA opens it
+                f.write("kagent-probe")
+            out.append("comm ok")
+        except OSError as e:
+            out.append("comm %s" % e.strerror)
+    t = threading.Thread(target=name_self)
+    t.start()
+    t.join()
+    # and in a process the child starts, as compute-sanitizer's target and torch.compile's
+    # workers start CUDA
+    code = ("import sys, threading\nerr = ['not run']\ndef f():\n    try:\n"
+            "        open('/proc/thread-self/comm', 'w').write('x')\n        err[0] = None\n"
+            "    except OSError as e:\n        err[0] = e.strerror\n"
+            "t = threading.Thread(target=f)\nt.start()\nt.join()\nsys.exit(err[0])")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    out.append("comm in a child process %s" % (
+        "ok" if proc.returncode == 0 else proc.stderr.strip().splitlines()[-1][:80]))
+    return ", ".join(out)
+
+
 def main():
     import resource
     import torch
@@ -27,29 +59,55 @@ def main():
     print("status:", status, flush=True)
     job = jail.new_job_dir()
     abi = landlock.abi()
+    print("kernel %s, Landlock ABI %d, device files: %s" % (
+        os.uname().release, abi, " ".join(sorted(glob.glob("/dev/nvidia*")))), flush=True)
+    handled = landlock.writes(abi)
+    devices = [(p, landlock.WRITE_FILE | landlock.TRUNCATE) for p in glob.glob("/dev/nvidia*")]
+    base = [(job, handled), ("/dev/shm", handled)] + devices
+
+    def writes_with(extra, rights=handled):
+        return lambda: landlock.restrict(rights, [(p, r & rights) for p, r in base + extra])
+
+    def ns_then(extra):
+        def apply():
+            namespaces.enter(user=False)
+            writes_with(extra)()
+        return apply
+
     layers = {
         "none": lambda: None,
         "rlimit_data_half": lambda: resource.setrlimit(
             resource.RLIMIT_DATA, ((jail.memory_limit_mb() << 20),) * 2),
-        "rlimit_data_8g": lambda: resource.setrlimit(resource.RLIMIT_DATA, ((8192 << 20),) * 2),
         "namespaces": lambda: namespaces.enter(user=False),
         "seccomp": lambda: syscall_filter.install(sockets=False),
-        "landlock_writes": lambda: landlock.restrict(landlock.writes(abi), [
-            (job, landlock.writes(abi)), ("/dev/shm", landlock.writes(abi))]
-            + [(p, landlock.WRITE_FILE) for p in __import__("glob").glob("/dev/nvidia*")]),
         "landlock_reads": lambda: jail.narrow_reads(()),
+        # the write rule and the places CUDA might need to write (which one it is decides the fix)
+        "writes": writes_with([]),
+        "writes+root": writes_with([("/", handled)]),
+        "writes+/proc/self(w)": writes_with([("/proc/self", landlock.WRITE_FILE)]),
+        "writes+/proc/self(wt)": writes_with([("/proc/self", landlock.WRITE_FILE | landlock.TRUNCATE)]),
+        "writes+/proc(wt)": writes_with([("/proc", landlock.WRITE_FILE | landlock.TRUNCATE)]),
+        "writes+/dev": writes_with([("/dev", handled)]),
+        "writes+/tmp": writes_with([("/tmp", handled)]),
+        "ns,writes+/proc/self(wt)": ns_then([("/proc/self", landlock.WRITE_FILE | landlock.TRUNCATE)]),
         "all": lambda: jail.enter("trusted", job),
     }
+    for bit in range(15):  # each write right left unhandled in turn: which one CUDA needs
+        right = 1 << bit
+        if handled & right:
+            layers["writes-right-%d" % bit] = writes_with([], handled & ~right)
     for name, apply in layers.items():
         r, w = os.pipe()
         pid = os.fork()
         if pid == 0:
             os.close(r)
+            comm = "comm not tried"
             try:
                 apply()
-                msg = try_cuda(torch)
+                comm = try_comm()
+                msg = comm + "; " + try_cuda(torch)
             except BaseException as e:
-                msg = "FAIL %s: %s" % (type(e).__name__, str(e)[:300])
+                msg = "%s; FAIL %s: %s" % (comm, type(e).__name__, str(e)[:300])
             os.write(w, msg.encode())
             os._exit(0)
         os.close(w)
@@ -60,7 +118,7 @@ def main():
                 break
             out += chunk
         os.waitpid(pid, 0)
-        print("%-18s %s" % (name, out.decode() or "(child died)"), flush=True)
+        print("%-26s %s" % (name, out.decode() or "(child died)"), flush=True)
     jail.remove_job_dir(job)
     return 0
 

@@ -103,6 +103,19 @@ class SandboxTest(unittest.TestCase):
         for path in [os.path.expanduser("~"), "/tmp"]:
             self.assertFalse(os.path.exists(os.path.join(path, "kagent_sandbox_probe_" + token)))
 
+    def test_what_cuda_and_triton_need_is_allowed(self):
+        """The writes CUDA's start and Triton's cache make pass the sandbox (on the GPU machine
+        without them cuInit fails with error 304 and Triton's compile with EXDEV); writing a
+        sysctl stays denied."""
+        self.require("writes", "landlock")
+        r = self.job(fixture_text("adversarial", "cpu_sandbox_allowances.py"))
+        self.assertEqual(r["code"], "ELOAD", r)
+        tries = dict(kv.split(": ", 1) for kv in r["error"].split("ALLOWANCES ", 1)[1].split("; "))
+        # root without namespaces may write its own /proc entries only (jail.proc_writes)
+        child = "ok" if self.status["processes"] != "subreaper" or os.geteuid() != 0 else "Permission denied"
+        self.assertEqual(tries, {"thread comm": "ok", "child comm": child, "move": "ok",
+                                 "cache move": "ok", "sysctl": "denied"}, r["error"])
+
     def test_private_files_are_unreadable(self):
         self.require("reads", "landlock")
         folder = tempfile.mkdtemp(prefix="kagent-sandbox-test-")

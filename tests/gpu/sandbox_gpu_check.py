@@ -75,7 +75,7 @@ def part_triton(c, memory_mb):
     home_triton = os.path.expanduser("~/.triton/cache")
     before = listing(home_triton)
     results = {}
-    # the confinement is opt-in on a GPU worker (src/gpu/eval/README.md, "Sandbox")
+    # KAGENT_EVAL_SANDBOX=1 is the default's confinement (auto), here with a smaller memory limit
     for label, env in (("sandbox", {"KAGENT_EVAL_SANDBOX": "1", "KAGENT_EVAL_MEMORY_MB": str(memory_mb)}),
                        ("open", {"KAGENT_EVAL_SANDBOX": "0"})):
         w = Worker(0, env=env)

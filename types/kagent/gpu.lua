@@ -20,8 +20,8 @@ local gpu = {}
 ---    cleared environment holding only the allow-listed part of the runtime's and of `env`
 ---    (`kagent.secrets.worker_env`): never an API key. Evaluator settings are `KAGENT_EVAL_*`
 ---    variables, e.g. `KAGENT_EVAL_MEMORY_MB` (each candidate's host memory limit, default half
----    the machine's; 0 none) and `KAGENT_EVAL_SANDBOX=auto|1|0` (auto: the candidate sandbox in CPU
----    mode, opt-in on a GPU worker for now; 0: off); `src/gpu/eval/README.md`.
+---    the machine's; 0 none) and `KAGENT_EVAL_SANDBOX=auto|1|0` (auto and 1: the candidate sandbox, in
+---    CPU and GPU mode; 0: off); `src/gpu/eval/README.md`.
 ---  - `log_dir`: if set, the pool appends each worker's stderr (candidate prints, tracebacks),
 ---    redacted, to `<log_dir>/worker-<device>-<n>.log`.
 ---  Every reply of a worker passes through `kagent.secrets.redact_tree` before the pool returns it.
@@ -44,8 +44,8 @@ function gpu.pool(opts) end
 ---    cleared environment holding only the allow-listed part of the runtime's and of `env`
 ---    (`kagent.secrets.worker_env`): never an API key. Evaluator settings are `KAGENT_EVAL_*`
 ---    variables, e.g. `KAGENT_EVAL_MEMORY_MB` (each candidate's host memory limit, default half
----    the machine's; 0 none) and `KAGENT_EVAL_SANDBOX=auto|1|0` (auto: the candidate sandbox in CPU
----    mode, opt-in on a GPU worker for now; 0: off); `src/gpu/eval/README.md`.
+---    the machine's; 0 none) and `KAGENT_EVAL_SANDBOX=auto|1|0` (auto and 1: the candidate sandbox, in
+---    CPU and GPU mode; 0: off); `src/gpu/eval/README.md`.
 ---  - `log_dir`: if set, the pool appends each worker's stderr (candidate prints, tracebacks),
 ---    redacted, to `<log_dir>/worker-<device>-<n>.log`.
 ---  Every reply of a worker passes through `kagent.secrets.redact_tree` before the pool returns it.

@@ -17,8 +17,10 @@ the job's files are known.
   memory            RLIMIT_DATA (private writable memory: heap, malloc'd mmaps); not RLIMIT_AS,
                     which counts the address space CUDA reserves and would break every GPU job;
                     oom_score_adj 1000 makes a child the kernel's first choice when memory runs out
-  writes            Landlock: the job folder, the caches, /dev/shm and the GPU's device files
-  reads             Landlock, once the job is known: system folders, Python's, the job's files
+  writes            Landlock: the job folder, the caches, /dev/shm, the GPU's device files and
+                    files under /proc (proc_writes)
+  reads             Landlock, once the job is known: system folders, Python's, the job's files;
+                    moves within the job and cache folders
   network           its own network namespace (loopback only), else a seccomp filter on
                     socket() (syscall_filter.py)
   root              a child run by root drops the capabilities that would undo the above
@@ -121,18 +123,14 @@ def _remove_stale_jobs(root):
             pass
 
 
-def setup(environ=os.environ, gpu=False):
+def setup(environ=os.environ):
     """Probes the kernel and makes the per-user folders; returns status() (the worker's ready
     line shows it). Raises SandboxError for bad settings."""
     global _state
     setting = environ.get("KAGENT_EVAL_SANDBOX", "auto")
     if setting not in ("auto", "0", "1"):
         raise SandboxError("KAGENT_EVAL_SANDBOX must be auto, 0 or 1, not %r" % setting)
-    # On a GPU worker the confinement is opt-in until it has run there in full: Landlock's write
-    # rule breaks CUDA itself (cuInit fails with error 304 on the H100 machine), and namespaces,
-    # the system call filter and the memory limit passed a CUDA context and a kernel there but
-    # not yet Triton, CUPTI and compute-sanitizer (docs/results/2026-11-23-trust.md)
-    enabled = setting == "1" or (setting == "auto" and not gpu)
+    enabled = setting in ("1", "auto")
     memory = memory_limit_mb(environ) if enabled else 0
     base = environ.get("KAGENT_EVAL_SANDBOX_DIR") or tempfile.gettempdir()
     root, note = _user_root(base)
@@ -142,11 +140,8 @@ def setup(environ=os.environ, gpu=False):
         os.makedirs(caches[role], 0o700, exist_ok=True)
     _remove_stale_jobs(root)
     missing = [note] if note else []
-    abi = landlock.abi() if enabled and not gpu else 0
-    if enabled and gpu:
-        missing.append("GPU worker: no Landlock (its write rule makes CUDA's cuInit fail with "
-                       "error 304): writes and reads are not confined")
-    elif enabled and abi < landlock.MIN_ABI:
+    abi = landlock.abi() if enabled else 0
+    if enabled and abi < landlock.MIN_ABI:
         missing.append("Landlock ABI %d (need >= %d): writes and reads are not confined" % (
             abi, landlock.MIN_ABI))
         abi = 0
@@ -156,6 +151,10 @@ def setup(environ=os.environ, gpu=False):
     if enabled and not namespace:
         missing.append("no namespaces (%s): a candidate sees the machine's processes, and the "
                        "worker reaps what it leaves" % why)
+    if abi and not namespace and os.geteuid() == 0:
+        missing.append("root without namespaces: only a child's own /proc entries are writable, "
+                       "so a process it starts (compute-sanitizer's target, torch.compile's "
+                       "workers) cannot start CUDA")
     net = enabled and syscall_filter.supported()
     if enabled and not net:
         missing.append("no system call filter for this architecture: io_uring and bpf stay open%s"
@@ -164,9 +163,8 @@ def setup(environ=os.environ, gpu=False):
               "namespaces": namespace, "memory_mb": memory,
               "read_roots": list(SYSTEM_READ_ROOTS) + _python_read_roots(), "missing": missing}
     if not enabled:
-        missing.append("KAGENT_EVAL_SANDBOX=%s%s: no confinement (private folders, allowed "
-                       "environment and reaping only)" % (
-                           setting, " on a GPU worker" if setting == "auto" else ""))
+        missing.append("KAGENT_EVAL_SANDBOX=%s: no confinement (private folders, allowed "
+                       "environment and reaping only)" % setting)
     return status()
 
 
@@ -241,10 +239,23 @@ def enter(role, job_dir):
     if s["landlock"]:
         handled = landlock.writes(s["landlock"])
         grants = [(job_dir, handled), (cache, handled), ("/dev/shm", handled),
-                  ("/proc/self", landlock.WRITE_FILE)]
+                  (proc_writes(), landlock.WRITE_FILE | landlock.TRUNCATE)]
         for pattern in DEVICE_FILES:
             grants += [(p, landlock.WRITE_FILE | landlock.TRUNCATE) for p in glob.glob(pattern)]
         landlock.restrict(handled, grants)
+
+
+def proc_writes():
+    """Where under /proc a child may write. CUDA's start names its threads by opening
+    /proc/<pid>/task/<tid>/comm with O_TRUNC (without both rights cuInit fails with error 304:
+    bench/sandbox_layers.py), in every process that starts CUDA: the child and what it runs
+    (compute-sanitizer's target, torch.compile's workers), whose pids are not known yet. So all
+    of /proc where that is safe: the job's own /proc with its machine-wide files read-only, or a
+    user that cannot write those anyway. Else only the child's own entries, and a process it
+    starts cannot start CUDA."""
+    if namespaces.proc_guarded or os.geteuid() != 0:
+        return "/proc"
+    return "/proc/self"
 
 
 def job_files(spec):
@@ -263,9 +274,14 @@ def narrow_reads(files=()):
     if not (s["enabled"] and s["landlock"]):
         return
     job_dir = tempfile.gettempdir()
-    grants = [(p, landlock.READ) for p in s["read_roots"] + [job_dir] + list(s["caches"].values())]
+    # Every ruleset denies moving a file to another folder unless it grants REFER there, handled
+    # or not: without it here, Triton's and TorchInductor's cache writes (a file renamed into
+    # place) fail with EXDEV; the write ruleset decides where moves may happen
+    movable = landlock.READ | landlock.REFER
+    grants = [(p, landlock.READ) for p in s["read_roots"]]
+    grants += [(p, movable) for p in [job_dir] + list(s["caches"].values())]
     grants += [(f, landlock.READ_FILE) for f in files or ()]
-    landlock.restrict(landlock.READ, grants)
+    landlock.restrict(movable, grants)
 
 
 def memory_failure(error_type, message):

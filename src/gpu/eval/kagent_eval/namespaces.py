@@ -24,7 +24,13 @@ import struct
 CLONE_NEWNS, CLONE_NEWPID, CLONE_NEWUSER, CLONE_NEWNET = 0x00020000, 0x20000000, 0x10000000, 0x40000000
 _SIOCGIFFLAGS, _SIOCSIFFLAGS, _IFF_UP = 0x8913, 0x8914, 0x1
 _IFREQ = struct.Struct("16sH22x")
-_MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MS_REC, _MS_PRIVATE = 2, 4, 8, 0x4000, 0x40000
+_MS_RDONLY, _MS_NOSUID, _MS_NODEV, _MS_NOEXEC = 1, 2, 4, 8
+_MS_REMOUNT, _MS_BIND, _MS_REC, _MS_PRIVATE = 32, 4096, 0x4000, 0x40000
+# The machine-wide files of /proc, made read-only in the job's own /proc (as container runtimes
+# do), so that the sandbox can let a job's processes write their own /proc entries (CUDA names its
+# threads there) without letting a root job write sysctls or trigger sysrq
+PROC_READ_ONLY = ("/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs")
+proc_guarded = False  # True in process 1 once every PROC_READ_ONLY path is read-only
 _PR_SET_PDEATHSIG = 1
 
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -55,6 +61,19 @@ def _own_proc():
     _call(_libc.mount(b"none", b"/", None, _MS_REC | _MS_PRIVATE, None), "mount --make-rprivate /")
     _call(_libc.mount(b"proc", b"/proc", b"proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC, None),
           "mount proc")
+
+
+def _guard_proc():
+    """Binds each PROC_READ_ONLY path onto itself read-only; True when all of them are."""
+    locked = _MS_NOSUID | _MS_NODEV | _MS_NOEXEC  # a remount in a user namespace must keep these
+    for path in PROC_READ_ONLY:
+        if not os.path.exists(path):
+            continue
+        p = path.encode()
+        if (_libc.mount(p, p, None, _MS_BIND | _MS_REC, None) != 0 or _libc.mount(
+                None, p, None, _MS_REMOUNT | _MS_BIND | _MS_RDONLY | locked, None) != 0):
+            return False
+    return True
 
 
 def _loopback_up():
@@ -91,8 +110,10 @@ def enter(user):
     pid = os.fork()
     if pid != 0:
         _relay(pid)
+    global proc_guarded
     _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     _own_proc()
+    proc_guarded = _guard_proc()
     _loopback_up()
 
 

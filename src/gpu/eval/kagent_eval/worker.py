@@ -31,7 +31,7 @@ def _stop(*_):
     raise SystemExit(143)
 
 
-def _harden(gpu):
+def _harden():
     """Allowed environment, not dumpable, subreaper, SIGTERM as a clean exit; then the sandbox.
     Returns the sandbox status for the ready line."""
     from . import envpolicy, jail, reaper
@@ -43,7 +43,7 @@ def _harden(gpu):
     ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
     reaper.become_subreaper()
     signal.signal(signal.SIGTERM, _stop)
-    return jail.setup(gpu=gpu)
+    return jail.setup()
 
 
 def _protocol_stream():
@@ -99,7 +99,7 @@ def main(argv=None):
     args = ap.parse_args(argv)
     from .jail import SandboxError
     try:
-        sandbox_status = _harden(args.device != "cpu")
+        sandbox_status = _harden()
     except SandboxError as e:
         sys.stderr.write("kagent_eval.worker: %s\n" % e)
         return 2
