@@ -6,8 +6,8 @@ local fake = require("fake_session")
 local out = kagent.args[1] or "/tmp/kagent-agent-gpu-check"
 local root = kagent.root
 local failures = 0
--- KAGENT_AGENT_CHECK_STEPS picks steps (default "beam,tune,generate,skill,trust")
-local steps = os.getenv("KAGENT_AGENT_CHECK_STEPS") or "beam,tune,generate,skill,trust"
+-- KAGENT_AGENT_CHECK_STEPS picks steps (default "beam,tune,generate,skill,trust,resume")
+local steps = os.getenv("KAGENT_AGENT_CHECK_STEPS") or "beam,tune,generate,skill,trust,resume"
 local function want(step) return ("," .. steps .. ","):find("," .. step .. ",", 1, true) ~= nil end
 local function check(cond, what)
   print((cond and "PASS " or "FAIL ") .. what)
@@ -178,6 +178,67 @@ if want("trust") then
     print(string.format("FIGURE trust softmax 4096x4096 fp32: input %.4f ms -> best %.4f ms (%.2fx); eager %.4f, compile %.4f, max-autotune %s ms; SOL %s%%; generalizes %s; sanitizer %s",
       s.input_ms, s.best_ms, s.speedup_vs_input, s.baselines.eager_ms or 0, s.baselines.compile_ms or 0,
       tostring(s.baselines.compile_max_autotune_ms), tostring(s.sol_pct), tostring(s.generalizes), tostring(s.sanitizer)))
+  end
+end
+
+-- 6. --resume after kill -9 in GPU mode: beam.lua on #36 for two rounds of two directions, killed
+-- while round 2's second direction waits on a slow reply; --resume redoes round 2 with the run's
+-- own options, and the database counts the attempts summary.json counts
+if want("resume") then
+  local fake_llm = dofile(root .. "/tests/fixtures/fake_llm/fake.lua")
+  local function script(slow)
+    local sc = fake.script({ n = 2, kernels = { onepass, twopass } })
+    if slow then  -- the second direction answers once, then stalls
+      local d2 = sc.replies[#sc.replies]
+      table.insert(sc.replies, #sc.replies, { match = d2.match, text = d2.text, times = 1 })
+      d2.delay = 300
+    end
+    return sc
+  end
+  local dir = out .. "/resume"
+  fs.mkdir_p(dir)
+  local srv = fake_llm.start({ script = script(true) })
+  local env = fake.env(srv.port, { KAGENT_DB = dir .. "/mem.db" })
+  local p = fake.spawn_agent("beam.lua", { "--problem", "examples/problems/36_rmsnorm.py", "--dtype", "bf16",
+    "--kernel", twopass, "--out", dir .. "/runs", "--rounds", "2", "--beam", "1", "--directions", "2",
+    "--refine", "0", "--plateau", "5" }, env)
+  local t0, seen = kagent.time.now(), 0
+  while kagent.time.now() - t0 < 600 and p:running() and seen == 0 do
+    local db = kagent.mem.open(dir .. "/mem.db")
+    if db then
+      seen = db:query("SELECT count(*) AS n FROM attempts WHERE round = 2")[1].n
+      db:close()
+    end
+    kagent.task.sleep(0.5)
+  end
+  check(p:running() and seen == 1, "resume: killed with round 2's first attempt recorded (" .. seen .. " recorded)")
+  p:kill("KILL")
+  local killed = p:wait(30)
+  if killed and killed.stderr then io.write(killed.stderr:sub(-1500)) end
+  local rd = fake.newest_run(dir .. "/runs")
+  local state = rd and json.decode(fs.read(rd .. "/state.json") or "null")
+  check(type(state) == "table" and state.round == 1, "resume: state.json holds round 1, the last whole round")
+  srv:set_script(script(false))
+  local r = fake.run_agent("beam.lua", { "--resume", rd }, env, 1200)
+  srv:stop()
+  io.write(r.stderr:sub(-3000))
+  check(r.code == 0, "resume: --resume exit code " .. tostring(r.code))
+  local s = json.decode(fs.read(rd .. "/summary.json") or "null")
+  if type(s) == "table" then
+    check(s.rounds == 2 and s.rounds_requested == 2 and s.status == "done",
+      string.format("resume: two rounds with the run's own --rounds (rounds %s of %s, %s)", tostring(s.rounds),
+        tostring(s.rounds_requested), tostring(s.status)))
+    local db = assert(kagent.mem.open(dir .. "/mem.db"))
+    local run_id = db:query("SELECT id FROM runs")[1].id
+    local function n(sql) return db:query(sql, { run_id })[1].n end
+    local kept = n("SELECT count(*) AS n FROM attempts WHERE run_id = ? AND role NOT IN ('input', 'repair') AND stage != 'superseded'")
+    local superseded = n("SELECT count(*) AS n FROM attempts WHERE run_id = ? AND stage = 'superseded'")
+    db:close()
+    check(kept == s.attempts and s.attempts == 4 and superseded == 1, string.format(
+      "resume: database %d attempts kept, %d superseded; summary.json %s attempts", kept, superseded, tostring(s.attempts)))
+    check(s.verified == true, "resume: best kernel verified (" .. tostring(s.best and s.best.id) .. ", " .. tostring(s.best_ms) .. " ms)")
+  else
+    check(false, "resume: summary.json written")
   end
 end
 

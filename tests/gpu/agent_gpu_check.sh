@@ -11,7 +11,9 @@
 #  5. trust: agents/beam.lua on softmax 4096x4096 (fp32) with the fake server answering with an
 #     honest one-pass kernel and three side-stream/thread copies: the honest one ends as best,
 #     each copy is rejected at stage "timing", and no figure of theirs reaches summary or memory.
-# KAGENT_AGENT_CHECK_STEPS=beam,tune,generate,skill,trust picks steps.
+#  6. resume: agents/beam.lua on #36 (bf16), two rounds, killed with SIGKILL in round 2, then
+#     --resume: two rounds with the run's own options, the database and summary.json agreeing.
+# KAGENT_AGENT_CHECK_STEPS=beam,tune,generate,skill,trust,resume picks steps.
 # Usage: tests/gpu/agent_gpu_check.sh [out_dir]   (KAGENT_BIN overrides build/kagent-rt)
 set -u
 cd "$(dirname "$0")/../.."
