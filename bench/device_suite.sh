@@ -6,8 +6,9 @@
 #                              trust|trust-ka|bench-ka|report|latency-compare|lease|all
 # profile-app compares the multi-kernel targets with ncu's application replay (about 90 s per
 # ncu run, so it is not part of `all`); sweep (the tuner over the five showcase problems, about
-# 5 minutes) is not either, nor bench-ka (agents/bench.lua on KernelAgent's artifacts, 10 to 20
-# minutes: run it again until its table has the five problems; each call continues the last), nor
+# 8 minutes on the H100) is not either, nor bench-ka (agents/bench.lua on KernelAgent's artifacts:
+# 2.5 minutes on the H100 without max-autotune, whose compiles add several; run it again until its
+# table has the five problems, each call continuing the last), nor
 # report (the beam step of the agent check alone, keeping its run folder for a screenshot).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -44,7 +45,8 @@ case "$phase" in
   devices) step devices_gpu_check bash tests/gpu/devices_gpu_check.sh ;;
   lease)  # 3 workers sharing GPU 0 through the timing lease: no overlap, jobs/min 1 vs 3, the control's median
          step lease_gpu_check bash tests/gpu/lease_gpu_check.sh --workers "${KAGENT_LEASE_WORKERS:-3}" ;;
-  sandbox) step sandbox_gpu_check python3 tests/gpu/sandbox_gpu_check.py ;;
+  sandbox) step sandbox_layers python3 bench/sandbox_layers.py
+           step sandbox_gpu_check python3 tests/gpu/sandbox_gpu_check.py ;;
   examples) step examples_check python3 tests/gpu/examples_check.py ;;
   profile) step profile_gpu_check python3 tests/gpu/profile_gpu_check.py --out "$OUT/profile_check.json" ;;
   profile-app) step profile_app_check python3 tests/gpu/profile_gpu_check.py --targets fixture,4 --repeat 5 --ncu-repeat 3 --ncu-replay application --no-roofline --out "$OUT/profile_app_check.json" ;;
