@@ -26,11 +26,7 @@ _SIOCGIFFLAGS, _SIOCSIFFLAGS, _IFF_UP = 0x8913, 0x8914, 0x1
 _IFREQ = struct.Struct("16sH22x")
 _MS_RDONLY, _MS_NOSUID, _MS_NODEV, _MS_NOEXEC = 1, 2, 4, 8
 _MS_REMOUNT, _MS_BIND, _MS_REC, _MS_PRIVATE = 32, 4096, 0x4000, 0x40000
-# The machine-wide files of /proc, made read-only in the job's own /proc (as container runtimes
-# do), so that the sandbox can let a job's processes write their own /proc entries (CUDA names its
-# threads there) without letting a root job write sysctls or trigger sysrq
-PROC_READ_ONLY = ("/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs")
-proc_guarded = False  # True in process 1 once every PROC_READ_ONLY path is read-only
+proc_guarded = False  # True in process 1 once its /proc's machine-wide entries are read-only
 _PR_SET_PDEATHSIG = 1
 
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -64,10 +60,14 @@ def _own_proc():
 
 
 def _guard_proc():
-    """Binds each PROC_READ_ONLY path onto itself read-only; True when all of them are."""
+    """Binds every machine-wide entry of the new /proc (all but the process folders and the
+    links into them) onto itself read-only, so that the sandbox can let a job's processes write
+    their own /proc entries (CUDA names its threads there) without letting a root job write a
+    sysctl, sysrq-trigger or a driver's file. True when all of them are read-only."""
     locked = _MS_NOSUID | _MS_NODEV | _MS_NOEXEC  # a remount in a user namespace must keep these
-    for path in PROC_READ_ONLY:
-        if not os.path.exists(path):
+    for name in os.listdir("/proc"):
+        path = os.path.join("/proc", name)
+        if name.isdigit() or os.path.islink(path):
             continue
         p = path.encode()
         if (_libc.mount(p, p, None, _MS_BIND | _MS_REC, None) != 0 or _libc.mount(
