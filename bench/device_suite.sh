@@ -3,7 +3,7 @@
 # minutes), writing logs under $OUT (default /tmp/kagent-device). The binary and profiler
 # library come from a build tree: KAGENT_BUILD (default build/).
 #   bash bench/device_suite.sh portability|eval|devices|sandbox|profile|profile-app|agent|sweep|latency|
-#                              trust|trust-ka|bench-ka|report|latency-compare|lease|all
+#                              trust|trust-ka|bench-ka|report|latency-compare|lease|throughput|all
 # profile-app compares the multi-kernel targets with ncu's application replay (about 90 s per
 # ncu run, so it is not part of `all`); sweep (the tuner over the five showcase problems, about
 # 8 minutes on the H100) is not either, nor bench-ka (agents/bench.lua on KernelAgent's artifacts:
@@ -45,6 +45,10 @@ case "$phase" in
   devices) step devices_gpu_check bash tests/gpu/devices_gpu_check.sh ;;
   lease)  # 3 workers sharing GPU 0 through the timing lease: no overlap, jobs/min 1 vs 3, the control's median
          step lease_gpu_check bash tests/gpu/lease_gpu_check.sh --workers "${KAGENT_LEASE_WORKERS:-3}" ;;
+  throughput)  # bench/throughput.lua: 32 knob variants of #4, 1 worker per GPU vs pipelined, 1 GPU vs all
+         step throughput "$KAGENT_BIN" bench/throughput.lua --candidates "${KAGENT_THROUGHPUT_CANDIDATES:-32}" \
+           ${KAGENT_THROUGHPUT_WORKERS:+--workers "$KAGENT_THROUGHPUT_WORKERS"}
+         sed -n '/^pool /,$p' "$OUT/throughput.log" ;;
   sandbox) step sandbox_layers python3 bench/sandbox_layers.py
            step sandbox_gpu_check python3 tests/gpu/sandbox_gpu_check.py ;;
   examples) step examples_check python3 tests/gpu/examples_check.py ;;

@@ -68,6 +68,38 @@ function M.neighbours(t, hint)
   return c
 end
 
+-- settings(code) -> its knobs as text, "BLOCK_M=8 NUM_WARPS=4", in file order
+function M.settings(code)
+  local parts = {}
+  for _, t in ipairs(M.find(code)) do parts[#parts + 1] = t.name .. "=" .. t.value end
+  return table.concat(parts, " ")
+end
+
+-- variants(code, n) -> up to n distinct sources other than code, {code, knobs = settings}, nearest
+-- first: breadth-first over single-knob moves (neighbours), so one move, then two, and so on.
+-- A fixed set of knob variants without a search (benchmarks of the pool's throughput).
+function M.variants(code, n)
+  local out, seen, frontier = {}, { [code] = true }, { code }
+  while #frontier > 0 and #out < n do
+    local next_frontier = {}
+    for _, src in ipairs(frontier) do
+      for _, t in ipairs(M.find(src)) do
+        for _, v in ipairs(M.neighbours(t)) do
+          local c = M.apply(src, t, v)
+          if not seen[c] then
+            seen[c] = true
+            out[#out + 1] = { code = c, knobs = M.settings(c) }
+            if #out >= n then return out end
+            next_frontier[#next_frontier + 1] = c
+          end
+        end
+      end
+    end
+    frontier = next_frontier
+  end
+  return out
+end
+
 -- hints(hits) -> {knob name = "up"|"down"} from retrieved skills' `tunables`: the best-ranked
 -- skill that names a knob decides
 function M.hints(hits)

@@ -63,6 +63,15 @@ describe("tunables", function()
     expect.eq(#again, 1, "only the untried one remains")
     expect.eq(tunables.signature(again[1].change), "CHUNK@1=1")
   end)
+  it("variants walk the knob moves nearest first and never repeat a source", function()
+    local v = tunables.variants("CHUNK = 2\nBLOCK_SIZE = 8\n", 6)
+    local knobs = {}
+    for i, x in ipairs(v) do knobs[i] = x.knobs end
+    expect.same(knobs, { "CHUNK=4 BLOCK_SIZE=8", "CHUNK=1 BLOCK_SIZE=8", "CHUNK=2 BLOCK_SIZE=16",
+      "CHUNK=2 BLOCK_SIZE=4", "CHUNK=8 BLOCK_SIZE=8", "CHUNK=4 BLOCK_SIZE=16" })
+    expect.eq(#tunables.variants("CHUNK = 1\n", 100), 16, "1 to 65536 by doubling: the start and 16 others")
+    expect.eq(#tunables.variants("x = 1\n", 5), 0, "no knob, no variant")
+  end)
 end)
 
 describe("fingerprint", function()

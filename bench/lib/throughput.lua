@@ -1,0 +1,133 @@
+-- What a pool of evaluator workers gets through, measured the same way by bench/throughput.lua and
+-- tests/gpu/lease_gpu_check.lua: a batch of knob variants of one kernel (agents/lib/tunables.lua)
+-- with copies of the unchanged kernel (the control) at its start, middle and end, sent all at once
+-- to a fresh pool with a cold Triton cache of its own; jobs per minute, and the control's median
+-- timed alone (before the batch, one worker) against its median inside the batch.
+-- Needs kagent.root/?.lua on package.path (for agents.lib.*).
+local gpu = require("kagent.gpu")
+local task, ktime, proc = kagent.task, kagent.time, kagent.proc
+local tunables = require("agents.lib.tunables")
+local median = require("agents.lib.sweep.figures").median
+
+local M = {}
+
+M.CONTROLS = 3
+
+-- tagged(src, tag) -> src with a comment line: a distinct source, so no result or cache entry
+-- of another job is reused, and the same program
+local function tagged(src, tag) return src .. "\n# " .. tag .. "\n" end
+
+-- batch(kernel, n) -> jobs {tag, candidate, control}: n distinct variants of the kernel's source
+-- (nearest knob moves first; where the kernel has fewer than n settings, the rest repeat them
+-- with a comment that tells them apart) and M.CONTROLS controls at the start, middle and end;
+-- also the number of distinct knob settings among the variants.
+function M.batch(kernel, n)
+  local vs = tunables.variants(kernel, n)
+  local distinct = #vs
+  local jobs = {}
+  for k = 1, n do
+    local v = vs[(k - 1) % math.max(distinct, 1) + 1]
+    if not v then error("the kernel has no integer knobs to vary (agents/lib/tunables.lua)", 2) end
+    jobs[k] = { tag = v.knobs, candidate = tagged(v.code, "variant " .. k) }
+  end
+  local at = { 1, math.floor(#jobs / 2) + 2, #jobs + M.CONTROLS }
+  for k = 1, M.CONTROLS do
+    table.insert(jobs, at[k], { tag = "control", control = true, candidate = tagged(kernel, "control " .. k) })
+  end
+  return jobs, distinct
+end
+
+-- the control's copies timed alone, before a batch
+function M.alone(kernel)
+  local out = {}
+  for k = 1, M.CONTROLS do out[k] = tagged(kernel, "alone " .. k) end
+  return out
+end
+
+-- run(o) -> {jobs, results, wall, waits, alone, failed} or nil, error. A fresh pool of
+-- o.workers_per_gpu on o.devices ("cpu" or GPU numbers) with a cold Triton cache; o.alone: sources
+-- run one after another before the batch; o.jobs: the batch; o.job(source) -> the pool job;
+-- o.op: the pool method (evaluate, benchmark, ...); o.timeout, o.python: the pool's;
+-- o.on_done(k, result), optional: called as each batch job ends (progress).
+function M.run(o)
+  local dir = proc.run({ "mktemp", "-d" }).stdout:gsub("%s+$", "")
+  local pool = gpu.pool({ devices = o.devices, workers_per_gpu = o.workers_per_gpu, timeout = o.timeout or 900,
+    python = o.python, env = { KAGENT_EVAL_SANDBOX_DIR = dir } })
+  local devs, err = pool:devices()
+  if not devs then
+    pool:close()
+    proc.run({ "rm", "-rf", dir })
+    return nil, err
+  end
+  local alone = {}
+  for k, src in ipairs(o.alone or {}) do alone[k] = pool[o.op](pool, o.job(src)) end
+  local fns = {}
+  for k, j in ipairs(o.jobs) do
+    fns[k] = function()
+      local r = pool[o.op](pool, o.job(j.candidate))
+      if o.on_done then o.on_done(k, r) end
+      return r
+    end
+  end
+  local t0 = ktime.now()
+  local out = task.all(fns)
+  local wall = ktime.now() - t0
+  pool:close()
+  proc.run({ "rm", "-rf", dir })
+  local results, waits, failed = {}, 0, {}
+  for k, r in ipairs(out) do
+    results[k] = r.ok and r[1] or { ok = false, error = tostring(r[1] or r[2]) }
+    if not results[k].ok then failed[#failed + 1] = k end
+    waits = waits + (results[k].lease_wait_s or 0)
+  end
+  return { jobs = o.jobs, results = results, wall = wall, waits = waits, alone = alone, failed = failed,
+    devices = devs }
+end
+
+-- controls(run) -> the results of the batch's control jobs
+function M.controls(run)
+  local rs = {}
+  for k, j in ipairs(run.jobs) do if j.control then rs[#rs + 1] = run.results[k] end end
+  return rs
+end
+
+-- timing(results) -> {median, p10, p90, n}: the medians over the verified results of their
+-- median, p10 and p90 (nil figures when none was timed)
+function M.timing(results)
+  local med, p10, p90 = {}, {}, {}
+  for _, r in ipairs(results) do
+    if r.ok and type(r.time_ms) == "table" and r.time_ms.median then
+      med[#med + 1], p10[#p10 + 1], p90[#p90 + 1] = r.time_ms.median, r.time_ms.p10, r.time_ms.p90
+    end
+  end
+  return { median = median(med), p10 = median(p10), p90 = median(p90), n = #med }
+end
+
+local function ms(v) return v and string.format("%.4f", v) or "-" end
+
+-- control_line(label, t) -> "control <label> median X ms (p10 Y, p90 Z; n runs)"
+function M.control_line(label, t)
+  return string.format("control %-30s median %s ms (p10 %s, p90 %s; %d runs)", label, ms(t.median),
+    ms(t.p10), ms(t.p90), t.n)
+end
+
+-- versus(t, ref) -> "1.012x; within alone's p10..p90: yes", or nil when either has no median
+function M.versus(t, ref)
+  if not (t.median and ref.median) then return nil end
+  local inside = ref.p10 and ref.p90 and t.median >= ref.p10 and t.median <= ref.p90
+  return string.format("%.3fx; within alone's p10..p90: %s", t.median / ref.median, inside and "yes" or "no")
+end
+
+-- per_minute(run) -> jobs per minute of the batch
+function M.per_minute(run) return #run.jobs / run.wall * 60 end
+
+M.HEADER = string.format("%-18s %8s %5s %5s %8s %10s %13s", "pool", "workers", "jobs", "ok", "wall s",
+  "cand/min", "lease wait s")
+
+-- row(label, workers, run) -> one line of the table under M.HEADER
+function M.row(label, workers, run)
+  return string.format("%-18s %8d %5d %5d %8.1f %10.2f %13.1f", label, workers, #run.jobs,
+    #run.jobs - #run.failed, run.wall, M.per_minute(run), run.waits)
+end
+
+return M
