@@ -26,7 +26,7 @@ local DEFAULTS = {
 
 local spec = {
   candidates = { type = "integer", min = 1, default = 32, help = "knob variants of the kernel in each batch" },
-  workers = { type = "integer", min = 2, default = 3, help = "workers per GPU of the pipelined pool" },
+  workers = { type = "integer", min = 2, help = "workers per GPU of the pipelined pool (default: the pool's automatic choice, gpu.auto_workers_per_gpu, at least 2; 3 in CPU mode)" },
   devices = options.devices,
   problem = { type = "string", metavar = "file.py", help = "KernelBench problem (default " .. DEFAULTS.gpu.problem .. "; " .. DEFAULTS.cpu.problem .. " in CPU mode)" },
   kernel = { type = "string", metavar = "file.py", help = "kernel whose knobs are varied; also the control (default " .. DEFAULTS.gpu.kernel .. "; " .. DEFAULTS.cpu.kernel .. " in CPU mode)" },
@@ -57,7 +57,8 @@ local kernel_path = opts.kernel or (kagent.root .. "/" .. defaults.kernel)
 local kernel = fs.read(kernel_path)
 if not kernel then io.stderr:write(PROG .. ": cannot read the kernel " .. kernel_path .. "\n"); return 2 end
 if not fs.read(problem) then io.stderr:write(PROG .. ": cannot read the problem " .. problem .. "\n"); return 2 end
-local workers = opts.workers or 3
+local auto = not cpu and not opts.workers and gpu.auto_workers_per_gpu() or nil
+local workers = opts.workers or (auto and math.max(2, auto.workers)) or 3
 
 local ok_batch, jobs, distinct = pcall(tp.batch, kernel, opts.candidates)
 if not ok_batch then io.stderr:write(PROG .. ": " .. kernel_path .. ": " .. tostring(jobs) .. "\n"); return 2 end
@@ -81,6 +82,7 @@ end
 
 print(string.format("throughput: %d candidates (%d distinct knob settings of %s) and %d controls per batch; %s; problem %s",
   opts.candidates, distinct, kernel_path, tp.CONTROLS, opts.op, problem))
+if auto then print(string.format("pipelined: %d workers per GPU (automatic choice %d: %s)", workers, auto.workers, auto.rule)) end
 if cpu then
   print("CPU MODE: these are CPU-mode workers sharing this machine's cores; the figures are NOT GPU figures.")
 end

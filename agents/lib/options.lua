@@ -20,6 +20,14 @@ local function devices(v)
   return v
 end
 
+-- workers-per-gpu: a whole number >= 1, or auto (kagent.gpu's rule, docs/lua-api.md)
+local function workers_per_gpu(v)
+  if v == "auto" then return v end
+  local n = tonumber(v)
+  if not n or n < 1 or n % 1 ~= 0 then return nil, "expects auto or a whole number >= 1; got '" .. v .. "'" end
+  return v
+end
+
 -- llm-timeout: the KAGENT_LLM_TIMEOUT form (docs/lua-api.md, kagent.llm)
 local function llm_timeout(v)
   local ok, why = require("kagent.llm").parse_timeout(v)
@@ -52,6 +60,7 @@ return setmetatable({
   sanitize = { type = "string", choices = { "final", "all", "none" }, default = "final", group = GATE, help = "compute-sanitizer (memcheck, racecheck) on the confirmed best, every candidate, or none; GPU only" },
   ["require-generalize"] = { type = "boolean", default = false, group = GATE, help = "reject kernels that fail on the problem resized (other batch sizes and extents)" },
   devices = { type = "string", metavar = "all|0,1|cpu", check = devices, group = EVAL, help = "all GPUs this process may use (CUDA_VISIBLE_DEVICES, else all nvidia-smi lists), some of them by position in that list (0,1), or cpu (default: all GPUs, else cpu)" },
+  ["workers-per-gpu"] = { type = "string", metavar = "n|auto", check = workers_per_gpu, group = EVAL, help = "evaluator workers sharing each GPU (timed stages take turns; the others overlap): a number, or auto from the host's cores and memory per GPU (default KAGENT_WORKERS_PER_GPU, else auto; auto is 1 in CPU mode)" },
   metrics = { type = "string", choices = { "full", "sol" }, default = "full", group = EVAL, help = "profiler metric set for parents and children" },
   ["job-timeout"] = { type = "number", above = 0, default = 300, group = EVAL, help = "seconds per evaluator stage" },
   model = { type = "string", metavar = "provider:model", group = LLM, llm = true, help = "the LLM (default KAGENT_MODEL, or the one model a local server lists)" },

@@ -218,12 +218,18 @@ function M.setup(prog, opts, how)
   local devices, derr, dcode = M.pool_devices(prog, opts)
   if derr then return nil, derr, dcode end
 
-  local pool = gpu.pool({ devices = devices, timeout = opts.job_timeout })
+  local wpg = opts.workers_per_gpu
+  local pool = gpu.pool({ devices = devices, timeout = opts.job_timeout,
+    workers_per_gpu = wpg and (wpg == "auto" and wpg or tonumber(wpg)) or nil })
   local devs, perr = pool:devices()
   if not devs then return die(prog .. ": no evaluator worker started: " .. tostring(perr)) end
   local d1 = devs[1]
   if d1.mode == "cpu" and opts.devices ~= "cpu" then
     io.stderr:write(prog .. ": no GPU found: CPU mode (candidates must be pure PyTorch; Triton kernels need a GPU; no hardware counters).\n")
+  end
+  if d1.mode ~= "cpu" or d1.workers > 1 then
+    io.stderr:write(string.format("%s: %d evaluator worker(s) per %s (%s)\n", prog, d1.workers,
+      d1.mode == "cpu" and "device" or "GPU", tostring(d1.workers_how)))
   end
   local device_name = d1.mode == "cpu" and "cpu" or (d1.gpu_name or ("cuda:" .. tostring(d1.device)))
   local gpu_text = d1.mode == "cpu"

@@ -36,6 +36,8 @@ local BAD = {
   { { "--devices", "0,x" }, "--devices: expects all, cpu, or GPU indices such as 0 or 0,1; got '0,x'" },
   { { "--devices", "1,1" }, "GPU 1 is named twice" },
   { { "--llm-timeout", "idle=5x" }, "--llm-timeout: bad duration '5x'" },
+  { { "--workers-per-gpu", "0" }, "--workers-per-gpu: expects auto or a whole number >= 1; got '0'" },
+  { { "--workers-per-gpu", "1.5" }, "--workers-per-gpu: expects auto or a whole number >= 1; got '1.5'" },
   { { "--llm-failures", "0" }, "--llm-failures expects a whole number >= 1, got '0'" },
   { { "--completion", "tcsh" }, "'bash', 'zsh', 'fish'" },
 }
@@ -220,6 +222,17 @@ COMP_WORDS=(%s); COMP_CWORD=$((${#COMP_WORDS[@]} - 1)); _kagent_rt; printf '%%s\
     expect.truthy(r.stderr:find("the memory database " .. dir .. "/mem.db cannot be written", 1, true), r.stderr)
     expect.falsy(fs.exists(dir .. "/runs"), "no run folder")
   end)
+
+  it("--workers-per-gpu: the run says how many workers share the device and summary.json records it", function()
+    if not cpu.have_torch() then skip("no torch for " .. spec.python .. " (set KAGENT_PYTHON)") end
+    local dir = spec.tmpdir("options-workers")
+    local r = agent("tune.lua", { "--problem", cpu.problem, "--kernel", cpu.fx .. "slow.py", "--devices", "cpu",
+      "--rounds", "0", "--workers-per-gpu", "2", "--out", dir .. "/runs" }, { KAGENT_DB = dir .. "/mem.db" }, 240)
+    expect.eq(r.code, 0, r.stderr)
+    expect.truthy(r.stderr:find("tune.lua: 2 evaluator worker(s) per device (set)", 1, true), r.stderr)
+    local s = json.decode(fs.read(session.newest_run(dir .. "/runs") .. "/summary.json"))
+    expect.eq(s.workers_per_gpu, 2)
+  end, { timeout = 300 })
 
   it("a problem file that does not load is named as the problem, and the run row says failed", function()
     if not cpu.have_torch() then skip("no torch for " .. spec.python .. " (set KAGENT_PYTHON)") end

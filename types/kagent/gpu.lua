@@ -5,14 +5,30 @@
 ---@class kagent.gpu
 local gpu = {}
 
+---`gpu.auto_workers_per_gpu({cores, memory_bytes, gpus})` ⏸ → `{workers, cores, memory_bytes,
+---  gpus, rule}`: the automatic `workers_per_gpu` of a pool (its one definition).
+---  `workers = max(1, min(floor(cores / gpus / 4), floor(memory GiB / gpus / 8), 4))`: a worker
+---  keeps about one core busy compiling and a torch process and candidate in host memory, and more
+---  than 4 add little, since every timed stage waits for the GPU's one lease. The constants are
+---  `gpu.AUTO_WORKERS` (`{cores_per_worker = 4, memory_gib_per_worker = 8, max = 4}`). Fields not
+---  given are read from this host: `cores` the CPUs this process may run on (`nproc`), `memory_bytes`
+---  `MemTotal` of `/proc/meminfo` or a smaller cgroup v2 `memory.max`, `gpus` `#gpu.gpus()` (at
+---  least 1). `rule` is the formula with those figures, e.g. `"min(16 cores per GPU / 4, 126 GiB per
+---  GPU / 8, 4)"`. On a host of 16 cores and 128 GiB per H100 it gives 4.
+---@type any
+gpu.AUTO_WORKERS = nil
+
 ---`gpu.pool(opts)` → `pool`. Does not yield: workers start on first use. Options:
 ---  - `devices`: array of GPU numbers, positions in `gpu.gpus()` (`{0, 1}`: the first two GPUs this
 ---    process may use), or `"cpu"`. Default: every GPU of `gpu.gpus()`, else `"cpu"`. Each GPU
 ---    worker gets that GPU alone (`CUDA_VISIBLE_DEVICES` set to its `visible`), so a pool never
 ---    leaves the GPUs an inherited mask allows. A number past the list starts no worker.
 ---  - `python`: interpreter (default env `KAGENT_PYTHON`, else `python3`).
----  - `workers_per_gpu` (default 1): workers per device (per GPU, or for `"cpu"`); more than 1
----    shares the device's timing lease among them (above).
+---  - `workers_per_gpu`: workers per device (per GPU, or for `"cpu"`), a number >= 1 or `"auto"`;
+---    more than 1 shares the device's timing lease among them (above). Default: env
+---    `KAGENT_WORKERS_PER_GPU` (a number or `auto`; anything else raises), else `"auto"`. `"auto"`
+---    is resolved when the workers start: 1 in CPU mode, on GPUs `gpu.auto_workers_per_gpu({gpus =
+---    #gpu.gpus()}).workers`. `pool:devices()` tells the number and how it was chosen.
 ---  - `timeout`: wall-clock seconds the pool waits for a job's reply before it kills and respawns
 ---    the worker (default 900; the worker's own per-stage timeouts normally end a job first);
 ---    `start_timeout` (default 120) for a worker's ready line.
@@ -35,8 +51,11 @@ function gpu.pool(opts) end
 ---    worker gets that GPU alone (`CUDA_VISIBLE_DEVICES` set to its `visible`), so a pool never
 ---    leaves the GPUs an inherited mask allows. A number past the list starts no worker.
 ---  - `python`: interpreter (default env `KAGENT_PYTHON`, else `python3`).
----  - `workers_per_gpu` (default 1): workers per device (per GPU, or for `"cpu"`); more than 1
----    shares the device's timing lease among them (above).
+---  - `workers_per_gpu`: workers per device (per GPU, or for `"cpu"`), a number >= 1 or `"auto"`;
+---    more than 1 shares the device's timing lease among them (above). Default: env
+---    `KAGENT_WORKERS_PER_GPU` (a number or `auto`; anything else raises), else `"auto"`. `"auto"`
+---    is resolved when the workers start: 1 in CPU mode, on GPUs `gpu.auto_workers_per_gpu({gpus =
+---    #gpu.gpus()}).workers`. `pool:devices()` tells the number and how it was chosen.
 ---  - `timeout`: wall-clock seconds the pool waits for a job's reply before it kills and respawns
 ---    the worker (default 900; the worker's own per-stage timeouts normally end a job first);
 ---    `start_timeout` (default 120) for a worker's ready line.
@@ -52,18 +71,59 @@ function gpu.pool(opts) end
 ---@return any
 function gpu.gpus() end
 
+---`gpu.pool(opts)` → `pool`. Does not yield: workers start on first use. Options:
+---  - `devices`: array of GPU numbers, positions in `gpu.gpus()` (`{0, 1}`: the first two GPUs this
+---    process may use), or `"cpu"`. Default: every GPU of `gpu.gpus()`, else `"cpu"`. Each GPU
+---    worker gets that GPU alone (`CUDA_VISIBLE_DEVICES` set to its `visible`), so a pool never
+---    leaves the GPUs an inherited mask allows. A number past the list starts no worker.
+---  - `python`: interpreter (default env `KAGENT_PYTHON`, else `python3`).
+---  - `workers_per_gpu`: workers per device (per GPU, or for `"cpu"`), a number >= 1 or `"auto"`;
+---    more than 1 shares the device's timing lease among them (above). Default: env
+---    `KAGENT_WORKERS_PER_GPU` (a number or `auto`; anything else raises), else `"auto"`. `"auto"`
+---    is resolved when the workers start: 1 in CPU mode, on GPUs `gpu.auto_workers_per_gpu({gpus =
+---    #gpu.gpus()}).workers`. `pool:devices()` tells the number and how it was chosen.
+---  - `timeout`: wall-clock seconds the pool waits for a job's reply before it kills and respawns
+---    the worker (default 900; the worker's own per-stage timeouts normally end a job first);
+---    `start_timeout` (default 120) for a worker's ready line.
+---  - `env`: extra environment for the workers (table as in `proc.spawn`). A worker starts with a
+---    cleared environment holding only the allow-listed part of the runtime's and of `env`
+---    (`kagent.secrets.worker_env`): never an API key. Evaluator settings are `KAGENT_EVAL_*`
+---    variables, e.g. `KAGENT_EVAL_MEMORY_MB` (each candidate's host memory limit, default half
+---    the machine's; 0 none) and `KAGENT_EVAL_SANDBOX=auto|1|0` (auto and 1: the candidate sandbox, in
+---    CPU and GPU mode; 0: off); `src/gpu/eval/README.md`.
+---  - `log_dir`: if set, the pool appends each worker's stderr (candidate prints, tracebacks),
+---    redacted, to `<log_dir>/worker-<device>-<n>.log`.
+---  Every reply of a worker passes through `kagent.secrets.redact_tree` before the pool returns it.
+---@param args table
+---@return any
+function gpu.auto_workers_per_gpu(args) end
+
 ---@class kagent.gpu.Pool
 local pool = {}
 
----`pool:devices()` ⏸ → array of `{device = 0|"cpu", mode = "cuda"|"cpu", gpu, gpu_name, torch,
----  triton, sandbox}` (starts the workers; `gpu` is the device's entry of `gpu.gpus()`, nil in CPU
----  mode), or `nil, "EWORKER: ...", "EWORKER"` if none starts. `sandbox` says how the worker
----  confines candidates: `{enabled, root, landlock_abi, writes, reads, network, memory_mb,
----  processes, missing = {reasons}}` (`src/gpu/eval/README.md`, "Sandbox"). A worker
----  whose evaluator version (its ready line's `version`) is not `kagent.version` is stopped and
----  does not count as started: the error names both versions, the folder that `kagent_eval` came
----  from, the python, and what to do (remove the other `kagent_eval` from that python, or
----  `pip install` the shipped one).
+---`gpu.pool(opts)` → `pool`. Does not yield: workers start on first use. Options:
+---  - `devices`: array of GPU numbers, positions in `gpu.gpus()` (`{0, 1}`: the first two GPUs this
+---    process may use), or `"cpu"`. Default: every GPU of `gpu.gpus()`, else `"cpu"`. Each GPU
+---    worker gets that GPU alone (`CUDA_VISIBLE_DEVICES` set to its `visible`), so a pool never
+---    leaves the GPUs an inherited mask allows. A number past the list starts no worker.
+---  - `python`: interpreter (default env `KAGENT_PYTHON`, else `python3`).
+---  - `workers_per_gpu`: workers per device (per GPU, or for `"cpu"`), a number >= 1 or `"auto"`;
+---    more than 1 shares the device's timing lease among them (above). Default: env
+---    `KAGENT_WORKERS_PER_GPU` (a number or `auto`; anything else raises), else `"auto"`. `"auto"`
+---    is resolved when the workers start: 1 in CPU mode, on GPUs `gpu.auto_workers_per_gpu({gpus =
+---    #gpu.gpus()}).workers`. `pool:devices()` tells the number and how it was chosen.
+---  - `timeout`: wall-clock seconds the pool waits for a job's reply before it kills and respawns
+---    the worker (default 900; the worker's own per-stage timeouts normally end a job first);
+---    `start_timeout` (default 120) for a worker's ready line.
+---  - `env`: extra environment for the workers (table as in `proc.spawn`). A worker starts with a
+---    cleared environment holding only the allow-listed part of the runtime's and of `env`
+---    (`kagent.secrets.worker_env`): never an API key. Evaluator settings are `KAGENT_EVAL_*`
+---    variables, e.g. `KAGENT_EVAL_MEMORY_MB` (each candidate's host memory limit, default half
+---    the machine's; 0 none) and `KAGENT_EVAL_SANDBOX=auto|1|0` (auto and 1: the candidate sandbox, in
+---    CPU and GPU mode; 0: off); `src/gpu/eval/README.md`.
+---  - `log_dir`: if set, the pool appends each worker's stderr (candidate prints, tracebacks),
+---    redacted, to `<log_dir>/worker-<device>-<n>.log`.
+---  Every reply of a worker passes through `kagent.secrets.redact_tree` before the pool returns it.
 ---@return any
 function pool:devices() end
 

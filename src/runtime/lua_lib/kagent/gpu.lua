@@ -62,6 +62,46 @@ local function version_error(ready, python)
     want, eval_dir())
 end
 
+-- The automatic number of workers per GPU, the default of pool's workers_per_gpu: each worker
+-- keeps about one core busy compiling (Triton, Inductor) while it prepares its candidate process,
+-- and holds a torch process and a candidate with its inputs in host memory; more than MAX adds
+-- little, since every timed stage waits for the GPU's one timing lease. CPU mode keeps 1 (there
+-- the workers' own stages compete for the same cores the timing measures).
+M.AUTO_WORKERS = { cores_per_worker = 4, memory_gib_per_worker = 8, max = 4 }
+
+-- the cores this process may run on (sched affinity: a Slurm job's share) and the host memory it
+-- may use (MemTotal, or a smaller cgroup v2 limit)
+local function host_cores()
+  local r = proc.run({ "nproc" }, { timeout = 10 })
+  return r and r.code == 0 and tonumber((r.stdout:gsub("%s+", ""))) or 1
+end
+
+local function host_memory()
+  local kib = tonumber((fs.read("/proc/meminfo") or ""):match("MemTotal:%s*(%d+)"))
+  local bytes = kib and kib * 1024 or 0
+  local limit = tonumber(((fs.read("/sys/fs/cgroup/memory.max")) or ""):match("^%s*(%d+)"))
+  if limit and (bytes == 0 or limit < bytes) then bytes = limit end
+  return bytes
+end
+
+--- auto_workers_per_gpu({cores, memory_bytes, gpus}) ⏸ -> {workers, cores, memory_bytes, gpus, rule}.
+--- Fields not given are read from this host (cores: nproc; memory: /proc/meminfo and the cgroup's
+--- limit; gpus: #gpu.gpus()). See docs/lua-api.md.
+function M.auto_workers_per_gpu(o)
+  o = o or {}
+  local a = M.AUTO_WORKERS
+  local cores = o.cores or host_cores()
+  local mem = o.memory_bytes or host_memory()
+  local gpus = math.max(1, o.gpus or #M.gpus())
+  local gib_per_gpu = mem / gpus / 2 ^ 30
+  local by_cores = math.floor(cores / gpus / a.cores_per_worker)
+  local by_mem = math.floor(gib_per_gpu / a.memory_gib_per_worker)
+  local n = math.max(1, math.min(by_cores, by_mem, a.max))
+  return { workers = n, cores = cores, memory_bytes = mem, gpus = gpus,
+    rule = string.format("min(%g cores per GPU / %d, %.0f GiB per GPU / %d, %d)", cores / gpus,
+      a.cores_per_worker, gib_per_gpu, a.memory_gib_per_worker, a.max) }
+end
+
 --- pool(opts) -> pool. Workers start on first use (this call does not yield).
 function M.pool(opts)
   opts = opts or {}
@@ -77,12 +117,27 @@ function M.pool(opts)
       end
     end
   end
-  local wpg = opts.workers_per_gpu or 1
-  if type(wpg) ~= "number" or wpg < 1 then error("gpu.pool: workers_per_gpu must be >= 1", 2) end
+  local wpg, wpg_from = opts.workers_per_gpu, "set"
+  if wpg == nil then
+    local env = os.getenv("KAGENT_WORKERS_PER_GPU")
+    if env and env ~= "" then
+      wpg, wpg_from = env == "auto" and env or tonumber(env), "KAGENT_WORKERS_PER_GPU"
+      if not wpg or (wpg ~= "auto" and (wpg < 1 or wpg % 1 ~= 0)) then
+        error("gpu.pool: KAGENT_WORKERS_PER_GPU must be a whole number >= 1 or auto, not '" .. env .. "'", 2)
+      end
+    else
+      wpg = "auto"
+    end
+  end
+  if wpg ~= "auto" and (type(wpg) ~= "number" or wpg < 1) then
+    error("gpu.pool: workers_per_gpu must be >= 1 or \"auto\"", 2)
+  end
   return setmetatable({
     want_devices = devices,
     python = opts.python or os.getenv("KAGENT_PYTHON") or "python3",
-    workers_per_gpu = math.floor(wpg),
+    -- a number, or "auto" until the workers start (_ensure): then the number and how it was chosen
+    workers_per_gpu = wpg == "auto" and wpg or math.floor(wpg),
+    workers_how = wpg_from,
     timeout = opts.timeout or DEFAULT_TIMEOUT,
     start_timeout = opts.start_timeout or DEFAULT_START_TIMEOUT,
     env = opts.env,
@@ -252,6 +307,14 @@ function Pool:_ensure()
     for i = 1, #allowed do devices[i] = i - 1 end
   end
   if devices == nil or devices == "cpu" then devices = { "cpu" } end
+  if self.workers_per_gpu == "auto" then
+    if devices[1] == "cpu" then
+      self.workers_per_gpu, self.workers_how = 1, "auto: 1 in CPU mode"
+    else
+      local a = M.auto_workers_per_gpu({ gpus = #allowed })
+      self.workers_per_gpu, self.workers_how = a.workers, "auto: " .. a.rule
+    end
+  end
   local fns = {}
   for _, d in ipairs(devices) do
     local n = self.workers_per_gpu
@@ -287,7 +350,7 @@ local function gpu_record(g)
   return g and { index = g.index, uuid = g.uuid, name = g.name, mig = g.mig, visible = g.visible }
 end
 
---- devices() -> array of {device, mode, gpu, gpu_name, torch, triton, sandbox} | nil, "EWORKER: ...", "EWORKER"
+--- devices() -> array of {device, mode, gpu, gpu_name, torch, triton, sandbox, workers, workers_how} | nil, "EWORKER: ...", "EWORKER"
 function Pool:devices()
   task._running_task("pool:devices")
   local ok, err = self:_ensure()
@@ -298,7 +361,8 @@ function Pool:devices()
       seen[w.device] = true
       local i = w.info
       out[#out + 1] = { device = w.device, mode = i.mode, gpu = gpu_record(w.gpu),
-        gpu_name = i.gpu_name or (w.gpu and w.gpu.name), torch = i.torch, triton = i.triton, sandbox = i.sandbox }
+        gpu_name = i.gpu_name or (w.gpu and w.gpu.name), torch = i.torch, triton = i.triton, sandbox = i.sandbox,
+        workers = self.workers_per_gpu, workers_how = self.workers_how }
     end
   end
   return out
