@@ -60,7 +60,7 @@ return setmetatable({
   sanitize = { type = "string", choices = { "final", "all", "none" }, default = "final", group = GATE, help = "compute-sanitizer (memcheck, racecheck) on the confirmed best, every candidate, or none; GPU only" },
   ["require-generalize"] = { type = "boolean", default = false, group = GATE, help = "reject kernels that fail on the problem resized (other batch sizes and extents)" },
   devices = { type = "string", metavar = "all|0,1|cpu", check = devices, group = EVAL, help = "all GPUs this process may use (CUDA_VISIBLE_DEVICES, else all nvidia-smi lists), some of them by position in that list (0,1), or cpu (default: all GPUs, else cpu)" },
-  ["workers-per-gpu"] = { type = "string", metavar = "n|auto", check = workers_per_gpu, group = EVAL, help = "evaluator workers sharing each GPU (timed stages take turns; the others overlap): a number, or auto from the host's cores and memory per GPU (default KAGENT_WORKERS_PER_GPU, else auto; auto is 1 in CPU mode)" },
+  ["workers-per-gpu"] = { type = "string", metavar = "n|auto", check = workers_per_gpu, group = EVAL, help = "evaluator workers sharing each GPU (timed stages take turns; the others overlap): a number, or auto from the host's cores and memory per GPU (default KAGENT_WORKERS_PER_GPU, else 1; auto is 1 in CPU mode)" },
   metrics = { type = "string", choices = { "full", "sol" }, default = "full", group = EVAL, help = "profiler metric set for parents and children" },
   ["job-timeout"] = { type = "number", above = 0, default = 300, group = EVAL, help = "seconds per evaluator stage" },
   model = { type = "string", metavar = "provider:model", group = LLM, llm = true, help = "the LLM (default KAGENT_MODEL, or the one model a local server lists)" },

@@ -26,7 +26,8 @@ gpu.AUTO_WORKERS = nil
 ---  - `python`: interpreter (default env `KAGENT_PYTHON`, else `python3`).
 ---  - `workers_per_gpu`: workers per device (per GPU, or for `"cpu"`), a number >= 1 or `"auto"`;
 ---    more than 1 shares the device's timing lease among them (above). Default: env
----    `KAGENT_WORKERS_PER_GPU` (a number or `auto`; anything else raises), else `"auto"`. `"auto"`
+---    `KAGENT_WORKERS_PER_GPU` (a number or `auto`; anything else raises), else 1 (`"auto"` becomes
+---    the default once the pipelined pool has passed its GPU checks). `"auto"`
 ---    is resolved when the workers start: 1 in CPU mode, on GPUs `gpu.auto_workers_per_gpu({gpus =
 ---    #gpu.gpus()}).workers`. `pool:devices()` tells the number and how it was chosen.
 ---  - `timeout`: wall-clock seconds the pool waits for a job's reply before it kills and respawns
@@ -53,7 +54,8 @@ function gpu.pool(opts) end
 ---  - `python`: interpreter (default env `KAGENT_PYTHON`, else `python3`).
 ---  - `workers_per_gpu`: workers per device (per GPU, or for `"cpu"`), a number >= 1 or `"auto"`;
 ---    more than 1 shares the device's timing lease among them (above). Default: env
----    `KAGENT_WORKERS_PER_GPU` (a number or `auto`; anything else raises), else `"auto"`. `"auto"`
+---    `KAGENT_WORKERS_PER_GPU` (a number or `auto`; anything else raises), else 1 (`"auto"` becomes
+---    the default once the pipelined pool has passed its GPU checks). `"auto"`
 ---    is resolved when the workers start: 1 in CPU mode, on GPUs `gpu.auto_workers_per_gpu({gpus =
 ---    #gpu.gpus()}).workers`. `pool:devices()` tells the number and how it was chosen.
 ---  - `timeout`: wall-clock seconds the pool waits for a job's reply before it kills and respawns
@@ -79,7 +81,8 @@ function gpu.gpus() end
 ---  - `python`: interpreter (default env `KAGENT_PYTHON`, else `python3`).
 ---  - `workers_per_gpu`: workers per device (per GPU, or for `"cpu"`), a number >= 1 or `"auto"`;
 ---    more than 1 shares the device's timing lease among them (above). Default: env
----    `KAGENT_WORKERS_PER_GPU` (a number or `auto`; anything else raises), else `"auto"`. `"auto"`
+---    `KAGENT_WORKERS_PER_GPU` (a number or `auto`; anything else raises), else 1 (`"auto"` becomes
+---    the default once the pipelined pool has passed its GPU checks). `"auto"`
 ---    is resolved when the workers start: 1 in CPU mode, on GPUs `gpu.auto_workers_per_gpu({gpus =
 ---    #gpu.gpus()}).workers`. `pool:devices()` tells the number and how it was chosen.
 ---  - `timeout`: wall-clock seconds the pool waits for a job's reply before it kills and respawns
@@ -109,7 +112,8 @@ local pool = {}
 ---  - `python`: interpreter (default env `KAGENT_PYTHON`, else `python3`).
 ---  - `workers_per_gpu`: workers per device (per GPU, or for `"cpu"`), a number >= 1 or `"auto"`;
 ---    more than 1 shares the device's timing lease among them (above). Default: env
----    `KAGENT_WORKERS_PER_GPU` (a number or `auto`; anything else raises), else `"auto"`. `"auto"`
+---    `KAGENT_WORKERS_PER_GPU` (a number or `auto`; anything else raises), else 1 (`"auto"` becomes
+---    the default once the pipelined pool has passed its GPU checks). `"auto"`
 ---    is resolved when the workers start: 1 in CPU mode, on GPUs `gpu.auto_workers_per_gpu({gpus =
 ---    #gpu.gpus()}).workers`. `pool:devices()` tells the number and how it was chosen.
 ---  - `timeout`: wall-clock seconds the pool waits for a job's reply before it kills and respawns

@@ -126,7 +126,9 @@ function M.pool(opts)
         error("gpu.pool: KAGENT_WORKERS_PER_GPU must be a whole number >= 1 or auto, not '" .. env .. "'", 2)
       end
     else
-      wpg = "auto"
+      -- 1 until the pipelined pool has passed its GPU checks (bench/device_suite.sh throughput
+      -- and lease: jobs per minute, and no interference with a timing); "auto" asks for it
+      wpg, wpg_from = 1, "default"
     end
   end
   if wpg ~= "auto" and (type(wpg) ~= "number" or wpg < 1) then
