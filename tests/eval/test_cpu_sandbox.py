@@ -166,6 +166,24 @@ class SettingsTest(unittest.TestCase):
         self.assertIn("KAGENT_EVAL_MEMORY_MB must be a whole number of MB, not 'lots'", p.stderr)
 
 
+class ProcGuardTest(unittest.TestCase):
+    def test_a_proc_that_cannot_be_guarded_is_named_and_narrows_writes(self):
+        """Where the job's /proc cannot be made read-only, a root child writes only its own
+        entries, and the worker's status says what that costs."""
+        from kagent_eval import jail, namespaces
+        if os.geteuid() != 0 or namespaces.probe()[0] is None:
+            self.skipTest("needs root with namespaces")
+        guard = namespaces._guard_proc
+        namespaces._guard_proc = lambda: False
+        try:
+            status = jail.setup({})
+        finally:
+            namespaces._guard_proc = guard
+        self.assertTrue(any("/proc could not be made read-only" in m and "cannot start CUDA" in m
+                            for m in status["missing"]), status["missing"])
+        self.assertEqual(jail.proc_writes(), "/proc/self")  # namespaces.proc_guarded unset here
+
+
 class SecondUserTest(unittest.TestCase):
     """Two OS users evaluate at once, each in their own sandbox folder."""
 

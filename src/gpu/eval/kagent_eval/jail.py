@@ -151,10 +151,10 @@ def setup(environ=os.environ):
     if enabled and not namespace:
         missing.append("no namespaces (%s): a candidate sees the machine's processes, and the "
                        "worker reaps what it leaves" % why)
-    if abi and not namespace and os.geteuid() == 0:
-        missing.append("root without namespaces: only a child's own /proc entries are writable, "
-                       "so a process it starts (compute-sanitizer's target, torch.compile's "
-                       "workers) cannot start CUDA")
+    if abi and os.geteuid() == 0 and (not namespace or why):
+        missing.append("%s: only a child's own /proc entries are writable, so a process it "
+                       "starts (compute-sanitizer's target, torch.compile's workers) cannot start "
+                       "CUDA" % ("root, and " + why if namespace else "root without namespaces"))
     net = enabled and syscall_filter.supported()
     if enabled and not net:
         missing.append("no system call filter for this architecture: io_uring and bpf stay open%s"

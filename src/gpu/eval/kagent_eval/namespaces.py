@@ -117,9 +117,13 @@ def enter(user):
     _loopback_up()
 
 
+PROC_NOT_GUARDED = 3  # probe's exit code: namespaces work, but /proc could not be made read-only
+
+
 def probe():
     """"root", "user" or None: the kind of namespace a child can get here (tried in a child
-    process, so the caller stays untouched), and the reason when none."""
+    process, so the caller stays untouched), and the reason when none, or a note when the
+    job's /proc could not be guarded (proc_guarded)."""
     reasons = []
     for user in (False, True):
         if not user and os.geteuid() != 0:
@@ -134,12 +138,14 @@ def probe():
                     s.bind(("127.0.0.1", 0))
                     s.listen(1)
                     socket.create_connection(s.getsockname(), timeout=5).close()
-                code = 0 if os.getpid() == 1 and alone else 2
+                code = 2 if os.getpid() != 1 or not alone else 0 if proc_guarded else PROC_NOT_GUARDED
             finally:
                 os._exit(code)
         _, status = os.waitpid(pid, 0)
-        if os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0:
-            return ("user" if user else "root"), None
+        if os.WIFEXITED(status) and os.WEXITSTATUS(status) in (0, PROC_NOT_GUARDED):
+            note = None if os.WEXITSTATUS(status) == 0 else (
+                "the job's /proc could not be made read-only outside its processes' folders")
+            return ("user" if user else "root"), note
         reasons.append("%s namespaces refused" % ("user, PID, mount and network" if user else
                                                   "PID, mount and network"))
     return None, "; ".join(reasons) or "refused"
