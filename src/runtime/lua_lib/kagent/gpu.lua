@@ -62,7 +62,7 @@ local function version_error(ready, python)
     want, eval_dir())
 end
 
--- The automatic number of workers per GPU, the default of pool's workers_per_gpu: each worker
+-- The automatic number of workers per GPU (a pool's workers_per_gpu = "auto"): each worker
 -- keeps about one core busy compiling (Triton, Inductor) while it prepares its candidate process,
 -- and holds a torch process and a candidate with its inputs in host memory; more than MAX adds
 -- little, since every timed stage waits for the GPU's one timing lease. CPU mode keeps 1 (there
