@@ -41,15 +41,10 @@ local opts, _, code = run_lib.parse(PROG, kagent.args, spec, {
 })
 if not opts then return code end
 
-local devices, derr, dcode = run_lib.pool_devices(PROG, opts)
+-- default: every GPU here, else CPU mode
+local devices, derr, dcode = run_lib.pool_devices(PROG,
+  { devices = opts.devices or (#gpu.gpus() > 0 and "all" or "cpu") })
 if derr then return dcode end
-if devices == nil then
-  local have = gpu.gpus()
-  if #have == 0 then devices = "cpu" else
-    devices = {}
-    for i = 1, #have do devices[i] = i - 1 end
-  end
-end
 local cpu = devices == "cpu"
 local defaults = cpu and DEFAULTS.cpu or DEFAULTS.gpu
 local problem = opts.problem or (kagent.root .. "/" .. defaults.problem)
