@@ -59,7 +59,10 @@ end
 
 describe("the timing lease", function()
   it("keeps timed stages apart while loads overlap, and records the wait", function()
-    local results = run_all(shared_pool(), { job("a"), job("b"), job("c") })
+    -- timed stages of 1.5 s: longer than the loads' spread on a loaded machine (their starts can
+    -- drift apart by more than 0.5 s there), so the later gates fall inside an earlier timing
+    local long = { bench = { min_time = 1.5, baselines = {} } }
+    local results = run_all(shared_pool(), { job("a", long), job("b", long), job("c", long) })
     local timed, loads = {}, {}
     for i, r in ipairs(results) do
       expect.eq(r.ok, true, r.error)
