@@ -57,7 +57,11 @@ case "$phase" in
   agent) step agent_gpu_check bash tests/gpu/agent_gpu_check.sh "$OUT/agent" ;;
   sweep) step sweep_gpu_check bash tests/gpu/sweep_gpu_check.sh "$OUT/sweep_showcase"
          cat "$OUT/sweep_showcase/table.md" ;;
-  latency) step eval_latency python3 bench/eval_latency.py; step profile_cost python3 bench/profile_cost.py ;;
+  latency) step eval_latency python3 bench/eval_latency.py
+           for m in sol full; do
+             step profile_cost_$m python3 bench/profile_cost.py tests/gpu/profile_fixture_problem.py \
+               tests/gpu/profile_fixture_kernel.py --metrics $m --no-ncu --breakdown
+           done ;;
   trust) step trace_overhead python3 bench/trace_overhead.py
          step trust_gpu_check python3 tests/gpu/trust_gpu_check.py --part escapes,memory,compare,sanitize ;;
   trust-agent) KAGENT_AGENT_CHECK_STEPS="${KAGENT_AGENT_CHECK_STEPS:-trust,skill}" \

@@ -44,7 +44,18 @@ def one(w, i, cpu):
     return {"ok": res.get("ok"), "prepared": res.get("prepared"), "prepare_s": res.get("prepare_s"),
             "warmed": res.get("warmed"), "wall_s": wall, "loop_s": loop, "overhead_s": wall - loop,
             "error": res.get("error"), "stage_s": res.get("stage_s"), "reference_s": res.get("reference_s"),
-            "elapsed_s": res.get("elapsed")}
+            "elapsed_s": res.get("elapsed"), "timeline": timeline(res)}
+
+
+def timeline(res):
+    """When each stage began, in seconds from the job's start, and "end": where the time not
+    inside any stage (sandbox start, reference lookup, comparisons, the reply) lies."""
+    at, t0 = res.get("stage_at") or {}, res.get("started_at")
+    if t0 is None:
+        return {}
+    line = {k: v - t0 for k, v in at.items()}
+    line["end"] = res.get("elapsed") or 0.0
+    return line
 
 
 def warm_rows(device, cpu, n, first_id, env):
@@ -134,6 +145,10 @@ def main():
     print("warm job stages, median (s):", out["warm_stage_median_s"],
           "prepared=%s prepare_s=%s warmed=%s" % (warm[-1]["prepared"], warm[-1]["prepare_s"],
                                                   warm[-1]["warmed"]))
+    out["warm_timeline_median_s"] = {k: round(statistics.median(r["timeline"].get(k, 0.0) for r in warm), 3)
+                                     for k in sorted({k for r in warm for k in r["timeline"]},
+                                                     key=lambda k: warm[0]["timeline"].get(k, 0.0))}
+    print("warm job timeline, median (s from the job's start):", out["warm_timeline_median_s"])
     if paced:
         print("paced job stages, median (s):", out["paced_stage_median_s"])
     if nospare:

@@ -1,11 +1,13 @@
 """Cost of profiling one candidate: warm in-process CUPTI profile vs the Nsight Compute CLI.
 
     PYTHONPATH=src/gpu/eval python3 bench/profile_cost.py PROBLEM.py [CANDIDATE.py]
-        [--metrics full|sol] [--reps 5] [--dtype bf16] [--no-ncu]
+        [--metrics full|sol] [--reps 5] [--dtype bf16] [--no-ncu] [--breakdown]
 
 Prints the median wall time of `profiling.profile` in a process that already holds the CUDA
 context and compiled kernels, the part of it not spent running the forward (overhead beyond the
-replay passes), and the wall time of `ncu --clock-control none` on the same job.
+replay passes), and the wall time of `ncu --clock-control none` on the same job. --breakdown
+also prints where a profile's time goes: each libkagent_prof call and each profiling step, in
+seconds per profile (median over the reps).
 """
 import argparse
 import os
@@ -24,6 +26,7 @@ def main():
     p.add_argument("--reps", type=int, default=5)
     p.add_argument("--dtype", default="bf16")
     p.add_argument("--no-ncu", action="store_true")
+    p.add_argument("--breakdown", action="store_true")
     a = p.parse_args()
     import torch
     if not torch.cuda.is_available():
@@ -40,23 +43,55 @@ def main():
         forward()
     torch.cuda.synchronize()
     fwd_s = (time.perf_counter() - t) / 5
-    times, res = [], None
+    times, res, parts = [], None, []
+    spent = _time_calls(profiling) if a.breakdown else None
     for _ in range(a.reps):
+        if spent is not None:
+            spent.clear()
         t = time.perf_counter()
         res = profiling.profile(forward, a.metrics, 0)
         times.append(time.perf_counter() - t)
+        if spent is not None:
+            parts.append(dict(spent))
     med = statistics.median(times)
     runs = 1 + res["replay_sessions"]
     print("gpu: %s" % torch.cuda.get_device_name(0))
     print("cupti %s: median %.3f s over %d reps, %d passes, %d forward runs of %.2f ms, "
           "overhead beyond them %.3f s" % (a.metrics, med, a.reps, res["passes"], runs,
                                            fwd_s * 1e3, med - runs * fwd_s))
+    if parts:
+        names = sorted({k for p in parts for k in p}, key=lambda k: -statistics.median(p.get(k, 0) for p in parts))
+        print("breakdown (s per profile, median): " + ", ".join(
+            "%s %.4f" % (k, statistics.median(p.get(k, 0.0) for p in parts)) for k in names))
     if not a.no_ncu:
         t = time.perf_counter()
         profiling.profile_with_ncu(a.problem, a.candidate, job, a.metrics)
         ncu_s = time.perf_counter() - t
         print("ncu %s: %.2f s  (%.1fx the warm CUPTI profile)" % (a.metrics, ncu_s, ncu_s / med))
     return 0
+
+
+def _time_calls(profiling):
+    """Wraps the library's calls and the profiling steps so each adds its wall time to a dict."""
+    spent = {}
+
+    def timed(name, fn):
+        def run(*args, **kw):
+            t = time.perf_counter()
+            try:
+                return fn(*args, **kw)
+            finally:
+                spent[name] = spent.get(name, 0.0) + time.perf_counter() - t
+        return run
+
+    call = profiling._Lib.call
+    profiling._Lib.call = lambda self, name, *args: timed("lib." + name, call)(self, name, *args)
+    result = profiling._Lib.result
+    profiling._Lib.result = timed("lib.result (json)", result)
+    for step in ("trace_kernels", "check_metrics", "_replay", "_join"):
+        setattr(profiling, step, timed(step, getattr(profiling, step)))
+    profiling.ncu_metrics.aggregate = timed("aggregate", profiling.ncu_metrics.aggregate)
+    return spent
 
 
 if __name__ == "__main__":

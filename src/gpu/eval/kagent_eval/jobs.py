@@ -140,7 +140,8 @@ class Evaluator:
         spec = self.normalize(op, job)
         result = {"ok": False, "stage": "load", "checks": {}, "flags": [],
                   "audit": {"applicable": self.cuda, "static_findings": []},
-                  "device": self.device, "dtype": spec["dtype"]}
+                  "device": self.device, "dtype": spec["dtype"],
+                  "started_at": t0}  # on stage_at's clock: what comes before the first stage shows
         try:
             self._run(spec, result)
         finally:
