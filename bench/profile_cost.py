@@ -1,13 +1,14 @@
 """Cost of profiling one candidate: warm in-process CUPTI profile vs the Nsight Compute CLI.
 
     PYTHONPATH=src/gpu/eval python3 bench/profile_cost.py PROBLEM.py [CANDIDATE.py]
-        [--metrics full|sol] [--reps 5] [--dtype bf16] [--no-ncu] [--breakdown]
+        [--metrics full|sol] [--reps 5] [--dtype bf16] [--no-ncu] [--breakdown] [--pass-table]
 
 Prints the median wall time of `profiling.profile` in a process that already holds the CUDA
 context and compiled kernels, the part of it not spent running the forward (overhead beyond the
 replay passes), and the wall time of `ncu --clock-control none` on the same job. --breakdown
 also prints where a profile's time goes: each libkagent_prof call and each profiling step, in
-seconds per profile (median over the reps).
+seconds per profile (median over the reps). --pass-table prints the replay passes CUPTI needs for
+the set, for each metric alone and for the set without each metric (what a smaller set would save).
 """
 import argparse
 import os
@@ -27,12 +28,15 @@ def main():
     p.add_argument("--dtype", default="bf16")
     p.add_argument("--no-ncu", action="store_true")
     p.add_argument("--breakdown", action="store_true")
+    p.add_argument("--pass-table", action="store_true")
     a = p.parse_args()
     import torch
     if not torch.cuda.is_available():
         print("SKIP: no CUDA device")
         return 77
-    from kagent_eval import ncu_target, profiling
+    from kagent_eval import ncu_metrics, ncu_target, profiling
+    if a.pass_table:
+        return _pass_table(profiling, ncu_metrics, a.metrics)
     job = {"problem": a.problem, "candidate": a.candidate, "dtype": a.dtype, "device": 0}
     _, forward = ncu_target.build_forward(job)
     for _ in range(3):
@@ -68,6 +72,16 @@ def main():
         profiling.profile_with_ncu(a.problem, a.candidate, job, a.metrics)
         ncu_s = time.perf_counter() - t
         print("ncu %s: %.2f s  (%.1fx the warm CUPTI profile)" % (a.metrics, ncu_s, ncu_s / med))
+    return 0
+
+
+def _pass_table(profiling, ncu_metrics, metrics):
+    counters, _ = ncu_metrics.split_launch(ncu_metrics.resolve(metrics))
+    passes = lambda names: profiling.check_metrics(names, 0)["passes"] if names else 0
+    print("passes %s: %d (%d counter metrics)" % (metrics, passes(counters), len(counters)))
+    for m in counters:
+        print("  %-70s alone %2d   set without it %2d" % (
+            m, passes([m]), passes([x for x in counters if x != m])))
     return 0
 
 

@@ -12,12 +12,21 @@ SAMPLE_COUNT = 1 << 20
 
 @functools.lru_cache(maxsize=16)
 def sample_positions(numel, seed, count=SAMPLE_COUNT):
-    """Sorted flat indices: the first and last 1024 elements plus a seeded random draw.
-    Reference and candidate derive the same positions from the same seed."""
+    """Sorted, distinct flat indices: the first and last 1024 elements, and between them one
+    seeded random element in each of `count` equal strata. Reference and candidate derive the
+    same positions from the same seed. Strata come out sorted and distinct by construction, so
+    no sort is needed: a draw of 1 Mi positions costs milliseconds, not the 0.1-0.2 s of a
+    sorted random draw, in every fresh candidate process."""
+    edge = min(1024, numel)
+    inner = numel - 2 * edge
+    if inner <= count:  # small tensors travel whole; this only guards direct callers
+        return np.arange(numel, dtype=np.int64)
     rng = np.random.RandomState(seed % (2 ** 32))
-    edge = np.concatenate([np.arange(min(1024, numel)), np.arange(max(0, numel - 1024), numel)])
-    pos = np.concatenate([edge, rng.randint(0, numel, size=count, dtype=np.int64)])
-    return np.unique(pos)
+    # each stratum is at least one element wide (inner > count), so picks never collide
+    bounds = (np.arange(count + 1, dtype=np.float64) * (inner / count)).astype(np.int64)
+    pick = bounds[:-1] + (rng.random_sample(count) * np.diff(bounds)).astype(np.int64)
+    return np.concatenate([np.arange(edge, dtype=np.int64), edge + pick,
+                           np.arange(numel - edge, numel, dtype=np.int64)])
 
 
 def flatten_outputs(torch, out):

@@ -175,6 +175,7 @@ class Evaluator:
         skipped = [i for i, t in ref_trials.items() if t.get("skipped")]
         cspec = dict(spec, poison_bytes=poison, skip_trials=skipped)
         out = self.run_candidate(cspec)
+        checked_at = time.monotonic()  # the child is gone: the worker's own checks start here
         result["stage_s"] = _stage_durations(out)
         # when each stage first began, on the host's monotonic clock (CLOCK_MONOTONIC: the same
         # clock as kagent.time.now()), so jobs of several workers can be laid on one timeline
@@ -182,6 +183,7 @@ class Evaluator:
         for o, _ in out.messages:
             if o.get("type") == "stage":
                 result["stage_at"].setdefault(o["stage"], o["t"])
+        result["stage_at"]["verdict"] = checked_at
         if getattr(out, "exit_s", None) is not None:
             result["stage_s"]["exit"] = out.exit_s  # process teardown after its last message
         prepared = getattr(out, "prepared", None) or {}

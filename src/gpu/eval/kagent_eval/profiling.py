@@ -264,11 +264,20 @@ def activity_trace(device_index=0):
     return ActivityTrace(lib)
 
 
+_checks = {}
+
+
 def check_metrics(metrics, device_index=0):
-    """{"supported": [...], "unsupported": [...], "passes": n, "chip": name} for counter metrics."""
-    _, lib = _ready(device_index)
-    lib.call("kp_metrics_check", ",".join(metrics).encode())
-    return lib.result()
+    """{"supported": [...], "unsupported": [...], "passes": n, "chip": name} for counter metrics.
+    The answer depends only on the chip, so it is kept per process: a profile then pays neither
+    the check nor (libkagent_prof keeps it too) the config image for a metric list seen before,
+    and a spare sandbox pays both for the default list before its job (``warmup.py``)."""
+    key = (device_index, tuple(metrics))
+    if key not in _checks:
+        _, lib = _ready(device_index)
+        lib.call("kp_metrics_check", ",".join(metrics).encode())
+        _checks[key] = lib.result()
+    return dict(_checks[key])
 
 
 _flushers = {}

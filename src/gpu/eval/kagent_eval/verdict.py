@@ -1,4 +1,7 @@
 """Turns the two children's reports into the job result (worker process, trusted)."""
+import os
+from concurrent.futures import ThreadPoolExecutor
+
 from . import audit as audit_mod
 from . import compare
 from .digest import attach_arrays
@@ -12,6 +15,8 @@ CACHE_RATIO = 0.5
 TIME_KEYS = ("median", "p10", "p90", "mean", "n", "spread", "cv", "wall_median", "all_streams",
              "hardened")
 CACHE_MIN_GAP_MS = {"cuda": 0.1, "cpu": 1.0}
+# threads that compare a job's trials side by side (the worker's own, not the candidate's)
+COMPARE_THREADS = max(1, min(4, os.cpu_count() or 1))
 
 
 def _attach(obj, arrays, keys):
@@ -47,6 +52,18 @@ def _changed_inputs(after, ref_inputs):
     return [k for k, (a, b) in enumerate(zip(after, ref_inputs)) if not compare.same_digest(a, b)]
 
 
+def _compare_side_by_side(pairs, rtol, atol, sample_seed):
+    """compare_outputs of each (outputs, expected) pair, in order, computed on a few threads.
+    Each trial's comparison reads a million-element sample per output in float64 (tens of ms);
+    numpy leaves the interpreter lock while it does, so a job's eight or so trials take about
+    the time of two instead of adding up on the path of every candidate."""
+    if len(pairs) < 2:
+        return iter([compare.compare_outputs(g, e, rtol, atol, sample_seed) for g, e in pairs])
+    with ThreadPoolExecutor(max_workers=min(len(pairs), COMPARE_THREADS)) as pool:
+        return iter(list(pool.map(lambda p: compare.compare_outputs(p[0], p[1], rtol, atol,
+                                                                   sample_seed), pairs)))
+
+
 def check_trials(result, ref_trials, cand_outcome, rtol, atol, sample_seed, nonfinite="report"):
     """Fills checks/max errors from the regular and property trials; returns False (and sets
     the failure) on the first bad one. A "nonfinite" property trial (NaN/inf inputs) only
@@ -54,11 +71,19 @@ def check_trials(result, ref_trials, cand_outcome, rtol, atol, sample_seed, nonf
     checks = result["checks"]
     passed = properties = 0
     replay = result.get("replay_seed")
+    trials = []
     for obj, arrays in cand_outcome.of_type("trial"):
         i = obj.get("trial")
         ref = ref_trials.get(i) if isinstance(i, int) else None
         if ref is None or ref.get("skipped") or ref.get("kind") == "resized":
             continue
+        if not obj.get("error"):
+            _attach(obj, arrays, ("outputs", "inputs_after"))
+        trials.append((i, obj, ref))
+    compared = _compare_side_by_side(
+        [(obj.get("outputs") or [], ref["outputs"]) for _, obj, ref in trials if not obj.get("error")],
+        rtol, atol, sample_seed)
+    for i, obj, ref in trials:
         where = "trial %d (%s inputs%s)" % (i, ref.get("dist"), ", replay seed %s" % replay
                                             if ref.get("kind") == "property" else "")
         soft = ref.get("dist") == "nonfinite" and nonfinite != "require"
@@ -68,9 +93,7 @@ def check_trials(result, ref_trials, cand_outcome, rtol, atol, sample_seed, nonf
                 result["nonfinite_mismatch"] = obj["error"]
                 continue
             return not fail(result, "correctness", "ERUN", "%s: %s" % (where, obj["error"]))
-        _attach(obj, arrays, ("outputs", "inputs_after"))
-        ok, summary = compare.compare_outputs(obj.get("outputs") or [], ref["outputs"], rtol, atol,
-                                              sample_seed)
+        ok, summary = next(compared)
         if soft:
             checks["nonfinite"] = bool(ok)
             if not ok:

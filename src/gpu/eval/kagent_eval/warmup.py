@@ -1,6 +1,7 @@
 """One-off GPU start-up costs of a candidate's process, paid ahead of the job by a spare sandbox:
 Triton's driver, launcher and disk-cache machinery (the first launch of any Triton kernel in a
-process), and CUPTI's activity tracing (the kernel audit's first trace). Each part is optional:
+process), CUPTI's activity tracing (the kernel audit's first trace) and the default profile's
+metric configuration (host-side: no GPU work). Each part is optional:
 a failure here only means the job pays that cost itself."""
 import time
 
@@ -36,6 +37,14 @@ def gpu(torch):
         rows = profiling.trace_kernels(lambda: x.add_(1), 0)
         source = (rows[0].get("source") or "cupti") if rows else "empty"
         warmed["trace:" + source] = time.monotonic() - t0
+    except Exception:
+        pass
+    t0 = time.monotonic()
+    try:  # host-side only: the default profile's metric check and config image
+        from . import ncu_metrics, profiling
+        counters, _ = ncu_metrics.split_launch(ncu_metrics.resolve("sol"))
+        profiling.check_metrics(counters, 0)
+        warmed["profile:sol"] = time.monotonic() - t0
     except Exception:
         pass
     torch.cuda.synchronize()

@@ -62,7 +62,10 @@ KP_API int kp_timestamp(unsigned long long* ns);
 KP_API int kp_stream_id(unsigned long long stream, unsigned* id);
 
 /* Checks a comma-separated metric list against this chip. kp_result():
- * {"supported":[...],"unsupported":[...],"passes":n} (passes for the supported ones). */
+ * {"supported":[...],"unsupported":[...],"passes":n} (passes for the supported ones). The
+ * supported list's host object and config image are kept for the process (they cost tens of ms
+ * to build), so a kp_profile_begin with the same list, in the same order, skips building them;
+ * kp_shutdown drops them. */
 KP_API int kp_metrics_check(const char* metrics_csv);
 
 /* Range profiler, auto range (one range per kernel launch), in one of two replay modes:

@@ -94,15 +94,15 @@ int kp_metrics_check(const char* metrics_csv) {
     if (int rc = need_init("kp_metrics_check")) return rc;
     std::vector<std::string> all = kp::split_csv(metrics_csv), ok, bad;
     if (all.empty()) return report(kp::Status::Fail(KP_EINVAL, "kp_metrics_check: no metrics"));
-    kp::MetricHost host;
-    kp::Status s = host.open(g_device);
+    kp::Status s = kp::validate_metrics(g_device, all, ok, bad);
     if (!s.ok()) return report(s);
-    for (auto& m : all) (host.is_valid(m) ? ok : bad).push_back(m);
     size_t passes = 0;
     if (!ok.empty()) {
-        std::vector<uint8_t> config;
-        s = host.build_config(ok, config, passes);
+        // prepared here, the list's config is ready when kp_profile_begin asks for the same list
+        std::shared_ptr<kp::PreparedMetrics> prepared;
+        s = kp::prepare_metrics(g_device, ok, prepared);
         if (!s.ok()) return report(s);
+        passes = prepared->passes;
     }
     std::string json = "{\"chip\":";
     kp::json_string(json, g_device.chip);
@@ -167,6 +167,7 @@ int kp_profile_end(void) {
 
 void kp_shutdown(void) {
     g_session.reset();
+    kp::forget_prepared_metrics();
     if (kp::trace_active()) {
         std::string ignored;
         kp::trace_end(ignored);

@@ -81,6 +81,49 @@ Status MetricHost::build_config(const std::vector<std::string>& metrics,
     return Status::Ok();
 }
 
+namespace {
+std::map<std::string, std::shared_ptr<PreparedMetrics>> g_prepared;  // key: chip, then metrics
+std::map<std::string, std::unique_ptr<MetricHost>> g_validators;      // key: chip
+}  // namespace
+
+Status validate_metrics(const Device& d, const std::vector<std::string>& metrics,
+                        std::vector<std::string>& ok, std::vector<std::string>& bad) {
+    auto& host = g_validators[d.chip];
+    if (!host) {
+        auto fresh = std::make_unique<MetricHost>();
+        KP_TRY(fresh->open(d));
+        host = std::move(fresh);
+    }
+    for (auto& m : metrics) (host->is_valid(m) ? ok : bad).push_back(m);
+    return Status::Ok();
+}
+
+Status prepare_metrics(const Device& d, const std::vector<std::string>& metrics,
+                       std::shared_ptr<PreparedMetrics>& out) {
+    std::string key = d.chip;
+    for (auto& m : metrics) key += "\n" + m;
+    auto found = g_prepared.find(key);
+    if (found != g_prepared.end()) {
+        out = found->second;
+        return Status::Ok();
+    }
+    std::vector<std::string> ok, bad;
+    KP_TRY(validate_metrics(d, metrics, ok, bad));
+    if (!bad.empty())
+        return Status::Fail(KP_EINVAL, "metric not available on " + d.chip + ": " + bad.front());
+    auto fresh = std::make_shared<PreparedMetrics>();
+    KP_TRY(fresh->host.open(d));
+    KP_TRY(fresh->host.build_config(metrics, fresh->config, fresh->passes));
+    g_prepared[key] = fresh;
+    out = fresh;
+    return Status::Ok();
+}
+
+void forget_prepared_metrics() {
+    g_prepared.clear();
+    g_validators.clear();
+}
+
 RangeSession::~RangeSession() { release(); }
 
 void RangeSession::release() {
@@ -107,12 +150,8 @@ Status RangeSession::begin(const Device& d, const std::vector<std::string>& metr
         replay_mode != KP_REPLAY_USER_SWEEP)
         return Status::Fail(KP_EINVAL, "kp_profile_begin: replay_mode must be KP_REPLAY_*");
     metrics_ = metrics;
-    KP_TRY(host_.open(d));
-    for (auto& m : metrics_)
-        if (!host_.is_valid(m))
-            return Status::Fail(KP_EINVAL, "kp_profile_begin: metric not available on " +
-                                               d.chip + ": " + m);
-    KP_TRY(host_.build_config(metrics_, config_, passes_));
+    Status prepared = prepare_metrics(d, metrics_, prepared_);
+    if (!prepared.ok()) return Status::Fail(prepared.code, "kp_profile_begin: " + prepared.message);
 
     CUpti_RangeProfiler_Enable_Params en = {CUpti_RangeProfiler_Enable_Params_STRUCT_SIZE};
     en.ctx = d.ctx;
@@ -140,8 +179,8 @@ Status RangeSession::begin(const Device& d, const std::vector<std::string>& metr
 
     CUpti_RangeProfiler_SetConfig_Params sc = {CUpti_RangeProfiler_SetConfig_Params_STRUCT_SIZE};
     sc.pRangeProfilerObject = object_;
-    sc.configSize = config_.size();
-    sc.pConfig = config_.data();
+    sc.configSize = prepared_->config.size();
+    sc.pConfig = prepared_->config.data();
     sc.counterDataImageSize = counter_data_.size();
     sc.pCounterDataImage = counter_data_.data();
     sc.range = CUPTI_AutoRange;
@@ -222,7 +261,7 @@ Status RangeSession::end(std::string& json) {
     for (bool s : sequence_) sweeps += s ? 1 : 0;
 
     json = "{\"passes\":";
-    json_int(json, (long long)passes_);
+    json_int(json, (long long)prepared_->passes);
     json += ",\"dropped\":";
     json_int(json, (long long)dec.numOfRangeDropped);
     json += ",\"sweeps\":";
@@ -241,7 +280,7 @@ Status RangeSession::end(std::string& json) {
 
         CUpti_Profiler_Host_EvaluateToGpuValues_Params ev = {
             CUpti_Profiler_Host_EvaluateToGpuValues_Params_STRUCT_SIZE};
-        ev.pHostObject = host_.object();
+        ev.pHostObject = prepared_->host.object();
         ev.pCounterDataImage = counter_data_.data();
         ev.counterDataImageSize = counter_data_.size();
         ev.rangeIndex = r;
@@ -264,7 +303,7 @@ Status RangeSession::end(std::string& json) {
         json += "}}";
     }
     json += "]}";
-    release();  // disables the range profiler and frees its host object
+    release();  // disables the range profiler (the prepared metrics stay for the next session)
     return Status::Ok();
 }
 

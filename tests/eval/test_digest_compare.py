@@ -1,0 +1,95 @@
+"""The sampled comparison's building blocks: sample positions and the elementwise errors.
+
+Both run on every trial of every candidate, so they were made cheaper; these tests hold the
+cheaper forms to what the comparison needs (no model, no worker)."""
+import unittest
+
+import numpy as np
+
+from kagent_eval import compare, digest, verdict
+
+
+class SamplePositionsTest(unittest.TestCase):
+    def test_sorted_distinct_in_range_with_both_edges(self):
+        for numel in (8192 * 8192, (1 << 20) + 2049, 3 * (1 << 20) + 17):
+            pos = digest.sample_positions(numel, 1234)
+            self.assertTrue((np.diff(pos) > 0).all(), numel)
+            self.assertEqual(pos[0], 0)
+            self.assertEqual(pos[-1], numel - 1)
+            np.testing.assert_array_equal(pos[:1024], np.arange(1024))
+            np.testing.assert_array_equal(pos[-1024:], np.arange(numel - 1024, numel))
+            self.assertEqual(pos.size, digest.SAMPLE_COUNT + 2048)
+
+    def test_every_stratum_is_sampled(self):
+        # one pick per stratum: no stretch of the tensor is left out of the sample
+        numel = 64 * digest.SAMPLE_COUNT
+        pos = digest.sample_positions(numel, 7)
+        self.assertLess(int(np.diff(pos).max()), 2 * (numel // digest.SAMPLE_COUNT))
+
+    def test_the_seed_decides_and_both_sides_agree(self):
+        a = digest.sample_positions.__wrapped__(1 << 24, 5)
+        np.testing.assert_array_equal(a, digest.sample_positions.__wrapped__(1 << 24, 5))
+        b = digest.sample_positions.__wrapped__(1 << 24, 6)
+        self.assertGreater(int((a != b).sum()), a.size // 2)
+
+    def test_small_tensors_are_whole(self):
+        np.testing.assert_array_equal(digest.sample_positions(5000, 1), np.arange(5000))
+
+
+class ElementwiseErrorsTest(unittest.TestCase):
+    """The all-finite path gives what the masked path gives on the same finite data."""
+
+    def assert_same(self, g, e, rtol, atol):
+        g64, e64 = g.astype(np.float64), e.astype(np.float64)
+        fast = compare._errors_finite(g64, e64, rtol, atol)
+        slow = compare._errors_masked(g64, e64, rtol, atol)
+        np.testing.assert_array_equal(fast[0], slow[0])
+        np.testing.assert_array_equal(fast[1], slow[1])
+        self.assertIsNone(fast[2])
+        self.assertTrue(slow[2].all())
+        self.assertAlmostEqual(fast[3], slow[3], delta=1e-12 * max(1.0, slow[3]))
+        self.assertAlmostEqual(fast[4], slow[4], delta=1e-9 * max(1.0, slow[4]))
+        return fast
+
+    def test_agrees_on_close_and_on_wrong_outputs(self):
+        rng = np.random.default_rng(0)
+        for scale in (1e-6, 1.0, 1e5):
+            e = (rng.standard_normal(100_000) * scale).astype(np.float32)
+            close = e * np.float32(1.00001)
+            self.assertFalse(self.assert_same(close, e, 1e-4, 1e-4)[1].any())
+            wrong = e.copy()
+            wrong[rng.integers(0, e.size, 40)] += np.float32(max(scale, 1.0))
+            self.assertTrue(self.assert_same(wrong, e, 1e-4, 1e-4)[1].any())
+            self.assert_same(np.zeros_like(e), e, 1e-2, 1e-2)
+
+    def test_exact_zero_reference(self):
+        e = np.zeros(1000, dtype=np.float32)
+        g = np.full(1000, 1e-3, dtype=np.float32)
+        self.assert_same(g, e, 1e-4, 1e-4)
+
+    def test_non_finite_values_take_the_masked_path(self):
+        e = np.array([1.0, np.nan, np.inf, 2.0], dtype=np.float32)
+        got = {"kind": "tensor", "plain": True, "dtype": "float32", "shape": [4], "numel": 4,
+               "full": True, "data": e.copy()}
+        exp = dict(got, data=e.copy())
+        self.assertTrue(compare.compare_tensor(got, exp, 1e-4, 1e-4, 0)["ok"])
+        got["data"] = np.array([1.0, 0.0, np.inf, 2.0], dtype=np.float32)
+        self.assertFalse(compare.compare_tensor(got, exp, 1e-4, 1e-4, 0)["ok"])
+
+
+class SideBySideTest(unittest.TestCase):
+    def test_results_come_back_in_trial_order(self):
+        def tensor(values):
+            a = np.asarray(values, dtype=np.float32)
+            return [{"kind": "tensor", "plain": True, "dtype": "float32", "shape": [a.size],
+                     "numel": a.size, "full": True, "data": a}]
+        ref = tensor(np.arange(1, 101))
+        pairs = [(tensor(np.arange(1, 101)), ref) for _ in range(7)]
+        pairs[4] = (tensor(np.arange(1, 101) * 2), ref)
+        got = list(verdict._compare_side_by_side(pairs, 1e-4, 1e-4, 0))
+        self.assertEqual([ok for ok, _ in got], [True] * 4 + [False] + [True] * 2)
+        self.assertIn("outside", got[4][1]["reason"])
+
+
+if __name__ == "__main__":
+    unittest.main()
