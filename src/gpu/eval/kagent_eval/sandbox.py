@@ -141,7 +141,7 @@ def role_of(target):
 def run_child(target, args=(), timeouts=None, close_fds=(), stage_names=None):
     """Fork, run target(channel, *args) in the child, collect its frames until it exits. The
     child may read the files its job names (jail.job_files of the first dict in args)."""
-    rfd, wfd = os.pipe()
+    rfd, wfd = wire.pipe()
     job_dir = jail.new_job_dir()
     spec = next((a for a in args if isinstance(a, dict)), {})
     try:

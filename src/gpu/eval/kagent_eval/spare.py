@@ -32,7 +32,7 @@ class Spare:
         self.prep_deadline = time.monotonic() + prep_timeout
         self.info = None
         spec_r, spec_w = os.pipe()
-        rfd, wfd = os.pipe()
+        rfd, wfd = wire.pipe()
         self.job_dir = jail.new_job_dir()
         pid = sandbox.fork_child(_in_spare, rfd, spec_w, wfd, close_fds,
                                  (spec_r, prepare, target, prep_args), self.job_dir)
