@@ -80,7 +80,7 @@ case "$phase" in
   latency-compare)  # per-candidate overhead, this evaluator against KAGENT_OLD_EVAL (a copy of an earlier one)
          step eval_latency_now python3 bench/eval_latency.py --n 4 --fresh 0 --tag now
          [ -n "${KAGENT_OLD_EVAL:-}" ] && step eval_latency_old env KAGENT_EVAL_PYTHONPATH="$KAGENT_OLD_EVAL" \
-           python3 bench/eval_latency.py --n 4 --fresh 0 --tag old ;;
+           python3 bench/eval_latency.py --n 4 --fresh 0 --tag old --id-base 1000 ;;
   all) portability
        step eval_gpu_check python3 tests/gpu/eval_gpu_check.py
        step sandbox_gpu_check python3 tests/gpu/sandbox_gpu_check.py

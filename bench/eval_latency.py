@@ -24,9 +24,15 @@ from worker_client import Worker  # noqa: E402
 
 
 def candidate_text(i, cpu):
+    i += ID_BASE
     path = "tests/fixtures/eval/%s" % ("relu_good.py" if cpu else "gpu_relu_triton.py")
     with open(os.path.join(ROOT, path)) as f:
         return f.read() + "\n# candidate variant %d\n" % i
+
+
+# added to every candidate's variant number: two runs on one machine (this evaluator against an
+# earlier copy) must not share candidates, or the second finds them in Triton's disk cache
+ID_BASE = 0
 
 
 def job(i, cpu):
@@ -82,11 +88,15 @@ def main():
     ap.add_argument("--fresh", type=int, default=None,
                     help="fresh-interpreter candidates to time (default max(2, n/2); 0: none)")
     ap.add_argument("--tag", default="", help="suffix of the JSON file under $OUT")
+    ap.add_argument("--id-base", type=int, default=0,
+                    help="first candidate variant number (runs compared side by side need different ones)")
     ap.add_argument("--nospare", action="store_true",
                     help="also time a warm worker without its prepared spare sandbox")
     ap.add_argument("--nosandbox", action="store_true",
                     help="also time a warm worker whose children are not confined")
     args = ap.parse_args()
+    global ID_BASE
+    ID_BASE = args.id_base
     device = "cpu" if args.cpu else 0
     w = Worker(device)
     first = one(w, 0, args.cpu)  # reference outputs and Triton's disk cache warm up here
