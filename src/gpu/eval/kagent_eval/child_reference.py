@@ -1,11 +1,12 @@
 """Trusted child: runs only the problem's reference Model (never candidate code).
 
 Sends, per trial, the digests of the inputs and of the reference outputs (regular trials,
-property trials and resized problems, see ``trial_plan``), the roofline's inputs (FLOPs,
+property trials and resized problems, see ``trial_plan``) and, for bf16/fp16 jobs, of the
+outputs' fp32 shadow (shadow.py), the roofline's inputs (FLOPs,
 parameter bytes, the GPU's measured peaks), and on request the eager / torch.compile baseline
 timings measured with the same Timer the candidate gets.
 """
-from . import child_common, digest, inputs, loader
+from . import child_common, digest, inputs, loader, shadow
 from .timing import Timer, do_bench_mean
 
 
@@ -40,6 +41,8 @@ def run(ch, spec):
     init_inputs = list(problem.get_init_inputs())
     model = loader.build_model(torch, problem.Model, init_inputs, spec["seed"], dtype, device)
     if spec.get("want_outputs"):
+        fp32 = shadow.Shadow(torch, problem, init_inputs, model, spec)
+        fp32.start()
         for entry in trial_plan(spec, problem):
             ch.stage("run")
             try:
@@ -60,10 +63,20 @@ def run(ch, spec):
                 continue
             outs = digest.flatten_outputs(torch, out)
             out_metas, out_arrays = digest.digest_list(torch, outs, spec["sample_seed"])
-            ch.send({"type": "trial", "trial": entry["trial"], "dist": dist,
-                     "kind": entry["kind"], "sizes": entry["sizes"], "seed": entry["seed"],
-                     "inputs": in_metas, "outputs": out_metas}, in_arrays + out_arrays)
-            del args, out, outs
+            del out, outs
+            msg = {"type": "trial", "trial": entry["trial"], "dist": dist, "kind": entry["kind"],
+                   "sizes": entry["sizes"], "seed": entry["seed"], "inputs": in_metas,
+                   "outputs": out_metas}
+            # every kind of trial: inputs of one sign (the "negative" property) give a
+            # convolution's output an offset as large against its variation as small ones do
+            ch.stage("shadow")
+            metas, shadow_arrays, note = fp32.digest(args, out_metas, spec["sample_seed"])
+            if metas is not None:
+                msg["shadow"] = metas
+            elif note:
+                msg["shadow_note"] = note
+            ch.send(msg, in_arrays + out_arrays + shadow_arrays)
+            del args
         if device != "cpu":
             # The roofline's inputs, once per problem: the FLOP counter's first use costs
             # seconds, and the figures are the reference's, so candidates neither pay for them

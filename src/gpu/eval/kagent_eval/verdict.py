@@ -35,9 +35,17 @@ def reference_trials(outcome):
     trials = {}
     for obj, arrays in outcome.of_type("trial"):
         if not obj.get("skipped"):
-            _attach(obj, arrays, ("inputs", "outputs"))
+            _attach(obj, arrays, ("inputs", "outputs", "shadow"))
         trials[obj["trial"]] = obj
     return trials
+
+
+def note_shadow(result, summary, trial, dist):
+    """Lists in result["shadow_judged"] each output that passed only against the reference's
+    fp32 shadow (an ill-conditioned trial, compare.judge_by_shadow), with the error norms that
+    let it pass, so a reader of the result sees why."""
+    for entry in summary.get("shadow") or []:
+        result.setdefault("shadow_judged", []).append(dict(entry, trial=trial, distribution=dist))
 
 
 def fail(result, stage, code, message):
@@ -53,15 +61,16 @@ def _changed_inputs(after, ref_inputs):
 
 
 def _compare_side_by_side(pairs, rtol, atol, sample_seed):
-    """compare_outputs of each (outputs, expected) pair, in order, computed on a few threads.
+    """compare_outputs of each (outputs, expected, fp32 shadow or None) triple, in order,
+    computed on a few threads.
     Each trial's comparison reads a million-element sample per output in float64 (tens of ms);
     numpy leaves the interpreter lock while it does, so a job's eight or so trials take about
     the time of two instead of adding up on the path of every candidate."""
     if len(pairs) < 2:
-        return iter([compare.compare_outputs(g, e, rtol, atol, sample_seed) for g, e in pairs])
+        return iter([compare.compare_outputs(g, e, rtol, atol, sample_seed, s) for g, e, s in pairs])
     with ThreadPoolExecutor(max_workers=min(len(pairs), COMPARE_THREADS)) as pool:
         return iter(list(pool.map(lambda p: compare.compare_outputs(p[0], p[1], rtol, atol,
-                                                                   sample_seed), pairs)))
+                                                                   sample_seed, p[2]), pairs)))
 
 
 def check_trials(result, ref_trials, cand_outcome, rtol, atol, sample_seed, nonfinite="report"):
@@ -81,7 +90,8 @@ def check_trials(result, ref_trials, cand_outcome, rtol, atol, sample_seed, nonf
             _attach(obj, arrays, ("outputs", "inputs_after"))
         trials.append((i, obj, ref))
     compared = _compare_side_by_side(
-        [(obj.get("outputs") or [], ref["outputs"]) for _, obj, ref in trials if not obj.get("error")],
+        [(obj.get("outputs") or [], ref["outputs"], ref.get("shadow")) for _, obj, ref in trials
+         if not obj.get("error")],
         rtol, atol, sample_seed)
     for i, obj, ref in trials:
         where = "trial %d (%s inputs%s)" % (i, ref.get("dist"), ", replay seed %s" % replay
@@ -107,9 +117,12 @@ def check_trials(result, ref_trials, cand_outcome, rtol, atol, sample_seed, nonf
             mm = dict(summary.get("mismatch") or {})
             mm.update(trial=i, distribution=ref.get("dist"), reason=summary.get("reason"),
                       seed=ref.get("seed"))
+            if ref.get("shadow_note"):
+                mm["shadow_note"] = ref["shadow_note"]
             result["mismatch"] = mm
             return not fail(result, "correctness", "EMISMATCH", "%s: %s" % (
                 where, summary.get("reason")))
+        note_shadow(result, summary, i, ref.get("dist"))
         changed = _changed_inputs(obj.get("inputs_after") or [], ref["inputs"])
         if changed:
             checks["inputs_unchanged"] = False
@@ -155,9 +168,11 @@ def check_generalization(result, ref_trials, cand_outcome, rtol, atol, sample_se
             continue
         _attach(obj, arrays, ("outputs", "inputs_after"))
         ok, summary = compare.compare_outputs(obj.get("outputs") or [], ref["outputs"], rtol, atol,
-                                              sample_seed)
+                                              sample_seed, ref.get("shadow"))
         if not ok:
             failures.append({"sizes": ref.get("sizes"), "reason": summary.get("reason")})
+        else:
+            note_shadow(result, summary, obj.get("trial"), ref.get("dist"))
     if not resized or not seen:
         result["generalizes"] = "n/a"
     elif failures or seen < len(resized):
@@ -213,10 +228,12 @@ def apply_benchmark(result, bench_msg, bench_arrays, loop_ms, ref_trial0, rtol, 
     result["time_ms"]["loop_ms"] = loop_ms
     metas = bench_msg.get("last_outputs") or []
     attach_arrays(metas, bench_arrays)
-    ok, summary = compare.compare_outputs(metas, ref_trial0["outputs"], rtol, atol, sample_seed)
+    ok, summary = compare.compare_outputs(metas, ref_trial0["outputs"], rtol, atol, sample_seed,
+                                          ref_trial0.get("shadow"))
     if not ok:
         return fail(result, "benchmark", "EMISMATCH",
                     "the output of the timed calls is wrong: %s" % summary.get("reason"))
+    note_shadow(result, summary, "benchmark", ref_trial0.get("dist"))
     median = t.get("median") or 0.0
     fresh = t.get("fresh_ms")
     repeat = t.get("repeat_ms") or median

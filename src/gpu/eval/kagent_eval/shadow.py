@@ -1,0 +1,110 @@
+"""The fp32 shadow of a low-precision reference (reference child only: trusted code).
+
+For bf16 and fp16 jobs the reference child also runs the problem's Model in fp32 on the same
+inputs upcast, with the low-precision model's own weights upcast (exact), and sends the digest
+of that output beside the reference's. The worker uses it only where a candidate fails a trial
+and the low-precision reference itself fails the same check against its shadow: a trial that
+is ill-conditioned at that dtype (compare.judge_by_shadow).
+
+The shadow model is built on first use, so it costs nothing where no trial asks for one, and a
+shadow that would not fit in the memory left (FREE_SHARE) or that fails is skipped with a note; the trial is then judged as without one.
+"""
+from . import digest, loader
+
+DTYPES = ("bf16", "fp16")
+# a shadow is run only where its fp32 inputs and outputs (or, at build, weights) take at most
+# this share of the free memory: the forward's own temporaries are not known ahead
+FREE_SHARE = 0.5
+
+
+class Shadow:
+    def __init__(self, torch, problem, init_inputs, model, spec):
+        self.torch, self.problem, self.init_inputs, self.spec = torch, problem, init_inputs, spec
+        self.device = spec["device"]
+        self.enabled = spec["dtype"] in DTYPES
+        self.source = model  # the low-precision model, whose state the shadow copies at build
+        self.model = None
+        self.note = None  # why no shadow model exists, once building it failed
+
+    def start(self):
+        """Builds the shadow model now, before the reference model has run: a model whose state
+        changes as it runs (batch norm's running statistics) then changes alike in both."""
+        if not self.enabled:
+            return
+        torch = self.torch
+        try:
+            need = sum(t.numel() * 4 for t in list(self.source.parameters()) +
+                       list(self.source.buffers()))
+            if not self._fits(need):
+                self.note = "the fp32 weights (%d MB) would not fit beside the reference" % (need >> 20)
+                return
+            model = loader.build_model(torch, self.problem.Model, self.init_inputs, self.spec["seed"],
+                                       torch.float32, self.device)
+            want, got = self.source.state_dict(), model.state_dict()
+            if set(want) != set(got) or any(want[k].shape != got[k].shape for k in want):
+                self.note = "the model's fp32 state differs in names or shapes"
+                return
+            with torch.no_grad():
+                for key, value in got.items():
+                    value.copy_(want[key])
+            self.model = model
+        except Exception as e:
+            self.note = "building the fp32 model failed: %s: %s" % (type(e).__name__, str(e)[:200])
+            self._free()
+
+    def digest(self, args, out_metas, sample_seed):
+        """(shadow metas, arrays, None) for one trial's inputs, or (None, [], note)."""
+        if not self.enabled:
+            return None, [], None
+        if self.model is None:
+            return None, [], self.note or "no fp32 model"
+        torch = self.torch
+        need = sum(a.numel() * 4 for a in args if isinstance(a, torch.Tensor)) + sum(
+            m["numel"] * 4 for m in out_metas if m.get("kind") == "tensor")
+        if not self._fits(need):
+            return None, [], "the fp32 inputs and outputs (%d MB) would not fit" % (need >> 20)
+        up = out = None
+        try:
+            up = [loader.cast_value(torch, a, torch.float32, self.device) for a in args]
+            with torch.no_grad():
+                out = self.model(*up)
+            del up
+            outs = digest.flatten_outputs(torch, out)
+            metas, arrays = digest.digest_list(torch, outs, sample_seed)
+        except Exception as e:
+            return None, [], "the fp32 run failed: %s: %s" % (type(e).__name__, str(e)[:200])
+        finally:
+            up = out = outs = None
+            self._free()
+        if len(metas) != len(out_metas) or any(
+                m.get("kind") != r.get("kind") or m.get("shape") != r.get("shape")
+                for m, r in zip(metas, out_metas)):
+            return None, [], "the fp32 outputs differ in number or shape"
+        return metas, arrays, None
+
+    def _fits(self, need):
+        return need <= FREE_SHARE * _free_bytes(self.torch, self.device)
+
+    def _free(self):
+        if self.device.startswith("cuda"):
+            self.torch.cuda.empty_cache()
+
+
+def _free_bytes(torch, device):
+    """Memory the shadow may take: the GPU's free memory plus what torch holds unused, or the
+    host's available memory (within this process's address-space limit) in CPU mode."""
+    if device.startswith("cuda"):
+        free, _ = torch.cuda.mem_get_info()
+        return free + torch.cuda.memory_reserved() - torch.cuda.memory_allocated()
+    avail = None
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    avail = int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    import resource
+    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    limits = [v for v in (avail, soft if soft != resource.RLIM_INFINITY else None) if v]
+    return min(limits) if limits else 0
