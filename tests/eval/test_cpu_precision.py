@@ -1,0 +1,160 @@
+"""Trials where the bf16 reference is itself ill-conditioned: the fp32 shadow judges them, with
+a bound tied to the reference's own error, through a real CPU-mode worker; and the rule itself
+on digests, in-process."""
+import os
+import sys
+import unittest
+
+import numpy as np
+
+from worker_client import ROOT, Worker, fixture, fixture_text
+
+sys.path.insert(0, os.path.join(ROOT, "src", "gpu", "eval"))
+from kagent_eval import compare  # noqa: E402
+
+PROBLEM = "conv_bn_relu_problem.py"
+CORRECT = ("fp32_once", "bf16_conv")
+WRONG = ("no_relu", "no_bn_affine", "eval_stats", "big_eps", "zeros", "one_channel")
+
+
+def variant(name):
+    return fixture_text("eval", "conv_bn_relu_variants.py", VARIANT=name)
+
+
+class IllConditionedTrialTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.w = Worker("cpu")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.w.close()
+
+    def test_correct_candidates_pass_against_the_fp32_shadow(self):
+        for name in CORRECT:
+            with self.subTest(candidate=name):
+                r = self.w.job("verify", PROBLEM, variant(name), dtype="bf16")
+                self.assertTrue(r["ok"], r.get("error"))
+                judged = {e["trial"]: e for e in r["shadow_judged"]}
+                small = judged[2]
+                self.assertEqual(small["distribution"], "small")
+                # the rule of the bf16 reference alone refuses this trial ...
+                self.assertIn("outside atol=0.01 rtol=0.01", small["dtype_reason"])
+                # ... because the reference is itself off its fp32 shadow there, by far more
+                # than the candidate is
+                self.assertGreater(small["ref_mismatches"], small["compared"] // 10)
+                self.assertLessEqual(small["cand_err_norm"],
+                                     compare.SHADOW_FACTOR * small["ref_err_norm"])
+                self.assertLess(small["ref_err_norm"], compare.SHADOW_MAX_REL * small["shadow_norm"])
+
+    def test_wrong_candidates_are_refused(self):
+        for name in WRONG:
+            with self.subTest(candidate=name):
+                r = self.w.job("verify", PROBLEM, variant(name), dtype="bf16")
+                self.assertFalse(r["ok"])
+                self.assertTrue(r["error"].startswith("EMISMATCH"), r["error"])
+                self.assertIn("against the shadow", r["error"])
+
+    def test_the_small_trial_still_refuses_what_it_alone_exposes(self):
+        # epsilon 1e-3 against a variance of about 3e-5: wrong only where the inputs are small
+        r = self.w.job("verify", PROBLEM, variant("big_eps"), dtype="bf16")
+        self.assertFalse(r["ok"])
+        self.assertEqual(r["mismatch"]["trial"], 2)
+        self.assertEqual(r["mismatch"]["distribution"], "small")
+
+    def test_fp32_jobs_have_no_shadow(self):
+        r = self.w.job("verify", PROBLEM, variant("fp32_once"))
+        self.assertTrue(r["ok"], r.get("error"))
+        self.assertNotIn("shadow_judged", r)
+        r = self.w.job("verify", PROBLEM, variant("big_eps"))
+        self.assertFalse(r["ok"])
+        self.assertNotIn("shadow", r["error"])
+
+    def test_a_well_conditioned_bf16_problem_keeps_the_first_rule(self):
+        good = self.w.job("verify", "relu_problem.py", fixture("eval", "relu_good.py"), dtype="bf16")
+        self.assertTrue(good["ok"], good.get("error"))
+        self.assertNotIn("shadow_judged", good)
+        off = ("import torch\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n"
+               "        return torch.relu(x) * 1.03\n")
+        bad = self.w.job("verify", "relu_problem.py", off, dtype="bf16")
+        self.assertFalse(bad["ok"])
+        self.assertTrue(bad["error"].startswith("EMISMATCH: trial 0"), bad["error"])
+        self.assertNotIn("shadow", bad["error"])
+
+
+def _digest(values, full=True, stats=True):
+    arr = np.asarray(values, dtype=np.float32)
+    meta = {"kind": "tensor", "dtype": "float32", "shape": [arr.size], "plain": True,
+            "numel": arr.size, "full": full, "data": arr}
+    if stats:
+        meta["stats"] = {"sum": float(arr.sum()), "abs_sum": float(np.abs(arr).sum()),
+                         "nonfinite": int((~np.isfinite(arr)).sum())}
+    return meta
+
+
+class ShadowRuleTest(unittest.TestCase):
+    """compare.judge_by_shadow on hand-made digests: a shadow s, a reference e = s plus a
+    rounding-like error, candidates around s."""
+
+    def setUp(self):
+        rng = np.random.RandomState(7)
+        self.s = rng.randn(4096)
+        self.noise = rng.choice([-0.1, 0.1], size=4096) * (rng.rand(4096) < 0.2)
+
+    def judge(self, got, ref=None, full=True):
+        ref = self.s + self.noise if ref is None else ref
+        return compare.judge_by_shadow(_digest(got, full), _digest(ref, full),
+                                       _digest(self.s, full), 1e-2, 1e-2)
+
+    def test_a_well_conditioned_reference_leaves_the_verdict_alone(self):
+        self.assertIsNone(self.judge(self.s + 0.5, ref=self.s))
+
+    def test_an_error_like_the_references_passes(self):
+        other = np.roll(self.noise, 1)  # the same size of error at other elements
+        self.assertTrue(self.judge(self.s + other)["ok"])
+
+    def test_an_error_beyond_twice_the_references_fails(self):
+        r = self.judge(self.s + 2.5 * self.noise)
+        self.assertFalse(r["ok"])
+        self.assertIn("L2 error", r["reason"])
+
+    def test_a_few_large_errors_fail_on_the_tail(self):
+        got = self.s.copy()
+        got[:4] += 1.0  # L2 within bounds, but errors the reference never makes
+        r = self.judge(got)
+        self.assertFalse(r["ok"])
+        self.assertIn("quantile", r["reason"])
+
+    def test_a_reference_too_far_off_its_shadow_judges_nothing(self):
+        r = self.judge(self.s, ref=self.s + np.abs(self.s))
+        self.assertFalse(r["ok"])
+        self.assertIn("too ill-conditioned", r["reason"])
+
+    def test_sampled_outputs_are_held_to_the_shadows_sums(self):
+        got = _digest(self.s + np.roll(self.noise, 1), full=False)
+        got["stats"]["sum"] += 0.5 * got["stats"]["abs_sum"]  # elements outside the sample
+        r = compare.judge_by_shadow(got, _digest(self.s + self.noise, False),
+                                    _digest(self.s, False), 1e-2, 1e-2)
+        self.assertFalse(r["ok"])
+        self.assertIn("whole-tensor sum", r["reason"])
+
+    def test_non_finite_where_the_reference_is_finite_fails(self):
+        got = self.s.copy()
+        got[5] = np.nan
+        self.assertFalse(self.judge(got)["ok"])
+
+    def test_compare_outputs_uses_the_shadow_only_on_a_failing_value_check(self):
+        ref, shadow = _digest(self.s + self.noise), _digest(self.s)
+        ok, summary = compare.compare_outputs([_digest(self.s)], [ref], 1e-2, 1e-2, 0)
+        self.assertFalse(ok)  # the rule of the reference alone
+        ok, summary = compare.compare_outputs([_digest(self.s)], [ref], 1e-2, 1e-2, 0, [shadow])
+        self.assertTrue(ok, summary)
+        self.assertEqual(summary["shadow"][0]["output_index"], 0)
+        wrong_shape = dict(_digest(self.s[:100]))
+        ok, summary = compare.compare_outputs([wrong_shape], [ref], 1e-2, 1e-2, 0, [shadow])
+        self.assertFalse(ok)
+        self.assertEqual(summary["check"], "shape")
+
+
+if __name__ == "__main__":
+    unittest.main()
