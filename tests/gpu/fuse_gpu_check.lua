@@ -94,7 +94,11 @@ local function run_example(ex)
   end
   local cv = json.decode(fs.read(rd .. "/compose/verify.json"))
   local audit = cv.audit or {}
-  check(cv.ok == true, ex.step .. ": the composed program verifies against the model")
+  check(cv.ok == true, ex.step .. ": the composed program verifies against the model" .. (cv.ok and "" or " (" .. tostring(cv.error) .. ")"))
+  for _, j in ipairs(cv.shadow_judged or {}) do
+    print(string.format("NOTE %s: trial %s (%s) judged against the fp32 shadow: L2 error %.4g, the bf16 reference's own %.4g (%d of %d elements off)",
+      ex.step, tostring(j.trial), tostring(j.distribution), j.cand_err_norm, j.ref_err_norm, j.ref_mismatches, j.compared))
+  end
   check(audit.applicable == true and audit.fallback == false and (audit.own_time_frac or 0) >= 0.999
     and #(audit.flagged_kernels or {}) == 0,
     string.format("%s: fallback audit: own kernels carry %.4f of the GPU time, library kernels: %s", ex.step,
