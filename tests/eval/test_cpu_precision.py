@@ -156,5 +156,51 @@ class ShadowRuleTest(unittest.TestCase):
         self.assertEqual(summary["check"], "shape")
 
 
+class ShadowDigestTest(unittest.TestCase):
+    """shadow.Shadow in-process on the fixture problem (trusted code: the problem's Model)."""
+
+    def setUp(self):
+        import torch
+        from kagent_eval import digest, inputs, loader, shadow
+        self.torch, self.digest, self.shadow = torch, digest, shadow
+        self.problem = loader.load_module("problem", fixture("eval", PROBLEM))
+        init = list(self.problem.get_init_inputs())
+        self.spec = {"device": "cpu", "dtype": "bf16", "seed": 42}
+        self.model = loader.build_model(torch, self.problem.Model, init, 42, torch.bfloat16, "cpu")
+        self.fp32 = shadow.Shadow(torch, self.problem, init, self.model, self.spec)
+        self.fp32.start()
+        self.args, _ = inputs.make_inputs(torch, self.problem, 44, 2, torch.bfloat16, "cpu")
+        self.saved_limit = digest.FULL_LIMIT_BYTES
+
+    def tearDown(self):
+        self.digest.FULL_LIMIT_BYTES = self.saved_limit
+
+    def test_the_shadow_model_holds_the_low_precision_weights_upcast(self):
+        mine, theirs = self.fp32.model.state_dict(), self.model.state_dict()
+        for key, value in theirs.items():
+            self.assertEqual(mine[key].dtype if value.is_floating_point() else value.dtype,
+                             self.torch.float32 if value.is_floating_point() else value.dtype)
+            self.assertTrue(self.torch.equal(mine[key], value.to(mine[key].dtype)), key)
+
+    def test_the_shadow_goes_whole_where_the_reference_output_did(self):
+        # the bf16 output (64 KiB) under the limit, its fp32 shadow (128 KiB) over it
+        self.digest.FULL_LIMIT_BYTES = 100000
+        with self.torch.no_grad():
+            out = self.model(*self.args)
+        metas, _ = self.digest.digest_list(self.torch, [out], 0)
+        self.assertTrue(metas[0]["full"])
+        shadow_metas, arrays, note = self.fp32.digest(self.args, metas, 0)
+        self.assertIsNone(note)
+        self.assertTrue(shadow_metas[0]["full"])
+        self.assertEqual(arrays[0][2].size, out.numel())
+        self.assertEqual(shadow_metas[0]["dtype"], "float32")
+
+    def test_fp32_jobs_build_no_shadow(self):
+        fp32 = self.shadow.Shadow(self.torch, self.problem, [], self.model, dict(self.spec, dtype="fp32"))
+        fp32.start()
+        self.assertIsNone(fp32.model)
+        self.assertEqual(fp32.digest(self.args, [], 0), (None, [], None))
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -66,20 +66,30 @@ class Shadow:
         up = out = None
         try:
             up = [loader.cast_value(torch, a, torch.float32, self.device) for a in args]
-            with torch.no_grad():
+            with torch.no_grad(), _no_tf32(torch):
                 out = self.model(*up)
             del up
             outs = digest.flatten_outputs(torch, out)
-            metas, arrays = digest.digest_list(torch, outs, sample_seed)
+            if len(outs) != len(out_metas):
+                return None, [], "the fp32 outputs differ in number"
+            metas, arrays = [], []
+            for value, ref in zip(outs, out_metas):
+                # whole where the reference's output went whole (fp32 is twice the bytes)
+                if isinstance(value, torch.Tensor):
+                    meta, arrs = digest.tensor_digest(torch, value, sample_seed,
+                                                      force_full=bool(ref.get("full")))
+                else:
+                    meta, arrs = digest.value_digest(torch, value, sample_seed)
+                metas.append(meta)
+                arrays.extend(arrs)
         except Exception as e:
             return None, [], "the fp32 run failed: %s: %s" % (type(e).__name__, str(e)[:200])
         finally:
             up = out = outs = None
             self._free()
-        if len(metas) != len(out_metas) or any(
-                m.get("kind") != r.get("kind") or m.get("shape") != r.get("shape")
-                for m, r in zip(metas, out_metas)):
-            return None, [], "the fp32 outputs differ in number or shape"
+        if any(m.get("kind") != r.get("kind") or m.get("shape") != r.get("shape")
+               for m, r in zip(metas, out_metas)):
+            return None, [], "the fp32 outputs differ in kind or shape"
         return metas, arrays, None
 
     def _fits(self, need):
@@ -88,6 +98,33 @@ class Shadow:
     def _free(self):
         if self.device.startswith("cuda"):
             self.torch.cuda.empty_cache()
+
+
+class _no_tf32:
+    """Context: fp32 matmuls and convolutions in full fp32 on a GPU (torch lets cuDNN use TF32
+    for fp32 convolutions by default), restored after."""
+
+    def __init__(self, torch):
+        self.backends = [b for b in (getattr(torch.backends, "cuda", None) and torch.backends.cuda.matmul,
+                                     getattr(torch.backends, "cudnn", None)) if b is not None]
+        self.saved = []
+
+    def __enter__(self):
+        # a torch that refuses the setting keeps its own: TF32 still holds bf16 and fp16
+        # inputs exactly, so the shadow stays far more precise than the reference
+        for b in self.backends:
+            try:
+                value = b.allow_tf32
+                b.allow_tf32 = False
+                self.saved.append((b, value))
+            except Exception:
+                pass
+        return self
+
+    def __exit__(self, *exc):
+        for b, value in self.saved:
+            b.allow_tf32 = value
+        return False
 
 
 def _free_bytes(torch, device):
