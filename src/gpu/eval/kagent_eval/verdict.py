@@ -61,16 +61,18 @@ def _changed_inputs(after, ref_inputs):
 
 
 def _compare_side_by_side(pairs, rtol, atol, sample_seed):
-    """compare_outputs of each (outputs, expected, fp32 shadow or None) triple, in order,
-    computed on a few threads.
+    """compare_outputs of each (outputs, expected[, fp32 shadow]) pair, in order, computed on a
+    few threads.
     Each trial's comparison reads a million-element sample per output in float64 (tens of ms);
     numpy leaves the interpreter lock while it does, so a job's eight or so trials take about
     the time of two instead of adding up on the path of every candidate."""
+    def one(p):
+        return compare.compare_outputs(p[0], p[1], rtol, atol, sample_seed,
+                                       p[2] if len(p) > 2 else None)
     if len(pairs) < 2:
-        return iter([compare.compare_outputs(g, e, rtol, atol, sample_seed, s) for g, e, s in pairs])
+        return iter([one(p) for p in pairs])
     with ThreadPoolExecutor(max_workers=min(len(pairs), COMPARE_THREADS)) as pool:
-        return iter(list(pool.map(lambda p: compare.compare_outputs(p[0], p[1], rtol, atol,
-                                                                   sample_seed, p[2]), pairs)))
+        return iter(list(pool.map(one, pairs)))
 
 
 def check_trials(result, ref_trials, cand_outcome, rtol, atol, sample_seed, nonfinite="report"):
