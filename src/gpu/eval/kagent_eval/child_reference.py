@@ -67,16 +67,19 @@ def run(ch, spec):
             msg = {"type": "trial", "trial": entry["trial"], "dist": dist, "kind": entry["kind"],
                    "sizes": entry["sizes"], "seed": entry["seed"], "inputs": in_metas,
                    "outputs": out_metas}
-            # every kind of trial: inputs of one sign (the "negative" property) give a
-            # convolution's output an offset as large against its variation as small ones do
-            ch.stage("shadow")
-            metas, shadow_arrays, note = fp32.digest(args, out_metas, spec["sample_seed"])
-            if metas is not None:
-                msg["shadow"] = metas
-            elif note:
-                msg["shadow_note"] = note
+            shadow_arrays = []
+            if fp32.enabled:
+                # every kind of trial: inputs of one sign (the "negative" property) give a
+                # convolution's output an offset as large against its variation as small ones do
+                ch.stage("shadow")
+                metas, shadow_arrays, note = fp32.digest(args, out_metas, spec["sample_seed"])
+                if metas is not None:
+                    msg["shadow"] = metas
+                elif note:
+                    msg["shadow_note"] = note
             ch.send(msg, in_arrays + out_arrays + shadow_arrays)
             del args
+        fp32.close()  # its memory back before the baselines are timed
         if device != "cpu":
             # The roofline's inputs, once per problem: the FLOP counter's first use costs
             # seconds, and the figures are the reference's, so candidates neither pay for them

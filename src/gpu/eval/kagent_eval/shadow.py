@@ -92,6 +92,10 @@ class Shadow:
             return None, [], "the fp32 outputs differ in kind or shape"
         return metas, arrays, None
 
+    def close(self):
+        self.model = None
+        self._free()
+
     def _fits(self, need):
         return need <= FREE_SHARE * _free_bytes(self.torch, self.device)
 
