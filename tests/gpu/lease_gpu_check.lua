@@ -16,7 +16,7 @@ package.path = kagent.root .. "/?.lua;" .. kagent.root .. "/tests/fixtures/eval/
 local fs = kagent.fs
 local tp = require("bench.lib.throughput")
 local spans = require("stage_spans")
-local span, TIMED, UNTIMED = spans.span, spans.TIMED, spans.UNTIMED
+local span, TIMED = spans.span, spans.TIMED
 
 local opts = { workers = 3, op = "benchmark" }
 local i = 1
@@ -59,13 +59,13 @@ local function run_pool(workers)
   return run
 end
 
--- no job's timed stages overlap another job's stages of kind `what` (TIMED or UNTIMED)
-local function no_overlap(run, workers, what, label)
+-- no job's timed stages overlap another job's stages `of(result)` gives (a span or nil)
+local function no_overlap(run, workers, of, label)
   local bad
   for a, ra in ipairs(run.results) do
     local x = ra.ok and span(ra, TIMED)
     for b, rb in ipairs(run.results) do
-      local y = a ~= b and rb.ok and span(rb, what)
+      local y = a ~= b and rb.ok and of(rb)
       if x and y and spans.overlap(x, y) then bad = bad or { a, b } end
     end
   end
@@ -76,8 +76,8 @@ end
 local one = run_pool(1)
 local many = run_pool(opts.workers)
 if one and many then
-  no_overlap(many, opts.workers, TIMED, "timing")
-  no_overlap(many, opts.workers, UNTIMED, "untimed stages (load, first call, trials)")
+  no_overlap(many, opts.workers, function(r) return span(r, TIMED) end, "timing")
+  no_overlap(many, opts.workers, spans.untimed, "untimed stages (load, first call, trials)")
   print("")
   print(tp.HEADER)
   print(tp.row(opts.cpu and "cpu" or "GPU 0", 1, one))

@@ -11,7 +11,7 @@ local task, ktime, proc = kagent.task, kagent.time, kagent.proc
 local relu = spec.root .. "/tests/fixtures/eval/relu_problem.py"
 package.path = spec.root .. "/tests/fixtures/eval/?.lua;" .. package.path
 local spans = require("stage_spans")
-local span, overlap, TIMED, UNTIMED = spans.span, spans.overlap, spans.TIMED, spans.UNTIMED
+local span, overlap, TIMED, untimed = spans.span, spans.overlap, spans.TIMED, spans.untimed
 
 local function need_torch()
   local r = proc.run({ spec.python, "-c", "import torch" }, { timeout = 60 })
@@ -79,7 +79,7 @@ local function expect_timings_alone(results, label)
     local timed = span(a, TIMED)
     for j, b in ipairs(results) do
       if i ~= j and timed then
-        for what, s in pairs({ untimed = span(b, UNTIMED), timed = span(b, TIMED) }) do
+        for what, s in pairs({ untimed = untimed(b), timed = span(b, TIMED) }) do
           expect.falsy(overlap(timed, s), string.format(
             "%s: the %s stages of job %s [%.3f, %.3f] overlap job %s's timing [%.3f, %.3f]", label,
             what, j, s[1], s[2], i, timed[1], timed[2]))
@@ -134,11 +134,11 @@ describe("the GPU lease", function()
     local results = { ra, rs[1], rs[2] }
     for i, r in ipairs(results) do
       expect.eq(r.ok, true, r.error)
-      expect.truthy(span(r, TIMED) and span(r, UNTIMED), "job " .. i .. " reports when its stages ran")
+      expect.truthy(span(r, TIMED) and untimed(r), "job " .. i .. " reports when its stages ran")
       expect.truthy(type(r.lease_shared_wait_s) == "number", "lease_shared_wait_s")
     end
     expect_timings_alone(results, "b and c during a's timing")
-    expect.truthy(overlap(span(rs[1], UNTIMED), span(rs[2], UNTIMED)),
+    expect.truthy(overlap(untimed(rs[1]), untimed(rs[2])),
       "the untimed stages of b and c ran side by side")
     expect.truthy(rs[1].lease_shared_wait_s > 0 and rs[2].lease_shared_wait_s > 0,
       "b and c record their wait for a's timing to end")
@@ -168,7 +168,7 @@ describe("the GPU lease", function()
       expect.truthy(ok, out)
       for _, r in ipairs(out) do
         expect.eq(r.ok, true, r.error)
-        local u = span(r, UNTIMED)
+        local u = untimed(r)
         expect.falsy(overlap(timed, u), "a stream job ran during the timing")
         if u[1] > timed[2] then later = later + 1 end
       end
