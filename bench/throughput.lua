@@ -1,11 +1,13 @@
 -- bench/throughput.lua: candidates evaluated per minute by the evaluator pool, one worker per GPU
--- against several (pipelined: the untimed stages of one overlap the timed stages of another,
--- which hold the GPU's timing lease), on one GPU and, where the machine has several, on all.
+-- against several (pipelined: the workers' untimed stages run side by side, holding the GPU's
+-- lease shared, and each timing holds it exclusive), on one GPU and, where the machine has
+-- several, on all.
 --   kagent-rt bench/throughput.lua [--candidates 32] [--workers N] [--devices all|0,1|cpu] [--op evaluate|benchmark]
 -- The batch: --candidates distinct knob variants of --kernel (agents/lib/tunables.lua, nearest
 -- moves first; no LLM) and three copies of the unchanged kernel (the control) at its start, middle
 -- and end, sent at once to a fresh pool with a cold Triton cache for each configuration. Prints a
--- table (workers, jobs, verified, wall, candidates per minute, lease wait), the ratios, and the
+-- table (workers, jobs, verified, wall, candidates per minute, the batch's seconds of waiting
+-- for the lease exclusive and shared), the ratios, and the
 -- control's median with p10/p90 timed alone (before any batch, one worker) and inside each batch.
 -- A failed variant is a figure (a search pays for it too); a failed control, or a pool that does
 -- not start, fails the benchmark (exit 1): its figures cannot be trusted. The measuring itself is

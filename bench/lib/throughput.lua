@@ -44,7 +44,9 @@ function M.alone(kernel)
   return out
 end
 
--- run(o) -> {jobs, results, wall, waits, alone, failed} or nil, error. A fresh pool of
+-- run(o) -> {jobs, results, wall, waits, shared_waits, alone, failed} or nil, error (waits: the
+-- batch's seconds of waiting for the lease exclusive, lease_wait_s; shared_waits: shared,
+-- lease_shared_wait_s). A fresh pool of
 -- o.workers_per_gpu on o.devices ("cpu" or GPU numbers) with a cold Triton cache; o.alone: sources
 -- run one after another before the batch; o.jobs: the batch; o.job(source) -> the pool job;
 -- o.op: the pool method (evaluate, benchmark, ...); o.timeout, o.python: the pool's;
@@ -74,14 +76,15 @@ function M.run(o)
   local wall = ktime.now() - t0
   pool:close()
   proc.run({ "rm", "-rf", dir })
-  local results, waits, failed = {}, 0, {}
+  local results, waits, shared_waits, failed = {}, 0, 0, {}
   for k, r in ipairs(out) do
     results[k] = r.ok and r[1] or { ok = false, error = tostring(r[1] or r[2]) }
     if not results[k].ok then failed[#failed + 1] = k end
     waits = waits + (results[k].lease_wait_s or 0)
+    shared_waits = shared_waits + (results[k].lease_shared_wait_s or 0)
   end
-  return { jobs = o.jobs, results = results, wall = wall, waits = waits, alone = alone, failed = failed,
-    devices = devs }
+  return { jobs = o.jobs, results = results, wall = wall, waits = waits, shared_waits = shared_waits,
+    alone = alone, failed = failed, devices = devs }
 end
 
 -- controls(run) -> the results of the batch's control jobs
@@ -121,13 +124,13 @@ end
 -- per_minute(run) -> jobs per minute of the batch
 function M.per_minute(run) return #run.jobs / run.wall * 60 end
 
-M.HEADER = string.format("%-18s %8s %5s %5s %8s %10s %13s", "pool", "workers", "jobs", "ok", "wall s",
-  "cand/min", "lease wait s")
+M.HEADER = string.format("%-18s %8s %5s %5s %8s %10s %13s %13s", "pool", "workers", "jobs", "ok",
+  "wall s", "cand/min", "excl. wait s", "shared wait s")
 
 -- row(label, workers, run) -> one line of the table under M.HEADER
 function M.row(label, workers, run)
-  return string.format("%-18s %8d %5d %5d %8.1f %10.2f %13.1f", label, workers, #run.jobs,
-    #run.jobs - #run.failed, run.wall, M.per_minute(run), run.waits)
+  return string.format("%-18s %8d %5d %5d %8.1f %10.2f %13.1f %13.1f", label, workers, #run.jobs,
+    #run.jobs - #run.failed, run.wall, M.per_minute(run), run.waits, run.shared_waits)
 end
 
 return M

@@ -1,49 +1,81 @@
-"""The timing lease, worker side, through a real CPU-mode worker started with --lease: the test
-plays the pool (grants, and watches the order of the protocol lines)."""
+"""The GPU lease, worker side, through a real CPU-mode worker started with --lease: the test
+plays the pool (grants, and watches the order and mode of the protocol lines, and when the
+candidate's stages ran against the holds)."""
 import json
 import time
 import unittest
 
 from worker_client import Worker, fixture
 
+# the candidate's stages that run on the GPU untimed (before its gate) and timed (after it)
+SHARED_STAGES = ("load", "compile", "run")
+EXCLUSIVE_STAGES = ("benchmark", "benchmark_loop", "benchmark_check")
+
 
 class LeasePool:
-    """The pool's side of one job: answers each acquire with a grant (after `hold_back` seconds
-    for the n-th acquire), checks that acquires and releases alternate, returns the reply."""
+    """The pool's side of one job: answers each acquire with a grant (after hold_back[(mode, n)]
+    seconds for the n-th acquire of that mode), checks that the worker holds one mode at a time
+    and gives it back before it replies, and records each hold [mode, granted, released] on the
+    monotonic clock the worker's stage_at uses."""
 
     def __init__(self, worker, hold_back=None):
         self.w = worker
         self.hold_back = hold_back or {}
-        self.events = []  # ("acquire"|"granted"|"release", monotonic time)
+        self.events = []  # ("acquire"|"granted"|"release", mode, monotonic time)
+        self.holds = []
 
     def job(self, op, job, timeout=300):
         w = self.w
         w.next_id += 1
         w.send({"id": w.next_id, "op": op, "job": job})
-        held = False
+        held = None
         while True:
             msg = w._read(timeout)
             if "lease" not in msg:
                 assert msg.get("id") == w.next_id, msg
+                assert held is None, "replied while it held the lease %s" % held[0]
                 return msg
             assert msg.get("id") == w.next_id, "a lease request names its job: %r" % msg
             now = time.monotonic()
             if msg["lease"] == "acquire":
-                assert not held, "asked twice without a release"
-                self.events.append(("acquire", now))
-                n = sum(1 for e in self.events if e[0] == "acquire")
-                time.sleep(self.hold_back.get(n, 0))
-                held = True
-                self.events.append(("granted", time.monotonic()))
-                w.send({"lease": "granted"})
+                mode = msg.get("mode")
+                assert mode in ("shared", "exclusive"), msg
+                assert held is None, "asked for %s while it held %s" % (mode, held[0])
+                self.events.append(("acquire", mode, now))
+                n = sum(1 for e in self.events if e[:2] == ("acquire", mode))
+                time.sleep(self.hold_back.get((mode, n), 0))
+                held = [mode, time.monotonic(), None]
+                self.holds.append(held)
+                self.events.append(("granted", mode, held[1]))
+                w.send({"lease": "granted", "mode": mode})
             else:
                 assert msg["lease"] == "release", msg
-                assert held, "released a lease it did not hold"
-                held = False
-                self.events.append(("release", now))
+                assert held is not None, "released a lease it did not hold"
+                held[2] = now
+                self.events.append(("release", held[0], now))
+                held = None
 
-    def times(self, kind):
-        return [t for k, t in self.events if k == kind]
+    def times(self, kind, mode):
+        return [t for k, m, t in self.events if (k, m) == (kind, mode)]
+
+    def held_at(self, t):
+        """The mode held at monotonic time t, or None."""
+        for mode, granted, released in self.holds:
+            if granted <= t <= released:
+                return mode
+        return None
+
+    def check_stages(self, case, result):
+        """Each of the candidate's stages began under the mode it needs."""
+        at = result["stage_at"]
+        for stage in SHARED_STAGES:
+            if stage in at:
+                case.assertIn(self.held_at(at[stage]), ("shared", "exclusive"),
+                              "stage %s ran on the GPU without the lease" % stage)
+        for stage in EXCLUSIVE_STAGES:
+            if stage in at:
+                case.assertEqual(self.held_at(at[stage]), "exclusive",
+                                 "stage %s was timed without the exclusive lease" % stage)
 
 
 class LeaseTest(unittest.TestCase):
@@ -58,34 +90,48 @@ class LeaseTest(unittest.TestCase):
     def test_ready_line_says_so(self):
         self.assertIs(self.worker.ready.get("lease"), True)
 
-    def test_verify_times_nothing_and_asks_nothing(self):
-        pool = LeasePool(self.worker)
+    def test_verify_holds_shared_only(self):
+        # the reference's outputs and the candidate's load and trials run on the GPU untimed;
+        # the candidate's first shared grant is held back, and its process must not start
+        # before it
+        pool = LeasePool(self.worker, hold_back={("shared", 1): 0.2, ("shared", 2): 0.2})
         reply = pool.job("verify", {"problem": fixture("eval", "relu_problem.py"),
-                                    "candidate": fixture("eval", "relu_good.py")})
+                                    "candidate": fixture("eval", "relu_good.py"),
+                                    "trials": 2})
         self.assertTrue(reply["ok"], reply)
-        self.assertTrue(reply["result"]["ok"], reply["result"].get("error"))
-        self.assertEqual(pool.events, [])
+        result = reply["result"]
+        self.assertTrue(result["ok"], result.get("error"))
+        self.assertEqual({m for _, m, _ in pool.events}, {"shared"}, pool.events)
+        self.assertGreaterEqual(len(pool.holds), 2, "the reference and the candidate each ask")
+        pool.check_stages(self, result)
+        self.assertEqual(pool.held_at(result["stage_at"]["load"]), "shared")
+        self.assertEqual(pool.held_at(result["stage_at"]["compile"]), "shared")
 
     def test_every_timed_phase_waits_for_its_grant(self):
         # the baselines (reference child), the candidate's timed stages behind its gate, and the
-        # hardened re-measure (confirm) each ask; the gate's grant is held back a little, and
-        # the candidate's timed stages must start after it
-        pool = LeasePool(self.worker, hold_back={2: 0.3})
+        # hardened re-measure (confirm) each ask for the lease exclusive; the gate's grant is
+        # held back a little, and the candidate's timed stages must start after it; its load
+        # and trials ran under shared
+        pool = LeasePool(self.worker, hold_back={("exclusive", 2): 0.3})
         reply = pool.job("benchmark", {
             "problem": fixture("eval", "matmul_problem.py"),
             "candidate": fixture("eval", "matmul_good.py"), "confirm": True,
             "bench": {"min_time": 0.05, "baselines": ["eager"]}})
         self.assertTrue(reply["ok"], reply)
         result = reply["result"]
-        kinds = [k for k, _ in pool.events]
-        self.assertEqual(kinds, ["acquire", "granted", "release"] * 3, kinds)
-        gate_grant = pool.times("granted")[1]
+        self.assertTrue(result["ok"], result.get("error"))
+        exclusive = pool.times("granted", "exclusive")
+        self.assertEqual(len(exclusive), 3, pool.events)
+        gate_grant = exclusive[1]
         at = result["stage_at"]
         self.assertLess(at["gate"], gate_grant, "the child stopped at its gate before the grant")
         self.assertGreater(at["benchmark"], gate_grant, "nothing was timed before the grant")
-        self.assertLess(pool.times("release")[1], pool.times("acquire")[2],
+        self.assertEqual(pool.held_at(at["compile"]), "shared", "the trials held it shared")
+        self.assertLess(pool.times("release", "exclusive")[1],
+                        pool.times("acquire", "exclusive")[2],
                         "the candidate's lease was given back before the re-measure asked")
         self.assertGreaterEqual(result["stage_s"]["gate"], 0.3, "the gate waited for the lease")
+        pool.check_stages(self, result)
 
     def test_no_lease_without_the_flag(self):
         solo = Worker("cpu")
@@ -105,7 +151,7 @@ class LeaseTest(unittest.TestCase):
                 "problem": fixture("eval", "relu_problem.py"),
                 "candidate": fixture("eval", "relu_good.py"),
                 "bench": {"min_time": 0.05, "baselines": []}}})
-            self.assertEqual(w._read(120).get("lease"), "acquire")
+            self.assertEqual(w._read(120).get("lease"), "acquire")  # the reference's, shared
             w.proc.stdin.close()
             self.assertEqual(w.proc.wait(timeout=60), 0)
         finally:

@@ -83,21 +83,27 @@ class Worker:
             argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
             cwd=ROOT, **ids)
         self.next_id = 0
+        self._buf = b""
         self.ready = self._read(120)
 
     def _read(self, timeout):
+        """The worker's next protocol line. Read from the fd with a buffer of our own: the
+        worker may send two lines at once (a lease release and the next acquire), and a line
+        left in a file object's buffer would not wake select."""
         deadline = time.monotonic() + timeout
         fd = self.proc.stdout.fileno()
-        while True:
+        while b"\n" not in self._buf:
             left = deadline - time.monotonic()
             if left <= 0:
                 raise TimeoutError("worker did not answer")
             r, _, _ = select.select([fd], [], [], left)
             if r:
-                line = self.proc.stdout.readline()
-                if not line:
+                chunk = os.read(fd, 65536)
+                if not chunk:
                     raise EOFError("worker closed stdout")
-                return json.loads(line)
+                self._buf += chunk
+        line, self._buf = self._buf.split(b"\n", 1)
+        return json.loads(line)
 
     def send(self, obj):
         self.proc.stdin.write((json.dumps(obj) + "\n").encode())

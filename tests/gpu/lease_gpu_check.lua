@@ -1,11 +1,13 @@
 -- Driver of tests/gpu/lease_gpu_check.sh (GPU only): several workers sharing one GPU through the
--- timing lease. Twelve knob variants of examples/kernels/matmul_small.py (the nearest knob moves,
+-- lease (shared around untimed GPU work, exclusive around timings). Twelve knob variants of examples/kernels/matmul_small.py (the nearest knob moves,
 -- agents/lib/tunables.lua) and three copies of the unchanged kernel (the control) go through a pool of 1 worker and then of `--workers` (default 3)
 -- on GPU 0, each pool with a cold Triton cache of its own. Checks (PASS/FAIL lines, exit 1 on a
--- failure): every job verifies and is timed, and with several workers no two jobs' timed stages
--- overlap (stage_at, the host's monotonic clock). Prints, as figures and not as checks: jobs per
--- minute for each pool, and the control's median timed alone (before the batch, one worker)
--- against its median inside each batch, with their p10..p90.
+-- failure): every job verifies and is timed, and with several workers no job's timed stages
+-- overlap any stage of another job on the GPU, timed or not (load, first call, trials; stage_at,
+-- the host's monotonic clock). Prints, as figures and not as checks: jobs per minute for each
+-- pool, the seconds jobs waited for the lease exclusive and shared, and the control's median
+-- timed alone (before the batch, one worker) against its median inside each batch, with their
+-- p10..p90.
 --   kagent-rt tests/gpu/lease_gpu_check.lua [--workers 3] [--op benchmark|evaluate] [--cpu]
 -- --cpu runs the same on CPU-mode workers with the CPU matmul (its one knob, BLOCK_K), to try the
 -- script where there is no GPU; its figures say nothing of a GPU. The batch and its figures come
@@ -57,26 +59,25 @@ local function run_pool(workers)
   return run
 end
 
-local function no_overlap(run, workers)
-  local timed = {}
-  for k, r in ipairs(run.results) do
-    if r.ok then timed[#timed + 1] = { k = k, s = span(r, TIMED) } end
-  end
+-- no job's timed stages overlap another job's stages `of(result)` gives (a span or nil)
+local function no_overlap(run, workers, of, label)
   local bad
-  for a = 1, #timed do
-    for b = a + 1, #timed do
-      local x, y = timed[a].s, timed[b].s
-      if x and y and spans.overlap(x, y) then bad = bad or { timed[a].k, timed[b].k } end
+  for a, ra in ipairs(run.results) do
+    local x = ra.ok and span(ra, TIMED)
+    for b, rb in ipairs(run.results) do
+      local y = a ~= b and rb.ok and of(rb)
+      if x and y and spans.overlap(x, y) then bad = bad or { a, b } end
     end
   end
-  check(bad == nil, string.format("%d workers: no two jobs' timed stages overlap%s", workers,
-    bad and string.format(" (jobs %d and %d do)", bad[1], bad[2]) or ""))
+  check(bad == nil, string.format("%d workers: no job's timing overlaps another's %s%s", workers, label,
+    bad and string.format(" (job %d's timing and job %d's do)", bad[1], bad[2]) or ""))
 end
 
 local one = run_pool(1)
 local many = run_pool(opts.workers)
 if one and many then
-  no_overlap(many, opts.workers)
+  no_overlap(many, opts.workers, function(r) return span(r, TIMED) end, "timing")
+  no_overlap(many, opts.workers, spans.untimed, "untimed stages (load, first call, trials)")
   print("")
   print(tp.HEADER)
   print(tp.row(opts.cpu and "cpu" or "GPU 0", 1, one))

@@ -25,7 +25,7 @@ gpu.AUTO_WORKERS = nil
 ---    leaves the GPUs an inherited mask allows. A number past the list starts no worker.
 ---  - `python`: interpreter (default env `KAGENT_PYTHON`, else `python3`).
 ---  - `workers_per_gpu`: workers per device (per GPU, or for `"cpu"`), a number >= 1 or `"auto"`;
----    more than 1 shares the device's timing lease among them (above). Default: env
+---    more than 1 shares the device's lease among them (above). Default: env
 ---    `KAGENT_WORKERS_PER_GPU` (a number or `auto`; anything else raises), else 1 (`"auto"` becomes
 ---    the default once the pipelined pool has passed its GPU checks). `"auto"`
 ---    is resolved when the workers start: 1 in CPU mode, on GPUs `gpu.auto_workers_per_gpu({gpus =
@@ -53,7 +53,7 @@ function gpu.pool(opts) end
 ---    leaves the GPUs an inherited mask allows. A number past the list starts no worker.
 ---  - `python`: interpreter (default env `KAGENT_PYTHON`, else `python3`).
 ---  - `workers_per_gpu`: workers per device (per GPU, or for `"cpu"`), a number >= 1 or `"auto"`;
----    more than 1 shares the device's timing lease among them (above). Default: env
+---    more than 1 shares the device's lease among them (above). Default: env
 ---    `KAGENT_WORKERS_PER_GPU` (a number or `auto`; anything else raises), else 1 (`"auto"` becomes
 ---    the default once the pipelined pool has passed its GPU checks). `"auto"`
 ---    is resolved when the workers start: 1 in CPU mode, on GPUs `gpu.auto_workers_per_gpu({gpus =
@@ -80,7 +80,7 @@ function gpu.gpus() end
 ---    leaves the GPUs an inherited mask allows. A number past the list starts no worker.
 ---  - `python`: interpreter (default env `KAGENT_PYTHON`, else `python3`).
 ---  - `workers_per_gpu`: workers per device (per GPU, or for `"cpu"`), a number >= 1 or `"auto"`;
----    more than 1 shares the device's timing lease among them (above). Default: env
+---    more than 1 shares the device's lease among them (above). Default: env
 ---    `KAGENT_WORKERS_PER_GPU` (a number or `auto`; anything else raises), else 1 (`"auto"` becomes
 ---    the default once the pipelined pool has passed its GPU checks). `"auto"`
 ---    is resolved when the workers start: 1 in CPU mode, on GPUs `gpu.auto_workers_per_gpu({gpus =
@@ -111,7 +111,7 @@ local pool = {}
 ---    leaves the GPUs an inherited mask allows. A number past the list starts no worker.
 ---  - `python`: interpreter (default env `KAGENT_PYTHON`, else `python3`).
 ---  - `workers_per_gpu`: workers per device (per GPU, or for `"cpu"`), a number >= 1 or `"auto"`;
----    more than 1 shares the device's timing lease among them (above). Default: env
+---    more than 1 shares the device's lease among them (above). Default: env
 ---    `KAGENT_WORKERS_PER_GPU` (a number or `auto`; anything else raises), else 1 (`"auto"` becomes
 ---    the default once the pipelined pool has passed its GPU checks). `"auto"`
 ---    is resolved when the workers start: 1 in CPU mode, on GPUs `gpu.auto_workers_per_gpu({gpus =
@@ -140,8 +140,10 @@ function pool:devices() end
 ---  without dying `{ok = false, stage = "worker", error = "EWORKER: ..."}`. Every result also
 ---  carries `device` (the pool device that ran it: its number, which `job.device` takes, or `"cpu"`), `gpu` (the
 ---  GPU that measured it, `{index, uuid, name, mig, visible}` as in `gpu.gpus()`; nil in CPU mode)
----  `wall` (seconds in the pool) and `lease_wait_s` (seconds the job waited for its device's timing
----  lease; 0 where the device has one worker). Misuse (no `problem`/`candidate`) raises. Jobs from many
+---  `wall` (seconds in the pool), `lease_wait_s` (seconds the job waited for its device's lease
+---  exclusive, before its timed or profiled phases) and `lease_shared_wait_s` (seconds it waited for
+---  the lease shared, before its untimed GPU work, while another job timed); both 0 where the device
+---  has one worker. Misuse (no `problem`/`candidate`) raises. Jobs from many
 ---  tasks queue for a free worker.
 ---@param job table
 ---@return any
@@ -156,8 +158,10 @@ function pool:verify(job) end
 ---  without dying `{ok = false, stage = "worker", error = "EWORKER: ..."}`. Every result also
 ---  carries `device` (the pool device that ran it: its number, which `job.device` takes, or `"cpu"`), `gpu` (the
 ---  GPU that measured it, `{index, uuid, name, mig, visible}` as in `gpu.gpus()`; nil in CPU mode)
----  `wall` (seconds in the pool) and `lease_wait_s` (seconds the job waited for its device's timing
----  lease; 0 where the device has one worker). Misuse (no `problem`/`candidate`) raises. Jobs from many
+---  `wall` (seconds in the pool), `lease_wait_s` (seconds the job waited for its device's lease
+---  exclusive, before its timed or profiled phases) and `lease_shared_wait_s` (seconds it waited for
+---  the lease shared, before its untimed GPU work, while another job timed); both 0 where the device
+---  has one worker. Misuse (no `problem`/`candidate`) raises. Jobs from many
 ---  tasks queue for a free worker.
 ---@param job table
 ---@return any
@@ -172,8 +176,10 @@ function pool:benchmark(job) end
 ---  without dying `{ok = false, stage = "worker", error = "EWORKER: ..."}`. Every result also
 ---  carries `device` (the pool device that ran it: its number, which `job.device` takes, or `"cpu"`), `gpu` (the
 ---  GPU that measured it, `{index, uuid, name, mig, visible}` as in `gpu.gpus()`; nil in CPU mode)
----  `wall` (seconds in the pool) and `lease_wait_s` (seconds the job waited for its device's timing
----  lease; 0 where the device has one worker). Misuse (no `problem`/`candidate`) raises. Jobs from many
+---  `wall` (seconds in the pool), `lease_wait_s` (seconds the job waited for its device's lease
+---  exclusive, before its timed or profiled phases) and `lease_shared_wait_s` (seconds it waited for
+---  the lease shared, before its untimed GPU work, while another job timed); both 0 where the device
+---  has one worker. Misuse (no `problem`/`candidate`) raises. Jobs from many
 ---  tasks queue for a free worker.
 ---@param job table
 ---@return any
@@ -188,8 +194,10 @@ function pool:profile(job) end
 ---  without dying `{ok = false, stage = "worker", error = "EWORKER: ..."}`. Every result also
 ---  carries `device` (the pool device that ran it: its number, which `job.device` takes, or `"cpu"`), `gpu` (the
 ---  GPU that measured it, `{index, uuid, name, mig, visible}` as in `gpu.gpus()`; nil in CPU mode)
----  `wall` (seconds in the pool) and `lease_wait_s` (seconds the job waited for its device's timing
----  lease; 0 where the device has one worker). Misuse (no `problem`/`candidate`) raises. Jobs from many
+---  `wall` (seconds in the pool), `lease_wait_s` (seconds the job waited for its device's lease
+---  exclusive, before its timed or profiled phases) and `lease_shared_wait_s` (seconds it waited for
+---  the lease shared, before its untimed GPU work, while another job timed); both 0 where the device
+---  has one worker. Misuse (no `problem`/`candidate`) raises. Jobs from many
 ---  tasks queue for a free worker.
 ---@param job table
 ---@return any

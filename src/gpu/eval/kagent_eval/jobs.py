@@ -1,5 +1,4 @@
 """Job orchestration in the worker: static checks, reference child, candidate child, verdict."""
-import contextlib
 import os
 import random
 import time
@@ -7,7 +6,7 @@ import time
 from . import child_candidate, compare, fingerprint, loader, sandbox, sanitizer
 from . import spare as spare_mod
 from . import compare_op, sanitize_op, static_checks, verdict
-from .lease import Lease
+from .lease import EXCLUSIVE, SHARED, Lease
 from .reference import ReferenceCache
 from .request import BadRequest  # noqa: F401  (worker.py takes it from here)
 
@@ -23,9 +22,10 @@ DEFAULT_BASELINES = ["eager", "compile"]
 class Evaluator:
     def __init__(self, device, threads=None, protocol_fd=None, lease=None):
         self.device = device
-        # the GPU's timing lease, held through every timed or profiled phase (lease.py); a
-        # worker alone on its device never asks for it
+        # the GPU's lease (lease.py): shared around untimed GPU work, exclusive through every
+        # timed or profiled phase; a worker alone on its device never asks for it
         self.lease = lease or Lease(False, None, None)
+        self.lease.on_change = self._on_lease
         self.cuda = device.startswith("cuda")
         self.threads = threads
         self.close_fds = [protocol_fd] if protocol_fd is not None else []
@@ -44,11 +44,25 @@ class Evaluator:
         if self.use_spare and self.spare is None:
             self.spare = spare_mod.Spare(child_candidate.prepare, child_candidate.run,
                                          (self.device, self.threads), self.close_fds)
+            self._on_lease(self.lease.mode)
+
+    def _on_lease(self, mode):
+        """A spare still preparing (CUDA context, Triton's driver, the profiler: GPU work) runs
+        only while the worker may run untimed GPU work: it is paused while this worker times,
+        and, where workers share the GPU, while this worker holds no lease (between jobs, or
+        waiting for one), since another worker may be timing then."""
+        if self.spare is None:
+            return
+        if mode == SHARED or (mode is None and not self.lease.enabled):
+            self.spare.resume()
+        else:
+            self.spare.pause()
 
     def settle(self):
         """Let the spare finish preparing, so its start-up work does not overlap a timing."""
-        if self.spare is not None:
-            self.spare.wait_ready()
+        if self.spare is not None and not self.spare.ready:
+            with self.lease.shared():
+                self.spare.wait_ready()
 
     def close(self):
         if self.spare is not None:
@@ -57,32 +71,27 @@ class Evaluator:
 
     def run_candidate(self, cspec):
         """The candidate's child for a job: the prepared spare when there is one, else a fresh
-        fork; the next spare starts preparing meanwhile."""
-        current, self.spare = self.spare, None
-        self._refill_spare()  # the next job's sandbox prepares during this job's untimed stages
-        following = self.spare
+        fork; the next spare starts preparing meanwhile. The child's work up to its gate (load,
+        the first call that compiles, the trials) holds the lease shared; at the gate the worker
+        asks for it exclusive (pausing the next spare) and only then lets the child time."""
+        with self.lease.shared():
+            current, self.spare = self.spare, None
+            self._refill_spare()  # the next job's sandbox prepares during this job's untimed stages
 
-        def on_stage(name):
-            if name == "gate":
-                self.lease.acquire()  # the gate's deadline starts once this returns
-                if following is not None:
-                    following.pause()
-                current.open_gate()
+            def on_stage(name):
+                if name == "gate":
+                    self.lease.acquire(EXCLUSIVE)  # the gate's deadline starts once this returns
+                    current.open_gate()
 
-        try:
             out = current.run(cspec, cspec["timeouts"], on_stage) if current is not None else None
-        finally:
-            self.lease.release()
-            if following is not None:
-                following.resume()
-        if out is None:
-            self.settle()
-            # a child forked on demand has no gate to stop at: it holds the lease throughout
-            # when it has anything to time
-            timed = child_candidate.times_anything(cspec)
-            with self.lease.timed() if timed else contextlib.nullcontext():
-                out = sandbox.run_child(child_candidate.run, (cspec,), cspec["timeouts"],
-                                        self.close_fds)
+            if out is None:
+                self.settle()
+                # a child forked on demand has no gate to stop at: it holds the lease
+                # exclusive throughout when it has anything to time
+                timed = child_candidate.times_anything(cspec)
+                with self.lease.held(EXCLUSIVE if timed else SHARED):
+                    out = sandbox.run_child(child_candidate.run, (cspec,), cspec["timeouts"],
+                                            self.close_fds)
         return out
 
     # -- job normalisation -------------------------------------------------------------

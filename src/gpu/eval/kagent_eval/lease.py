@@ -1,20 +1,31 @@
-"""The per-GPU timing lease, worker side.
+"""The per-GPU lease, worker side.
 
-Several workers may share one GPU (the pool's workers_per_gpu). Their untimed stages (load,
-compile, correctness trials) run side by side, but a figure must be measured with nothing else
-timed or profiled on the GPU. Before each timed or profiled phase of a job the worker asks the
-pool for its device's lease and waits:
+Several workers may share one GPU (the pool's workers_per_gpu). A figure must be measured with
+nothing else running on the GPU, so the worker asks the pool for its device's lease around all
+the GPU work of a job, in one of two modes:
 
-    worker -> pool   {"id": <job id>, "lease": "acquire"}
-    pool -> worker   {"lease": "granted"}
+  shared     untimed GPU work: the candidate's process from the job's start to its gate (load,
+             the first call that compiles, the correctness trials), the reference's outputs,
+             the next job's sandbox preparing, an analysis. Any number of workers at once.
+  exclusive  timed or profiled work: the candidate's stages past its gate, the baselines, the
+             hardened re-measure, sanitize, peaks. Nobody else holds the lease meanwhile.
+
+    worker -> pool   {"id": <job id>, "lease": "acquire", "mode": "shared"|"exclusive"}
+    pool -> worker   {"lease": "granted", "mode": ...}
     worker -> pool   {"id": <job id>, "lease": "release"}     (no answer)
 
-The pool grants one worker per device at a time, in the order they asked, and takes the lease
-back itself when the job's reply arrives or the worker dies or times out. A worker started
-without --lease (the only worker of its device) never asks: no round trip is added.
+A worker holds one mode at a time: to change it, it stops its GPU work first (the candidate's
+process waits at its gate; the next sandbox is paused), releases, and asks again. The pool
+serves requests in order (a shared request waits behind an earlier exclusive one) and takes back
+what a worker holds when the job's reply arrives or the worker dies or times out. Only this
+trusted worker speaks to the pool: a candidate's process cannot ask, and its hold ends when the
+worker ends its stage (a stage's deadline kills the process, then the worker releases). A worker
+started without --lease (the only worker of its device) never asks: no round trip is added.
 """
 import contextlib
 import json
+
+SHARED, EXCLUSIVE = "shared", "exclusive"
 
 
 class Lease:
@@ -23,41 +34,76 @@ class Lease:
         self.send = send  # writes one protocol object
         self.read_line = read_line  # the next line from the pool ("" at its end)
         self.job_id = None
-        self.held = False
+        self.mode = None  # what this worker holds: None, SHARED or EXCLUSIVE
+        # on_change(mode): called before the worker gives up shared (its GPU work must stop)
+        # and after it gains shared (GPU work may go on); the evaluator pauses and resumes its
+        # spare sandbox with it
+        self.on_change = None
 
     def begin(self, job_id):
         """A job starts: its requests carry its id."""
         self.job_id = job_id
-        self.held = False
+        self.mode = None
 
-    def acquire(self):
-        """Waits until this worker holds its device's lease (at once when it holds it already or
-        is the device's only worker)."""
-        if not self.enabled or self.held:
+    def acquire(self, mode=EXCLUSIVE):
+        """Waits until this worker holds its device's lease in `mode` (at once when it holds it
+        already or is the device's only worker). A worker holding the other mode gives it up
+        first."""
+        if self.mode == mode:
             return
-        self.send({"id": self.job_id, "lease": "acquire"})
+        if mode != SHARED:
+            self._notify(mode)  # the GPU work allowed under shared stops first
+        self._release()
+        if self.enabled:
+            self.send({"id": self.job_id, "lease": "acquire", "mode": mode})
+            self._wait_grant()
+        self.mode = mode
+        if mode == SHARED:
+            self._notify(mode)
+
+    def _wait_grant(self):
         while True:
             line = self.read_line()
             if not line:
-                raise SystemExit(0)  # the pool is gone: nothing may be timed any more
+                raise SystemExit(0)  # the pool is gone: nothing may run on the GPU any more
             try:
                 msg = json.loads(line)
             except ValueError:
                 continue
             if isinstance(msg, dict) and msg.get("lease") == "granted":
-                self.held = True
                 return
 
     def release(self):
-        if self.held:
-            self.held = False
+        if self.mode is not None:
+            self._notify(None)
+            self._release()
+
+    def _release(self):
+        held, self.mode = self.mode, None
+        if held is not None and self.enabled:
             self.send({"id": self.job_id, "lease": "release"})
 
+    def _notify(self, mode):
+        if self.on_change is not None:
+            self.on_change(mode)
+
     @contextlib.contextmanager
-    def timed(self):
-        """Holds the lease for the block (a timed or profiled phase)."""
-        self.acquire()
+    def held(self, mode):
+        """Holds the lease in `mode` for the block, and nothing after it; inside a block that
+        holds it already (or holds exclusive, where shared is asked), changes nothing."""
+        if self.mode == mode or (mode == SHARED and self.mode == EXCLUSIVE):
+            yield
+            return
+        self.acquire(mode)
         try:
             yield
         finally:
             self.release()
+
+    def timed(self):
+        """A timed or profiled phase: exclusive."""
+        return self.held(EXCLUSIVE)
+
+    def shared(self):
+        """Untimed GPU work."""
+        return self.held(SHARED)

@@ -10,6 +10,7 @@ import json
 import os
 
 from . import child_reference, roofline, sandbox, verdict
+from .lease import EXCLUSIVE, SHARED
 
 ITEMSIZE = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2, "int64": 8, "int32": 4,
             "int16": 2, "int8": 1, "uint8": 1, "bool": 1, "complex64": 8, "complex128": 16}
@@ -19,7 +20,10 @@ class ReferenceCache:
     def __init__(self, close_fds, settle, lease):
         self.close_fds = close_fds
         self.settle = settle  # waits for the spare sandbox, so no start-up overlaps a timing
-        self.lease = lease  # the GPU's timing lease: held while baselines are timed
+        # the GPU's lease: shared while the reference computes its outputs, exclusive when the
+        # child also times the baselines (one process does both; the outputs are computed once
+        # per problem)
+        self.lease = lease
         self.trials = collections.OrderedDict()
         self.baselines = {}
         self.roof = {}  # problem key -> {flops, param_bytes, peaks}
@@ -46,12 +50,9 @@ class ReferenceCache:
                          baselines=list(bench["baselines"]) if want_base else None)
             if want_base:
                 self.settle()
-                self.lease.acquire()
-            try:
+            with self.lease.held(EXCLUSIVE if want_base else SHARED):
                 out = sandbox.run_child(child_reference.run, (rspec,), spec["timeouts"],
                                         self.close_fds)
-            finally:
-                self.lease.release()
             self.last_s = out.elapsed
             err = out.failure or None
             e, _ = out.first("error")

@@ -94,8 +94,9 @@ def main(argv=None):
                          "shared machine waits for its slowest thread, which makes timings noisy)")
     ap.add_argument("--log", default=None, help="append stderr (candidate output, tracebacks) here")
     ap.add_argument("--lease", action="store_true",
-                    help="the GPU is shared with other workers: ask the pool for its timing lease "
-                         "before each timed or profiled phase (lease.py)")
+                    help="the GPU is shared with other workers: ask the pool for its lease, "
+                         "shared around untimed GPU work and exclusive around each timed or "
+                         "profiled phase (lease.py)")
     args = ap.parse_args(argv)
     from .jail import SandboxError
     try:
@@ -151,7 +152,7 @@ def main(argv=None):
 
 def _serve(ev, sandbox, send, ready, BadRequest, OPS_WITH):
     def reply(obj):
-        ev.lease.release()  # a job that failed inside a timed phase gives the lease back first
+        ev.lease.release()  # a job that failed while it held the lease gives it back first
         send(obj)
 
     for line in iter(sys.stdin.readline, ""):

@@ -1,8 +1,9 @@
 -- kagent.gpu: the evaluator pool. Workers are `python3 -m kagent_eval.worker` processes
 -- (workers_per_gpu per GPU, or per CPU device) spoken to with JSON lines; each job's candidate
 -- runs in a process the worker forks, and the verdict comes from the worker. One job at a time
--- per worker; where several workers share a device, each timed or profiled phase holds the
--- device's lease, so nothing else is timed there meanwhile. A worker that dies
+-- per worker; where several workers share a device, they hold the device's lease
+-- (kagent.gpu_lease): shared for untimed GPU work, exclusive for each timed or profiled phase, so
+-- nothing else runs on the device while a figure is measured. A worker that dies
 -- or stops answering is killed and respawned, and the job still gets a result (ok=false, error
 -- "EWORKER: ...").
 --
@@ -15,6 +16,7 @@ local log = require("kagent.log")
 local ktime = require("kagent.time")
 local fs = require("kagent.fs")
 local secrets = require("kagent.secrets")
+local gpu_lease = require("kagent.gpu_lease")
 
 local M = {}
 
@@ -65,7 +67,7 @@ end
 -- The automatic number of workers per GPU (a pool's workers_per_gpu = "auto"): each worker
 -- keeps about one core busy compiling (Triton, Inductor) while it prepares its candidate process,
 -- and holds a torch process and a candidate with its inputs in host memory; more than MAX adds
--- little, since every timed stage waits for the GPU's one timing lease. CPU mode keeps 1 (there
+-- little, since every timed stage waits for the GPU's exclusive lease. CPU mode keeps 1 (there
 -- the workers' own stages compete for the same cores the timing measures).
 M.AUTO_WORKERS = { cores_per_worker = 4, memory_gib_per_worker = 8, max = 4 }
 
@@ -148,8 +150,7 @@ function M.pool(opts)
     starting = nil,
     closed = false,
     counters = { jobs = 0, failures = 0, respawns = 0 },
-    -- device -> its timing lease, for devices of several workers: a semaphore of 1, whose
-    -- waiters are served first come, first served (a killed waiting task is passed over)
+    -- device -> its lease (kagent.gpu_lease), for devices of several workers only
     leases = {},
   }, Pool)
 end
@@ -320,7 +321,7 @@ function Pool:_ensure()
   local fns = {}
   for _, d in ipairs(devices) do
     local n = self.workers_per_gpu
-    if n > 1 then self.leases[d] = task.semaphore(1) end
+    if n > 1 then self.leases[d] = gpu_lease.new() end
     local g = (d ~= "cpu") and allowed[d + 1] or nil
     if d ~= "cpu" and not g then
       local why = string.format("EWORKER: there is no GPU %d among the %d this process may use (gpu.gpus())", d, #allowed)
@@ -388,7 +389,7 @@ function Pool:_acquire(device)
   end
 end
 
--- Marks a worker free (and its device's lease, if it held it) and wakes the tasks waiting for one (each looks again).
+-- Marks a worker free (and gives back its device's lease, if it held it) and wakes the tasks waiting for one (each looks again).
 function Pool:_release(w)
   self:_lease_release(w)  -- a request that raised may have left it held
   w.busy = false
@@ -413,43 +414,37 @@ function Pool:_respawn(w, why)
   end
 end
 
--- Takes the device's timing lease for worker w; seconds waited.
-function Pool:_lease_acquire(w)
-  local l = self.leases[w.device]
-  if not l or w.holds_lease then return 0 end
-  local t0 = ktime.now()
-  l:acquire()
-  w.holds_lease = true
-  return ktime.now() - t0
-end
-
 function Pool:_lease_release(w)
-  if not w.holds_lease then return end
-  w.holds_lease = false
-  self.leases[w.device]:release()
+  local l = self.leases[w.device]
+  if l then l:release(w) end
 end
 
--- A worker's lease request during a job: "acquire" waits for the lease and answers "granted";
--- "release" gives it back. Returns the seconds waited, or nil, err when the grant cannot be sent.
-function Pool:_lease_request(w, what)
-  if what == "release" then
+-- A worker's lease request during a job: "acquire" (mode "shared" or "exclusive", the default)
+-- waits for the device's lease and answers "granted"; "release" gives back what it holds.
+-- Returns the seconds waited and the mode, or nil, err when the grant cannot be sent.
+function Pool:_lease_request(w, msg)
+  if msg.lease == "release" then
     self:_lease_release(w)
     return 0
   end
-  if what ~= "acquire" then
-    log.warn("gpu: unknown lease request %q from the worker for device %s", tostring(what), tostring(w.device))
+  local mode = msg.mode or gpu_lease.EXCLUSIVE
+  if msg.lease ~= "acquire" or (mode ~= gpu_lease.SHARED and mode ~= gpu_lease.EXCLUSIVE) then
+    log.warn("gpu: unknown lease request %q (mode %q) from the worker for device %s",
+      tostring(msg.lease), tostring(msg.mode), tostring(w.device))
     return 0
   end
-  local waited = self:_lease_acquire(w)
-  local ok, err = w.proc:write(json.encode({ lease = "granted" }) .. "\n")
+  local l = self.leases[w.device]
+  local waited = l and l:acquire(w, mode) or 0
+  local ok, err = w.proc:write(json.encode({ lease = "granted", mode = mode }) .. "\n")
   if not ok then return nil, err end
-  return waited
+  return waited, mode
 end
 
 -- One request/reply with a worker; nil, err when the worker broke (it is respawned). Time spent
--- waiting for the device's lease adds to w.lease_wait and not to the wall limit.
+-- waiting for the device's lease adds to w.lease_wait (exclusive) or w.shared_wait and not to
+-- the wall limit.
 function Pool:_request(w, op, job, wall)
-  w.lease_wait = 0
+  w.lease_wait, w.shared_wait = 0, 0
   if w.dead then
     self:_respawn(w, "previous restart failed")
     if w.dead then return nil, "EWORKER: worker for device " .. tostring(w.device) .. " is down" end
@@ -475,12 +470,13 @@ function Pool:_request(w, op, job, wall)
     end
     local msg = json.decode(reply)
     if type(msg) == "table" and msg.id == id and msg.lease ~= nil then
-      local waited, werr = self:_lease_request(w, msg.lease)
+      local waited, mode = self:_lease_request(w, msg)
       if not waited then
-        self:_respawn(w, "write failed: " .. tostring(werr))
-        return nil, "EWORKER: the worker died while it waited for the lease (" .. tostring(werr) .. ")"
+        self:_respawn(w, "write failed: " .. tostring(mode))
+        return nil, "EWORKER: the worker died while it waited for the lease (" .. tostring(mode) .. ")"
       end
-      w.lease_wait = w.lease_wait + waited
+      if mode == gpu_lease.SHARED then w.shared_wait = w.shared_wait + waited
+      else w.lease_wait = w.lease_wait + waited end
       deadline = deadline + waited
     elseif type(msg) == "table" and msg.id == id then
       self:_lease_release(w)  -- the job is over, whatever the worker did with the lease
@@ -544,6 +540,7 @@ function Pool:_job(op, job)
   result.gpu = gpu_record(w.gpu)
   result.wall = ktime.now() - t0
   result.lease_wait_s = w.lease_wait or 0
+  result.lease_shared_wait_s = w.shared_wait or 0
   return result
 end
 
