@@ -26,8 +26,10 @@ gpu.AUTO_WORKERS = nil
 ---  - `python`: interpreter (default env `KAGENT_PYTHON`, else `python3`).
 ---  - `workers_per_gpu`: workers per device (per GPU, or for `"cpu"`), a number >= 1 or `"auto"`;
 ---    more than 1 shares the device's lease among them (above). Default: env
----    `KAGENT_WORKERS_PER_GPU` (a number or `auto`; anything else raises), else 1 (`"auto"` becomes
----    the default once the pipelined pool has passed its GPU checks). `"auto"`
+---    `KAGENT_WORKERS_PER_GPU` (a number or `auto`; anything else raises), else 1. On an H100 more
+---    workers per GPU were slower than one for candidates dominated by their timed and profiled
+---    phases (0.48x the candidates per minute with 3 workers, docs/results/2026-11-23-throughput.md),
+---    so 1 stays the default. `"auto"`
 ---    is resolved when the workers start: 1 in CPU mode, on GPUs `gpu.auto_workers_per_gpu({gpus =
 ---    #gpu.gpus()}).workers`. `pool:devices()` tells the number and how it was chosen.
 ---  - `timeout`: wall-clock seconds the pool waits for a job's reply before it kills and respawns
@@ -54,8 +56,10 @@ function gpu.pool(opts) end
 ---  - `python`: interpreter (default env `KAGENT_PYTHON`, else `python3`).
 ---  - `workers_per_gpu`: workers per device (per GPU, or for `"cpu"`), a number >= 1 or `"auto"`;
 ---    more than 1 shares the device's lease among them (above). Default: env
----    `KAGENT_WORKERS_PER_GPU` (a number or `auto`; anything else raises), else 1 (`"auto"` becomes
----    the default once the pipelined pool has passed its GPU checks). `"auto"`
+---    `KAGENT_WORKERS_PER_GPU` (a number or `auto`; anything else raises), else 1. On an H100 more
+---    workers per GPU were slower than one for candidates dominated by their timed and profiled
+---    phases (0.48x the candidates per minute with 3 workers, docs/results/2026-11-23-throughput.md),
+---    so 1 stays the default. `"auto"`
 ---    is resolved when the workers start: 1 in CPU mode, on GPUs `gpu.auto_workers_per_gpu({gpus =
 ---    #gpu.gpus()}).workers`. `pool:devices()` tells the number and how it was chosen.
 ---  - `timeout`: wall-clock seconds the pool waits for a job's reply before it kills and respawns
@@ -81,8 +85,10 @@ function gpu.gpus() end
 ---  - `python`: interpreter (default env `KAGENT_PYTHON`, else `python3`).
 ---  - `workers_per_gpu`: workers per device (per GPU, or for `"cpu"`), a number >= 1 or `"auto"`;
 ---    more than 1 shares the device's lease among them (above). Default: env
----    `KAGENT_WORKERS_PER_GPU` (a number or `auto`; anything else raises), else 1 (`"auto"` becomes
----    the default once the pipelined pool has passed its GPU checks). `"auto"`
+---    `KAGENT_WORKERS_PER_GPU` (a number or `auto`; anything else raises), else 1. On an H100 more
+---    workers per GPU were slower than one for candidates dominated by their timed and profiled
+---    phases (0.48x the candidates per minute with 3 workers, docs/results/2026-11-23-throughput.md),
+---    so 1 stays the default. `"auto"`
 ---    is resolved when the workers start: 1 in CPU mode, on GPUs `gpu.auto_workers_per_gpu({gpus =
 ---    #gpu.gpus()}).workers`. `pool:devices()` tells the number and how it was chosen.
 ---  - `timeout`: wall-clock seconds the pool waits for a job's reply before it kills and respawns
@@ -112,8 +118,10 @@ local pool = {}
 ---  - `python`: interpreter (default env `KAGENT_PYTHON`, else `python3`).
 ---  - `workers_per_gpu`: workers per device (per GPU, or for `"cpu"`), a number >= 1 or `"auto"`;
 ---    more than 1 shares the device's lease among them (above). Default: env
----    `KAGENT_WORKERS_PER_GPU` (a number or `auto`; anything else raises), else 1 (`"auto"` becomes
----    the default once the pipelined pool has passed its GPU checks). `"auto"`
+---    `KAGENT_WORKERS_PER_GPU` (a number or `auto`; anything else raises), else 1. On an H100 more
+---    workers per GPU were slower than one for candidates dominated by their timed and profiled
+---    phases (0.48x the candidates per minute with 3 workers, docs/results/2026-11-23-throughput.md),
+---    so 1 stays the default. `"auto"`
 ---    is resolved when the workers start: 1 in CPU mode, on GPUs `gpu.auto_workers_per_gpu({gpus =
 ---    #gpu.gpus()}).workers`. `pool:devices()` tells the number and how it was chosen.
 ---  - `timeout`: wall-clock seconds the pool waits for a job's reply before it kills and respawns
