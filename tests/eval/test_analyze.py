@@ -4,7 +4,7 @@ import os
 import sys
 import unittest
 
-from worker_client import ROOT, Worker
+from worker_client import CpuWorkerTest, ROOT
 
 sys.path.insert(0, os.path.join(ROOT, "src", "gpu", "eval"))
 from kagent_eval import source_merge  # noqa: E402
@@ -17,15 +17,7 @@ def by_name(result):
     return {op["name"]: op for op in result["ops"]}
 
 
-class AnalyzeProblem(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.w = Worker("cpu")
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.w.close()
-
+class AnalyzeProblem(CpuWorkerTest):
     def analyze(self, **job):
         reply = self.w.request("analyze", job, timeout=300)
         self.assertTrue(reply["ok"], reply)

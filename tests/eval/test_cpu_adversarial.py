@@ -2,7 +2,7 @@
 and crashes, hangs and exits leave the worker able to run the next job."""
 import unittest
 
-from worker_client import Worker, fixture
+from worker_client import CpuWorkerTest, fixture
 
 # candidate -> (problem, op, expected stage, expected error code or None for ok)
 CASES = {
@@ -28,15 +28,7 @@ CASES = {
 BENCH = {"min_time": 0.1, "min_reps": 5}
 
 
-class CpuAdversarialTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.w = Worker("cpu")
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.w.close()
-
+class CpuAdversarialTest(CpuWorkerTest):
     def run_case(self, cand, problem, op, **extra):
         if op == "benchmark":
             extra.setdefault("bench", BENCH)

@@ -7,7 +7,7 @@ import unittest
 
 import numpy as np
 
-from worker_client import ROOT, Worker, fixture, fixture_text
+from worker_client import CpuWorkerTest, ROOT, fixture, fixture_text
 
 sys.path.insert(0, os.path.join(ROOT, "src", "gpu", "eval"))
 from kagent_eval import compare  # noqa: E402
@@ -21,15 +21,7 @@ def variant(name):
     return fixture_text("eval", "conv_bn_relu_variants.py", VARIANT=name)
 
 
-class IllConditionedTrialTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.w = Worker("cpu")
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.w.close()
-
+class IllConditionedTrialTest(CpuWorkerTest):
     def test_correct_candidates_pass_against_the_fp32_shadow(self):
         for name in CORRECT:
             with self.subTest(candidate=name):

@@ -2,18 +2,10 @@
 kernel_function binding, protocol errors."""
 import unittest
 
-from worker_client import Worker, fixture
+from worker_client import CpuWorkerTest, fixture
 
 
-class CpuVerifyTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.w = Worker("cpu")
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.w.close()
-
+class CpuVerifyTest(CpuWorkerTest):
     def test_ready_line(self):
         self.assertEqual(self.w.ready["mode"], "cpu")
         self.assertTrue(self.w.ready["torch"])

@@ -6,6 +6,7 @@ import select
 import subprocess
 import sys
 import time
+import unittest
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 FIX = os.path.join(ROOT, "tests", "fixtures")
@@ -137,3 +138,16 @@ class Worker:
                 stream.close()
             except Exception:
                 pass
+
+
+class CpuWorkerTest(unittest.TestCase):
+    """A test case whose tests share one CPU-mode worker, `self.w`, started once for the class
+    and closed after it."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.w = Worker("cpu")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.w.close()
