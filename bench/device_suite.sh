@@ -6,7 +6,8 @@
 #                              trust|trust-ka|bench-ka|report|latency-compare|lease|throughput|all
 # profile-app compares the multi-kernel targets with ncu's application replay (about 90 s per
 # ncu run, so it is not part of `all`); sweep (the tuner over the five showcase problems, about
-# 8 minutes on the H100) is not either, nor bench-ka (agents/bench.lua on KernelAgent's artifacts:
+# 12 minutes on the H100: more than one 10-minute call, so run it again on the same folder to
+# resume) is not either, nor bench-ka (agents/bench.lua on KernelAgent's artifacts:
 # 2.5 minutes on the H100 without max-autotune, whose compiles add several; run it again until its
 # table has the five problems, each call continuing the last), nor
 # report (the beam step of the agent check alone, keeping its run folder for a screenshot).
