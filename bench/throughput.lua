@@ -35,6 +35,7 @@ local spec = {
   op = { type = "string", choices = { "evaluate", "benchmark" }, default = "evaluate", help = "pool method per job: evaluate (verify, time, profile: what a search does) or benchmark (verify, time)" },
   metrics = options.metrics,
   timeout = { type = "number", above = 0, default = 900, help = "seconds the pool waits for one job" },
+  json = { type = "string", metavar = "file", help = "also write every configuration's figures and each job's whole result (its stage timeline, lease waits, errors) as JSON" },
 }
 local opts, _, code = run_lib.parse(PROG, kagent.args, spec, {
   usage = "kagent-rt " .. PROG .. " [options]",
@@ -137,6 +138,17 @@ for _, c in ipairs(configs) do
   print(tp.control_line(string.format("in the batch, %s ×%d", c.label, c.workers), t) .. (vs and ("; vs alone " .. vs) or ""))
 end
 if cpu then print("CPU MODE: not GPU figures.") end
+if opts.json then
+  local dump = { problem = problem, kernel = kernel_path, op = opts.op, cpu = cpu, configs = {} }
+  for i, c in ipairs(configs) do
+    dump.configs[i] = { label = c.label, workers = c.workers, wall_s = c.run.wall,
+      per_minute = tp.per_minute(c.run), alone = c.run.alone, results = c.run.results,
+      tags = {}, controls = {} }
+    for k, j in ipairs(jobs) do dump.configs[i].tags[k], dump.configs[i].controls[k] = j.tag, j.control == true end
+  end
+  local ok_w, werr = fs.write(opts.json, json.encode(dump))
+  if not ok_w then io.stderr:write(PROG .. ": cannot write " .. opts.json .. ": " .. tostring(werr) .. "\n"); return 1 end
+end
 if failed_run then
   io.stderr:write(PROG .. ": a control job failed: the figures cannot be trusted\n")
   return 1

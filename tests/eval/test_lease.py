@@ -7,8 +7,9 @@ import unittest
 
 from worker_client import Worker, fixture
 
-# the candidate's stages that run on the GPU untimed (before its gate) and timed (after it)
-SHARED_STAGES = ("load", "compile", "run")
+# the candidate's stages that run on the GPU untimed (before its gate) and timed (after it);
+# "load" (the problem's module) runs nothing on the GPU and holds no lease
+SHARED_STAGES = ("build", "compile", "run")
 EXCLUSIVE_STAGES = ("benchmark", "benchmark_loop", "benchmark_check")
 
 
@@ -91,9 +92,9 @@ class LeaseTest(unittest.TestCase):
         self.assertIs(self.worker.ready.get("lease"), True)
 
     def test_verify_holds_shared_only(self):
-        # the reference's outputs and the candidate's load and trials run on the GPU untimed;
-        # the candidate's first shared grant is held back, and its process must not start
-        # before it
+        # the reference's outputs and the candidate's build and trials run on the GPU untimed;
+        # the candidate's first shared grant is held back, and its build must not start before
+        # it; the problem's module loads with no lease
         pool = LeasePool(self.worker, hold_back={("shared", 1): 0.2, ("shared", 2): 0.2})
         reply = pool.job("verify", {"problem": fixture("eval", "relu_problem.py"),
                                     "candidate": fixture("eval", "relu_good.py"),
@@ -104,8 +105,12 @@ class LeaseTest(unittest.TestCase):
         self.assertEqual({m for _, m, _ in pool.events}, {"shared"}, pool.events)
         self.assertGreaterEqual(len(pool.holds), 2, "the reference and the candidate each ask")
         pool.check_stages(self, result)
-        self.assertEqual(pool.held_at(result["stage_at"]["load"]), "shared")
-        self.assertEqual(pool.held_at(result["stage_at"]["compile"]), "shared")
+        at = result["stage_at"]
+        self.assertIsNone(pool.held_at(at["load"]), "the problem's module loads with no lease")
+        self.assertGreater(at["build"], pool.times("granted", "shared")[1],
+                           "the models were built after the candidate's grant")
+        self.assertEqual(pool.held_at(at["build"]), "shared")
+        self.assertEqual(pool.held_at(at["compile"]), "shared")
 
     def test_every_timed_phase_waits_for_its_grant(self):
         # the baselines (reference child), the candidate's timed stages behind its gate, and the
@@ -132,6 +137,9 @@ class LeaseTest(unittest.TestCase):
                         "the candidate's lease was given back before the re-measure asked")
         self.assertGreaterEqual(result["stage_s"]["gate"], 0.3, "the gate waited for the lease")
         pool.check_stages(self, result)
+        # after its timed stages the child gives exclusive back and asks for shared (its exit)
+        self.assertEqual(pool.times("acquire", "shared")[-1] > exclusive[1], True,
+                         "the candidate asked for shared again after its timed stages")
 
     def test_no_lease_without_the_flag(self):
         solo = Worker("cpu")

@@ -3,7 +3,7 @@
 -- agents/lib/tunables.lua) and three copies of the unchanged kernel (the control) go through a pool of 1 worker and then of `--workers` (default 3)
 -- on GPU 0, each pool with a cold Triton cache of its own. Checks (PASS/FAIL lines, exit 1 on a
 -- failure): every job verifies and is timed, and with several workers no job's timed stages
--- overlap any stage of another job on the GPU, timed or not (load, first call, trials; stage_at,
+-- overlap any GPU stage of another job, timed or not (build, first call, trials; stage_at,
 -- the host's monotonic clock). Prints, as figures and not as checks: jobs per minute for each
 -- pool, the seconds jobs waited for the lease exclusive and shared, and the control's median
 -- timed alone (before the batch, one worker) against its median inside each batch, with their
@@ -66,7 +66,7 @@ local function no_overlap(run, workers, of, label)
     local x = ra.ok and span(ra, TIMED)
     for b, rb in ipairs(run.results) do
       local y = a ~= b and rb.ok and of(rb)
-      if x and y and spans.overlap(x, y) then bad = bad or { a, b } end
+      if x and y and spans.overlaps_any(x, type(y[1]) == "table" and y or { y }) then bad = bad or { a, b } end
     end
   end
   check(bad == nil, string.format("%d workers: no job's timing overlaps another's %s%s", workers, label,
@@ -77,7 +77,7 @@ local one = run_pool(1)
 local many = run_pool(opts.workers)
 if one and many then
   no_overlap(many, opts.workers, function(r) return span(r, TIMED) end, "timing")
-  no_overlap(many, opts.workers, spans.untimed, "untimed stages (load, first call, trials)")
+  no_overlap(many, opts.workers, spans.untimed, "untimed GPU stages (build, first call, trials)")
   print("")
   print(tp.HEADER)
   print(tp.row(opts.cpu and "cpu" or "GPU 0", 1, one))

@@ -108,7 +108,6 @@ def handle(ev, job):
     timeouts = {}
     if job.get("timeout"):
         timeouts = {k: float(job["timeout"]) for k in ("load", "trace", "run", "check")}
-    ev.settle()
     with ev.lease.shared():  # the traced forward runs on the GPU; nothing of it is timed
         out = sandbox.run_child(_child, (spec,), timeouts, ev.close_fds)
     res, _ = out.first("analysis")

@@ -13,7 +13,8 @@ def prepare(device, threads, warm=True):
     """Everything a candidate's process needs before the candidate: torch on the device, the
     timer (its primitives bound before candidate code runs, its all-stream trace ready) and, on
     a GPU, Triton's driver and the profiler started, so a spare sandbox pays for them before the
-    job arrives."""
+    job arrives. Nothing here runs on the GPU (a spare prepares without its GPU's lease); what
+    does is kept in state["device_warm"] for warmup.on_device once the job holds the lease."""
     t0 = _perf_counter()
     torch = child_common.setup_torch(device, threads)
     timer = Timer(torch, device, child_common.activity_tracer(device))
@@ -21,7 +22,8 @@ def prepare(device, threads, warm=True):
              "warmed": {"context_timer": _perf_counter() - t0}}
     if warm and device.startswith("cuda"):
         from . import warmup
-        state["warmed"].update(warmup.gpu(torch))
+        warmed, state["device_warm"] = warmup.host(torch)
+        state["warmed"].update(warmed)
     return state
 
 
@@ -45,6 +47,11 @@ def run(ch, spec, state=None):
     torch, timer = state["torch"], state["timer"]
     dtype = loader.torch_dtype(torch, spec["dtype"])
     problem = loader.load_module("problem", spec["problem"])
+    child_common.gate(state, "shared")  # from here on this process runs work on the GPU
+    ch.stage("build")
+    if state.get("device_warm") is not None:
+        from . import warmup
+        ch.send({"type": "warmed", "parts": warmup.on_device(torch, state.pop("device_warm"))})
     init_inputs = list(problem.get_init_inputs())
     ref_model = loader.build_model(torch, problem.Model, init_inputs, spec["seed"], dtype, device)
     threads_before = threading.active_count()
@@ -54,7 +61,7 @@ def run(ch, spec, state=None):
 
     if spec.get("hardened"):
         # a re-measure of a verified candidate: no trials, only the hardened timing
-        _gate(state)
+        child_common.gate(state, "exclusive")
         ch.stage("benchmark")
         _benchmark_hardened(ch, torch, timer, problem, cand, spec, dtype, device)
         return
@@ -73,7 +80,7 @@ def run(ch, spec, state=None):
         if late:
             _trials(ch, torch, timer, problem, cand, spec, dtype, device, cuda, late, tolerant=True)
         return
-    _gate(state)
+    child_common.gate(state, "exclusive")
     args, _ = inputs.make_inputs(torch, problem, spec["seed"], 0, dtype, device)
     holder = [None]
 
@@ -106,15 +113,13 @@ def run(ch, spec, state=None):
     if spec.get("profile") is not None and cuda:
         ch.stage("profile")
         ch.send({"type": "profile", "result": _profile(torch, call, spec)})
-    late = [e for e in plan if e["late"]]
+    del args, holder
+    if cuda:
+        torch.cuda.synchronize()
+    # the timed work is over: the late trials and this process's exit need the lease only shared
+    child_common.gate(state, "shared")
     if late:
-        del args, holder
         _trials(ch, torch, timer, problem, cand, spec, dtype, device, cuda, late, tolerant=True)
-
-
-def _gate(state):
-    if state.get("gate"):
-        state.pop("gate")()  # the next job's sandbox finishes preparing before anything is timed
 
 
 def _measure_opts(bench):

@@ -12,6 +12,15 @@ def setup_torch(device, threads):
     return torch
 
 
+def gate(state, mode):
+    """Stops until the worker holds this process's GPU lease in `mode` ("shared" or "exclusive";
+    lease.py). Only a spare sandbox has a gate; a process forked on demand runs under a lease the
+    worker holds for all of it."""
+    wait = state.get("gate") if state else None
+    if wait is not None:
+        wait(mode)
+
+
 def activity_tracer(device):
     """The all-stream activity trace for the timing (``profiling.ActivityTrace``), or None
     where this process cannot have one (CPU mode, no libkagent_prof)."""

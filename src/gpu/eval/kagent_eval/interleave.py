@@ -5,7 +5,7 @@ gives one ratio against the first candidate; the worker summarises them.
 
 The whole session runs under one all-stream trace and each candidate's calls are checked as in
 a benchmark (``timing.all_stream_check``)."""
-from . import digest, inputs, loader, timing
+from . import child_common, digest, inputs, loader, timing
 from .timing import _perf_counter
 
 
@@ -14,6 +14,7 @@ def run(ch, spec, state):
     device = spec["device"]
     dtype = loader.torch_dtype(torch, spec["dtype"])
     problem = loader.load_module("problem", spec["problem"])
+    child_common.gate(state, "shared")
     init_inputs = list(problem.get_init_inputs())
     ref_model = loader.build_model(torch, problem.Model, init_inputs, spec["seed"], dtype, device)
     cands = []
@@ -29,8 +30,7 @@ def run(ch, spec, state):
     ch.stage("compile")
     for call in calls:
         timer.warm(call, 3, 0.0)
-    if state.get("gate"):
-        state.pop("gate")()
+    child_common.gate(state, "exclusive")
     ch.stage("benchmark")
     pad = 0
     for call in calls:  # one launch pad for all: the longest any candidate needs

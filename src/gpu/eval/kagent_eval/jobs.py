@@ -10,6 +10,8 @@ from .lease import EXCLUSIVE, SHARED, Lease
 from .reference import ReferenceCache
 from .request import BadRequest  # noqa: F401  (worker.py takes it from here)
 
+# the lease mode a spare's child waits for at each of its gates (spare.GATE_STAGES)
+LEASE_AT_GATE = {"gate": EXCLUSIVE, "gate_shared": SHARED}
 OPS_WITH = {  # op -> (audit, bench, profile)
     "verify": (False, False, False),
     "benchmark": (True, True, False),
@@ -22,10 +24,10 @@ DEFAULT_BASELINES = ["eager", "compile"]
 class Evaluator:
     def __init__(self, device, threads=None, protocol_fd=None, lease=None):
         self.device = device
-        # the GPU's lease (lease.py): shared around untimed GPU work, exclusive through every
-        # timed or profiled phase; a worker alone on its device never asks for it
+        # the GPU's lease (lease.py): none while nothing of the job runs on the GPU, shared
+        # around untimed GPU work, exclusive through every timed or profiled phase; a worker
+        # alone on its device never asks for it
         self.lease = lease or Lease(False, None, None)
-        self.lease.on_change = self._on_lease
         self.cuda = device.startswith("cuda")
         self.threads = threads
         self.close_fds = [protocol_fd] if protocol_fd is not None else []
@@ -34,7 +36,7 @@ class Evaluator:
         # the seed of property trials and resized problems: new per worker, reported with every
         # result so a failure can be replayed (job "replay_seed")
         self.replay_seed = random.SystemRandom().randrange(1, 2 ** 31)
-        self.refs = ReferenceCache(self.close_fds, self.settle, self.lease)
+        self.refs = ReferenceCache(self.close_fds, self.lease, self.cuda)
         # a candidate sandbox prepared ahead of the next job (KAGENT_EVAL_SPARE=0 turns it off)
         self.use_spare = os.environ.get("KAGENT_EVAL_SPARE", "1") != "0"
         self.spare = None
@@ -44,25 +46,6 @@ class Evaluator:
         if self.use_spare and self.spare is None:
             self.spare = spare_mod.Spare(child_candidate.prepare, child_candidate.run,
                                          (self.device, self.threads), self.close_fds)
-            self._on_lease(self.lease.mode)
-
-    def _on_lease(self, mode):
-        """A spare still preparing (CUDA context, Triton's driver, the profiler: GPU work) runs
-        only while the worker may run untimed GPU work: it is paused while this worker times,
-        and, where workers share the GPU, while this worker holds no lease (between jobs, or
-        waiting for one), since another worker may be timing then."""
-        if self.spare is None:
-            return
-        if mode == SHARED or (mode is None and not self.lease.enabled):
-            self.spare.resume()
-        else:
-            self.spare.pause()
-
-    def settle(self):
-        """Let the spare finish preparing, so its start-up work does not overlap a timing."""
-        if self.spare is not None and not self.spare.ready:
-            with self.lease.shared():
-                self.spare.wait_ready()
 
     def close(self):
         if self.spare is not None:
@@ -71,27 +54,29 @@ class Evaluator:
 
     def run_candidate(self, cspec):
         """The candidate's child for a job: the prepared spare when there is one, else a fresh
-        fork; the next spare starts preparing meanwhile. The child's work up to its gate (load,
-        the first call that compiles, the trials) holds the lease shared; at the gate the worker
-        asks for it exclusive (pausing the next spare) and only then lets the child time."""
-        with self.lease.shared():
-            current, self.spare = self.spare, None
-            self._refill_spare()  # the next job's sandbox prepares during this job's untimed stages
+        fork; the next spare starts preparing meanwhile (it needs no lease). The spare's child
+        holds no lease until its first gate; at each gate the worker gets the lease in the mode
+        the child asks for (shared for the build and the trials, exclusive for the timed and
+        profiled stages, shared again for the late trials and its exit)."""
+        current, self.spare = self.spare, None
+        self._refill_spare()
 
-            def on_stage(name):
-                if name == "gate":
-                    self.lease.acquire(EXCLUSIVE)  # the gate's deadline starts once this returns
-                    current.open_gate()
+        def on_stage(name):
+            if name in LEASE_AT_GATE:
+                self.lease.acquire(LEASE_AT_GATE[name])  # its deadline starts once this returns
+                current.open_gate()
 
+        try:
             out = current.run(cspec, cspec["timeouts"], on_stage) if current is not None else None
             if out is None:
-                self.settle()
                 # a child forked on demand has no gate to stop at: it holds the lease
                 # exclusive throughout when it has anything to time
                 timed = child_candidate.times_anything(cspec)
                 with self.lease.held(EXCLUSIVE if timed else SHARED):
                     out = sandbox.run_child(child_candidate.run, (cspec,), cspec["timeouts"],
                                             self.close_fds)
+        finally:
+            self.lease.release()
         return out
 
     # -- job normalisation -------------------------------------------------------------
@@ -113,7 +98,7 @@ class Evaluator:
         if job.get("timeout"):
             t = float(job["timeout"])
             timeouts = {k: t for k in sandbox.DEFAULT_TIMEOUTS
-                        if k not in ("start", "baseline", "gate")}
+                        if k not in ("start", "baseline", "gate", "gate_shared")}
         timeouts.update(job.get("timeouts") or {})
         audit, bench, profile = OPS_WITH[op]
         bench_opts = dict(job.get("bench") or {}) if bench else None
@@ -198,7 +183,10 @@ class Evaluator:
         prepared = getattr(out, "prepared", None) or {}
         result["prepared"] = bool(prepared)
         if prepared:
-            result["prepare_s"], result["warmed"] = prepared.get("prepare_s"), prepared.get("warmed")
+            result["prepare_s"] = prepared.get("prepare_s")
+            result["warmed"] = dict(prepared.get("warmed") or {})
+            on_device, _ = out.first("warmed")
+            result["warmed"].update((on_device or {}).get("parts") or {})
         loaded, _ = out.first("loaded")
         if loaded:
             result["candidate_kind"] = loaded.get("kind")
@@ -277,7 +265,6 @@ class Evaluator:
                      bench=dict(spec["bench"] or {}, reps=max(10, min(200, first.get("n") or 50))))
         result["trust"]["remeasured"] = True
         for attempt in range(1, verdict.HARDENED_TRIES + 1):
-            self.settle()
             with self.lease.timed():
                 probe = self._hardened_measure(hspec, trial0, rtol, atol)
             if probe.get("error"):

@@ -4,18 +4,22 @@ Several workers may share one GPU (the pool's workers_per_gpu). A figure must be
 nothing else running on the GPU, so the worker asks the pool for its device's lease around all
 the GPU work of a job, in one of two modes:
 
-  shared     untimed GPU work: the candidate's process from the job's start to its gate (load,
-             the first call that compiles, the correctness trials), the reference's outputs,
-             the next job's sandbox preparing, an analysis. Any number of workers at once.
-  exclusive  timed or profiled work: the candidate's stages past its gate, the baselines, the
-             hardened re-measure, sanitize, peaks. Nobody else holds the lease meanwhile.
+  shared     untimed GPU work: the candidate's process building its models and running its
+             correctness trials (before its timed stages) and its late trials and exit (after
+             them), the reference's outputs, an analysis. Any number of workers at once.
+  exclusive  timed or profiled work: the candidate's timed and profiled stages, the baselines,
+             the hardened re-measure, sanitize, peaks. Nobody else holds the lease meanwhile.
+
+What runs nothing on the GPU holds no lease: a spare sandbox preparing (a CUDA context, the
+timer's buffers, CUPTI and Triton set up, no kernel), the problem's module loading, the worker's
+checks.
 
     worker -> pool   {"id": <job id>, "lease": "acquire", "mode": "shared"|"exclusive"}
     pool -> worker   {"lease": "granted", "mode": ...}
     worker -> pool   {"id": <job id>, "lease": "release"}     (no answer)
 
 A worker holds one mode at a time: to change it, it stops its GPU work first (the candidate's
-process waits at its gate; the next sandbox is paused), releases, and asks again. The pool
+process waits at a gate, child_common.gate), releases, and asks again. The pool
 serves requests in order (a shared request waits behind an earlier exclusive one) and takes back
 what a worker holds when the job's reply arrives or the worker dies or times out. Only this
 trusted worker speaks to the pool: a candidate's process cannot ask, and its hold ends when the
@@ -35,10 +39,6 @@ class Lease:
         self.read_line = read_line  # the next line from the pool ("" at its end)
         self.job_id = None
         self.mode = None  # what this worker holds: None, SHARED or EXCLUSIVE
-        # on_change(mode): called before the worker gives up shared (its GPU work must stop)
-        # and after it gains shared (GPU work may go on); the evaluator pauses and resumes its
-        # spare sandbox with it
-        self.on_change = None
 
     def begin(self, job_id):
         """A job starts: its requests carry its id."""
@@ -51,15 +51,11 @@ class Lease:
         first."""
         if self.mode == mode:
             return
-        if mode != SHARED:
-            self._notify(mode)  # the GPU work allowed under shared stops first
-        self._release()
+        self.release()
         if self.enabled:
             self.send({"id": self.job_id, "lease": "acquire", "mode": mode})
             self._wait_grant()
         self.mode = mode
-        if mode == SHARED:
-            self._notify(mode)
 
     def _wait_grant(self):
         while True:
@@ -74,18 +70,9 @@ class Lease:
                 return
 
     def release(self):
-        if self.mode is not None:
-            self._notify(None)
-            self._release()
-
-    def _release(self):
         held, self.mode = self.mode, None
         if held is not None and self.enabled:
             self.send({"id": self.job_id, "lease": "release"})
-
-    def _notify(self, mode):
-        if self.on_change is not None:
-            self.on_change(mode)
 
     @contextlib.contextmanager
     def held(self, mode):

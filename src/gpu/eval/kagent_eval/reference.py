@@ -2,8 +2,11 @@
 it measured per problem (trial outputs, baseline timings, the roofline's inputs).
 
 The roofline is computed here, from the reference's figures (compulsory bytes of its inputs,
-outputs and parameters; its FLOP count; the GPU's peaks measured by the reference child), so
-nothing a candidate's process reports goes into the speed-of-light bound.
+outputs and parameters; its FLOP count; the GPU's peaks), so nothing a candidate's process
+reports goes into the speed-of-light bound. The peaks are a measurement: they are taken once per
+worker in a child of their own (peaks.py) under the lease exclusive, and handed to the
+reference child; measured beside other workers' trials they would come out low, and every
+honest kernel near the bound would look faster than it.
 """
 import collections
 import json
@@ -17,9 +20,10 @@ ITEMSIZE = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2, "int64": 8,
 
 
 class ReferenceCache:
-    def __init__(self, close_fds, settle, lease):
+    def __init__(self, close_fds, lease, cuda):
         self.close_fds = close_fds
-        self.settle = settle  # waits for the spare sandbox, so no start-up overlaps a timing
+        self.cuda = cuda
+        self._peaks = None  # the device's measured peaks, once taken
         # the GPU's lease: shared while the reference computes its outputs, exclusive when the
         # child also times the baselines (one process does both; the outputs are computed once
         # per problem)
@@ -48,8 +52,8 @@ class ReferenceCache:
         if want_outputs or want_base:
             rspec = dict(spec, want_outputs=want_outputs,
                          baselines=list(bench["baselines"]) if want_base else None)
-            if want_base:
-                self.settle()
+            if want_outputs and self.cuda:
+                rspec["peaks"] = self.device_peaks()
             with self.lease.held(EXCLUSIVE if want_base else SHARED):
                 out = sandbox.run_child(child_reference.run, (rspec,), spec["timeouts"],
                                         self.close_fds)
@@ -74,6 +78,21 @@ class ReferenceCache:
                 base = (b or {}).get("result")
                 self.baselines[bkey] = base
         return trials, base, None
+
+    def device_peaks(self):
+        """The GPU's peaks ({"dram_bytes_per_s", ...} or {"error": ...}), measured on first use in
+        a child of their own under the lease exclusive and kept for the worker's life."""
+        if self._peaks is None:
+            from . import peaks
+            with self.lease.timed():
+                out = sandbox.run_child(peaks.run, ({"device": "cuda:0" if self.cuda else "cpu"},),
+                                        {"run": 120}, self.close_fds)
+            res, _ = out.first("peaks")
+            if res is None or not isinstance(res.get("result"), dict):
+                why = out.failure or (out.first("error")[0] or {}).get("message")
+                return {"error": "EROOFLINE: the peaks could not be measured: %s" % (why,)}
+            self._peaks = res["result"]
+        return self._peaks
 
     def peaks(self, spec):
         return (self.roof.get(self.problem_key(spec)) or {}).get("peaks")

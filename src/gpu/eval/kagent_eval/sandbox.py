@@ -16,7 +16,8 @@ import traceback
 from . import jail, reaper, wire
 
 _PR_SET_PDEATHSIG = 1
-DEFAULT_TIMEOUTS = {"start": 60.0, "gate": 60.0, "load": 120.0, "compile": 180.0, "run": 120.0,
+DEFAULT_TIMEOUTS = {"start": 60.0, "gate": 60.0, "gate_shared": 60.0, "load": 120.0,
+                    "build": 120.0, "compile": 180.0, "run": 120.0,
                     "audit": 120.0, "benchmark": 300.0, "profile": 600.0, "baseline": 900.0}
 
 

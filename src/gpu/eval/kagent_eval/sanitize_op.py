@@ -20,7 +20,6 @@ def run(ev, job):
     if not ev.cuda:
         return {"ok": None, "error": "ENOTSUP: compute-sanitizer needs a GPU (CPU mode)",
                 "elapsed": time.monotonic() - t0}
-    ev.settle()
     limit = spec["tool_timeout"] * len(tools) + 60
     with ev.lease.timed():  # the tools replay the forward many times: nothing else is timed
         out = sandbox.run_child(sanitizer.run_child, (spec,), dict(spec["timeouts"],

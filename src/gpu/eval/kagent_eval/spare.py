@@ -1,20 +1,20 @@
 """A candidate sandbox forked before its job arrives.
 
-Creating the CUDA context, loading Triton's driver and starting CUPTI take seconds per process;
-a spare child does them while the worker is idle or busy with the previous verdict, then blocks
-until the worker sends the job. No candidate code reaches the process before that, so what it
-prepared (the timer's bound primitives, the profiler's state) is as trustworthy as in a child
-forked on demand. Stage deadlines start when the job is sent; preparation has its own.
+Creating the CUDA context, loading Triton's driver and starting CUPTI take a second per process;
+a spare child does them while the worker is busy with the previous job, then blocks until the
+worker sends the job. No candidate code reaches the process before that, so what it prepared
+(the timer's bound primitives, the profiler's state) is as trustworthy as in a child forked on
+demand. Stage deadlines start when the job is sent; preparation has its own.
 
-The next spare is forked when a job starts, so it prepares during that job's untimed stages
-(load, compile, trials). The job stops at a gate before its timed stages; the worker then pauses
-the next spare if it is still preparing (SIGSTOP) and resumes it when the job's process has
-exited, so no preparation overlaps a timing and none makes a job wait, unless jobs arrive
-faster than spares can prepare.
+The next spare is forked when a job starts. Its preparation runs nothing on the GPU
+(child_candidate.prepare), so it needs no lease and goes on beside any timing
+(bench/lease_free_work.py measures that it leaves timings alone).
+
+During the job the child stops at a gate before each part that needs the GPU's lease in another
+mode (child_common.gate): it announces the gate as a stage ("gate_shared", or "gate" for
+exclusive), the worker gets the lease in that mode and sends "go".
 """
 import os
-import select
-import signal
 import time
 
 from . import jail, sandbox, wire
@@ -41,34 +41,6 @@ class Spare:
         self.pid, self.rfd, self.spec_w = pid, rfd, spec_w
         sandbox.PARENT_ONLY_FDS.update((rfd, spec_w))
         self.ready = False
-        self.paused_at = None
-
-    def pause(self):
-        """Stops a spare that is still preparing (SIGSTOP to its process group), so its start-up
-        work cannot overlap another job's timed stages; resume() or wait_ready() continues it."""
-        if self.ready or self.pid is None or self.paused_at is not None:
-            return
-        for target in (-self.pid, self.pid):
-            try:
-                os.kill(target, signal.SIGSTOP)
-                self.paused_at = time.monotonic()
-                return
-            except OSError:
-                continue
-
-    def resume(self):
-        if self.paused_at is None or self.pid is None:
-            return
-        self.prep_deadline += time.monotonic() - self.paused_at
-        self.paused_at = None
-        self._continue()
-
-    def _continue(self):
-        for target in (-self.pid, self.pid):
-            try:
-                os.kill(target, signal.SIGCONT)
-            except OSError:
-                pass
 
     def wait_ready(self):
         """True once the child has prepared; False (and the child gone) if it failed or hung."""
@@ -76,15 +48,7 @@ class Spare:
             return True
         if self.pid is None:
             return False
-        self.resume()
         try:
-            # a stop and a continue sent while the spare was forking (its PID namespace's process
-            # 1) both reach the new process, the stop last, and it stays stopped: continue the
-            # group again until the spare answers
-            while not select.select([self.rfd], [], [], 0.25)[0]:
-                if time.monotonic() >= self.prep_deadline:
-                    raise wire.Timeout("the spare did not prepare in time")
-                self._continue()
             obj, _ = wire.recv(self.rfd, self.prep_deadline)
             if isinstance(obj, dict) and obj.get("type") == "ready":
                 self.ready, self.info = True, obj
@@ -96,8 +60,8 @@ class Spare:
 
     def run(self, spec, timeouts, on_stage=None):
         """Outcome of the job in the prepared child, or None when the child is not usable (the
-        caller then forks a fresh one). The child stops at stage "gate" before its timed work
-        until open_gate() is called (typically from on_stage)."""
+        caller then forks a fresh one). The child stops at each gate (stages "gate_shared" and
+        "gate") until open_gate() is called (typically from on_stage)."""
         if not self.wait_ready():
             return None
         try:
@@ -118,7 +82,7 @@ class Spare:
         return out
 
     def open_gate(self):
-        """Lets the running job go on to its timed stages."""
+        """Lets the running job go on past the gate it stopped at."""
         try:
             wire.send(self.spec_w, {"go": True})
         except (OSError, TypeError):
@@ -146,11 +110,14 @@ def _spare_main(ch, spec_fd, prepare, target, prep_args):
     obj, _ = wire.recv(spec_fd)
     jail.narrow_reads(jail.job_files(obj["spec"]))
     if isinstance(state, dict):
-        state["gate"] = lambda: _wait_gate(ch, spec_fd)
+        state["gate"] = lambda mode: _wait_gate(ch, spec_fd, mode)
     target(ch, obj["spec"], state)
 
 
-def _wait_gate(ch, fd):
-    ch.stage("gate")
+# the stage a child announces at a gate, by the lease mode it waits for
+GATE_STAGES = {"shared": "gate_shared", "exclusive": "gate"}
+
+
+def _wait_gate(ch, fd, mode):
+    ch.stage(GATE_STAGES[mode])
     wire.recv(fd)
-    os.close(fd)

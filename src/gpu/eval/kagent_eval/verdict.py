@@ -187,8 +187,9 @@ def check_generalization(result, ref_trials, cand_outcome, rtol, atol, sample_se
 
 def failure_from_outcome(result, outcome, stage_map=None):
     """A crash, hang or exception in the candidate's process."""
-    stage = {"start": "load", "benchmark_loop": "benchmark", "benchmark_check": "benchmark",
-             "roofline": "benchmark"}.get(
+    stage = {"start": "load", "build": "load", "gate_shared": "load",
+             "benchmark_loop": "benchmark",
+             "benchmark_check": "benchmark", "roofline": "benchmark"}.get(
         outcome.stage, outcome.stage)
     if outcome.failure:
         code, msg = outcome.failure

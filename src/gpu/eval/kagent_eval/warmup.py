@@ -1,8 +1,11 @@
-"""One-off GPU start-up costs of a candidate's process, paid ahead of the job by a spare sandbox:
-Triton's driver, launcher and disk-cache machinery (the first launch of any Triton kernel in a
-process), CUPTI's activity tracing (the kernel audit's first trace) and the default profile's
-metric configuration (host-side: no GPU work). Each part is optional:
-a failure here only means the job pays that cost itself."""
+"""One-off GPU start-up costs of a candidate's process, paid ahead of the job by a spare sandbox.
+
+host(): without running anything on the GPU, so a spare prepares without its GPU's lease: Triton's
+driver and launcher, the module of a small kernel compiled and loaded (not launched), CUPTI's
+activity tracing set up, and the default profile's metric check and config image.
+on_device(): what does run on the GPU (a first Triton launch, a first traced kernel), called by
+the job once it holds the lease shared. Each part is optional: a failure here only means the job
+pays that cost itself."""
 import time
 
 try:
@@ -18,33 +21,69 @@ except Exception:  # no Triton, or one that cannot JIT here: nothing to warm
     _touch = None
 
 
-def gpu(torch):
-    """{part: seconds} for the parts that were warmed."""
-    warmed = {}
-    x = torch.zeros(1024, device="cuda")
+def parent():
+    """In the worker, before any sandbox is forked (no CUDA): Triton's hash of its own sources
+    and library (kept for the process; every candidate's first compile needs it) and the modules
+    Triton imports on its first compile. Each forked process then starts with them."""
+    if _touch is None:
+        return
+    try:
+        from triton.runtime import cache
+        cache.triton_key()
+    except Exception:
+        pass
+    for name in ("triton.experimental.gluon", "triton.compiler.compiler",
+                 "triton.backends.nvidia.compiler", "triton.backends.nvidia.driver"):
+        try:
+            __import__(name)
+        except Exception:
+            pass
+
+
+def host(torch):
+    """{part: seconds} for the parts prepared; state for on_device() under "touch"."""
+    warmed, state = {}, {}
+    x = torch.empty(1024, device="cuda")  # an allocation, no kernel
+    state["x"] = x
     if _touch is not None:
         t0 = time.monotonic()
         try:
-            _touch[(1,)](x, x.numel(), BLOCK=1024)
-            torch.cuda.synchronize()
+            kernel = _touch.warmup(x, x.numel(), BLOCK=1024, grid=(1,))  # compiles, no launch
+            getattr(kernel, "_init_handles", lambda: None)()  # loads the module
             warmed["triton"] = time.monotonic() - t0
         except Exception:
             pass
-    t0 = time.monotonic()
-    try:
-        from . import profiling
-        torch.cuda.synchronize()
-        rows = profiling.trace_kernels(lambda: x.add_(1), 0)
-        source = (rows[0].get("source") or "cupti") if rows else "empty"
-        warmed["trace:" + source] = time.monotonic() - t0
-    except Exception:
-        pass
     t0 = time.monotonic()
     try:  # host-side only: the default profile's metric check and config image
         from . import ncu_metrics, profiling
         counters, _ = ncu_metrics.split_launch(ncu_metrics.resolve("sol"))
         profiling.check_metrics(counters, 0)
         warmed["profile:sol"] = time.monotonic() - t0
+    except Exception:
+        pass
+    return warmed, state
+
+
+def on_device(torch, state):
+    """The first launch and the first traced kernel, under the lease: {part: seconds}."""
+    warmed = {}
+    x = state.get("x")
+    if x is None:
+        return warmed
+    if _touch is not None:
+        t0 = time.monotonic()
+        try:
+            _touch[(1,)](x, x.numel(), BLOCK=1024)
+            torch.cuda.synchronize()
+            warmed["triton_launch"] = time.monotonic() - t0
+        except Exception:
+            pass
+    t0 = time.monotonic()
+    try:
+        from . import profiling
+        rows = profiling.trace_kernels(lambda: x.add_(1), 0)
+        source = (rows[0].get("source") or "cupti") if rows else "empty"
+        warmed["trace:" + source] = time.monotonic() - t0
     except Exception:
         pass
     torch.cuda.synchronize()

@@ -62,6 +62,8 @@ def _import_stack(cuda):
             import triton.language  # noqa: F401
             import triton.testing  # noqa: F401
             triton_ver = triton.__version__
+            from . import warmup
+            warmup.parent()  # Triton's host-side start-up, once, before any sandbox is forked
         except Exception:
             triton_ver = None
     try:
@@ -173,7 +175,7 @@ def _serve(ev, sandbox, send, ready, BadRequest, OPS_WITH):
                 reply({"id": rid, "ok": True, "result": {}})
                 break
             elif op == "peaks":
-                reply({"id": rid, "ok": True, "result": _peaks(ev, sandbox, req.get("job") or {})})
+                reply({"id": rid, "ok": True, "result": _peaks(ev)})
             elif op in OPS_WITH:
                 reply({"id": rid, "ok": True, "result": ev.run(op, req.get("job"))})
             elif op == "compare":
@@ -193,15 +195,13 @@ def _serve(ev, sandbox, send, ready, BadRequest, OPS_WITH):
                    "code": "EWORKER"})
 
 
-def _peaks(ev, sandbox, job):
-    from . import peaks
-    ev.settle()
-    with ev.lease.timed():
-        out = sandbox.run_child(peaks.run, ({"device": ev.device},), {"run": 120}, ev.close_fds)
-    res, _ = out.first("peaks")
-    if res is None:
-        return {"ok": False, "error": "EWORKER: %s" % (out.failure or out.first("error")[0],)}
-    return dict(res.get("result") or {}, ok=True)
+def _peaks(ev):
+    if not ev.cuda:
+        return {"ok": True, "device": ev.device, "note": "CPU mode: no GPU peaks"}
+    res = ev.refs.device_peaks()
+    if "error" in res and "dram_bytes_per_s" not in res:
+        return {"ok": False, "error": res["error"]}
+    return dict(res, ok=True)
 
 
 def _jsonable(obj):
