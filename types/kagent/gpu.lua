@@ -27,9 +27,9 @@ gpu.AUTO_WORKERS = nil
 ---  - `workers_per_gpu`: workers per device (per GPU, or for `"cpu"`), a number >= 1 or `"auto"`;
 ---    more than 1 shares the device's lease among them (above). Default: env
 ---    `KAGENT_WORKERS_PER_GPU` (a number or `auto`; anything else raises), else 1. On an H100 more
----    workers per GPU were slower than one for candidates dominated by their timed and profiled
----    phases (0.48x the candidates per minute with 3 workers, docs/results/2026-11-23-throughput.md),
----    so 1 stays the default. `"auto"`
+---    workers per GPU were slower than one for candidates dominated by their GPU phases (0.60x the
+---    candidates per minute with 4 workers), and on problems with multi-GB inputs several workers
+---    run out of GPU memory (docs/results/2026-11-24-throughput.md), so 1 stays the default. `"auto"`
 ---    is resolved when the workers start: 1 in CPU mode, on GPUs `gpu.auto_workers_per_gpu({gpus =
 ---    #gpu.gpus()}).workers`. `pool:devices()` tells the number and how it was chosen.
 ---  - `timeout`: wall-clock seconds the pool waits for a job's reply before it kills and respawns
@@ -57,9 +57,9 @@ function gpu.pool(opts) end
 ---  - `workers_per_gpu`: workers per device (per GPU, or for `"cpu"`), a number >= 1 or `"auto"`;
 ---    more than 1 shares the device's lease among them (above). Default: env
 ---    `KAGENT_WORKERS_PER_GPU` (a number or `auto`; anything else raises), else 1. On an H100 more
----    workers per GPU were slower than one for candidates dominated by their timed and profiled
----    phases (0.48x the candidates per minute with 3 workers, docs/results/2026-11-23-throughput.md),
----    so 1 stays the default. `"auto"`
+---    workers per GPU were slower than one for candidates dominated by their GPU phases (0.60x the
+---    candidates per minute with 4 workers), and on problems with multi-GB inputs several workers
+---    run out of GPU memory (docs/results/2026-11-24-throughput.md), so 1 stays the default. `"auto"`
 ---    is resolved when the workers start: 1 in CPU mode, on GPUs `gpu.auto_workers_per_gpu({gpus =
 ---    #gpu.gpus()}).workers`. `pool:devices()` tells the number and how it was chosen.
 ---  - `timeout`: wall-clock seconds the pool waits for a job's reply before it kills and respawns
@@ -86,9 +86,9 @@ function gpu.gpus() end
 ---  - `workers_per_gpu`: workers per device (per GPU, or for `"cpu"`), a number >= 1 or `"auto"`;
 ---    more than 1 shares the device's lease among them (above). Default: env
 ---    `KAGENT_WORKERS_PER_GPU` (a number or `auto`; anything else raises), else 1. On an H100 more
----    workers per GPU were slower than one for candidates dominated by their timed and profiled
----    phases (0.48x the candidates per minute with 3 workers, docs/results/2026-11-23-throughput.md),
----    so 1 stays the default. `"auto"`
+---    workers per GPU were slower than one for candidates dominated by their GPU phases (0.60x the
+---    candidates per minute with 4 workers), and on problems with multi-GB inputs several workers
+---    run out of GPU memory (docs/results/2026-11-24-throughput.md), so 1 stays the default. `"auto"`
 ---    is resolved when the workers start: 1 in CPU mode, on GPUs `gpu.auto_workers_per_gpu({gpus =
 ---    #gpu.gpus()}).workers`. `pool:devices()` tells the number and how it was chosen.
 ---  - `timeout`: wall-clock seconds the pool waits for a job's reply before it kills and respawns
@@ -119,9 +119,9 @@ local pool = {}
 ---  - `workers_per_gpu`: workers per device (per GPU, or for `"cpu"`), a number >= 1 or `"auto"`;
 ---    more than 1 shares the device's lease among them (above). Default: env
 ---    `KAGENT_WORKERS_PER_GPU` (a number or `auto`; anything else raises), else 1. On an H100 more
----    workers per GPU were slower than one for candidates dominated by their timed and profiled
----    phases (0.48x the candidates per minute with 3 workers, docs/results/2026-11-23-throughput.md),
----    so 1 stays the default. `"auto"`
+---    workers per GPU were slower than one for candidates dominated by their GPU phases (0.60x the
+---    candidates per minute with 4 workers), and on problems with multi-GB inputs several workers
+---    run out of GPU memory (docs/results/2026-11-24-throughput.md), so 1 stays the default. `"auto"`
 ---    is resolved when the workers start: 1 in CPU mode, on GPUs `gpu.auto_workers_per_gpu({gpus =
 ---    #gpu.gpus()}).workers`. `pool:devices()` tells the number and how it was chosen.
 ---  - `timeout`: wall-clock seconds the pool waits for a job's reply before it kills and respawns
