@@ -138,8 +138,8 @@ class LeaseTest(unittest.TestCase):
         self.assertGreaterEqual(result["stage_s"]["gate"], 0.3, "the gate waited for the lease")
         pool.check_stages(self, result)
         # after its timed stages the child gives exclusive back and asks for shared (its exit)
-        self.assertEqual(pool.times("acquire", "shared")[-1] > exclusive[1], True,
-                         "the candidate asked for shared again after its timed stages")
+        self.assertGreater(pool.times("acquire", "shared")[-1], exclusive[1],
+                           "the candidate asked for shared again after its timed stages")
 
     def test_no_lease_without_the_flag(self):
         solo = Worker("cpu")
