@@ -5,9 +5,11 @@
 --   kagent-rt bench/throughput.lua [--candidates 32] [--workers N] [--devices all|0,1|cpu] [--op evaluate|benchmark]
 -- The batch: --candidates distinct knob variants of --kernel (agents/lib/tunables.lua, nearest
 -- moves first; no LLM) and three copies of the unchanged kernel (the control) at its start, middle
--- and end, sent at once to a fresh pool with a cold Triton cache for each configuration. Prints a
--- table (workers, jobs, verified, wall, candidates per minute, the batch's seconds of waiting
--- for the lease exclusive and shared), the ratios, and the
+-- and end, sent at once to a fresh pool with a cold Triton cache for each configuration, once
+-- the pool is warm (one copy of the control per worker first: each worker's start, reference and
+-- peaks, printed apart as "start s"). Prints a table (workers, start, jobs, verified, wall,
+-- candidates per minute of the warm pool, the batch's seconds of waiting for the lease exclusive
+-- and shared), the ratios, and the
 -- control's median with p10/p90 timed alone (before any batch, one worker) and inside each batch.
 -- A failed variant is a figure (a search pays for it too); a failed control, or a pool that does
 -- not start, fails the benchmark (exit 1): its figures cannot be trusted. The measuring itself is
@@ -93,7 +95,7 @@ for i, c in ipairs(configs) do
     c.workers, #jobs, i == 1 and (" after the control alone ×" .. tp.CONTROLS) or ""))
   local done, bad = 0, 0
   local run, err = tp.run({ devices = c.devices, workers_per_gpu = c.workers, op = opts.op, job = job_of,
-    jobs = jobs, alone = i == 1 and tp.alone(kernel) or nil, timeout = opts.timeout,
+    jobs = jobs, warm = kernel, alone = i == 1 and tp.alone(kernel) or nil, timeout = opts.timeout,
     on_done = function(_, r)
       done = done + 1
       if not r.ok then bad = bad + 1 end

@@ -1,8 +1,10 @@
 -- What a pool of evaluator workers gets through, measured the same way by bench/throughput.lua and
 -- tests/gpu/lease_gpu_check.lua: a batch of knob variants of one kernel (agents/lib/tunables.lua)
 -- with copies of the unchanged kernel (the control) at its start, middle and end, sent all at once
--- to a fresh pool with a cold Triton cache of its own; jobs per minute, and the control's median
--- timed alone (before the batch, one worker) against its median inside the batch.
+-- to a fresh pool with a cold Triton cache of its own, once every worker has run a warm-up job
+-- (a search keeps its pool for hours: the start-up is reported apart, not spread over the batch);
+-- jobs per minute, and the control's median timed alone (before the batch, one worker) against
+-- its median inside the batch.
 -- Needs kagent.root/?.lua on package.path (for agents.lib.*).
 local gpu = require("kagent.gpu")
 local task, ktime, proc = kagent.task, kagent.time, kagent.proc
@@ -37,6 +39,13 @@ function M.batch(kernel, n)
   return jobs, distinct
 end
 
+-- warm-up sources: one copy of the control per worker, sent at once before the batch
+local function warm_ups(kernel, n)
+  local out = {}
+  for k = 1, n do out[k] = tagged(kernel, "warm-up " .. k) end
+  return out
+end
+
 -- the control's copies timed alone, before a batch
 function M.alone(kernel)
   local out = {}
@@ -44,14 +53,17 @@ function M.alone(kernel)
   return out
 end
 
--- run(o) -> {jobs, results, wall, waits, shared_waits, alone, failed} or nil, error (waits: the
--- batch's seconds of waiting for the lease exclusive, lease_wait_s; shared_waits: shared,
--- lease_shared_wait_s). A fresh pool of
--- o.workers_per_gpu on o.devices ("cpu" or GPU numbers) with a cold Triton cache; o.alone: sources
--- run one after another before the batch; o.jobs: the batch; o.job(source) -> the pool job;
--- o.op: the pool method (evaluate, benchmark, ...); o.timeout, o.python: the pool's;
--- o.on_done(k, result), optional: called as each batch job ends (progress).
+-- run(o) -> {jobs, results, wall, start, waits, shared_waits, alone, failed} or nil, error
+-- (waits: the batch's seconds of waiting for the lease exclusive, lease_wait_s; shared_waits:
+-- shared, lease_shared_wait_s). A fresh pool of o.workers_per_gpu on o.devices ("cpu" or GPU
+-- numbers) with a cold Triton cache. Every configuration is measured warm: first one copy of
+-- o.warm (the control's source) per worker, all at once, so each worker has started, run its
+-- reference and measured its GPU's peaks (`start`: the seconds that took, reported apart);
+-- then o.alone, sources run one after another; then o.jobs, the batch, timed (`wall`).
+-- o.job(source) -> the pool job; o.op: the pool method (evaluate, benchmark, ...); o.timeout,
+-- o.python: the pool's; o.on_done(k, result), optional: called as each batch job ends.
 function M.run(o)
+  local t_start = ktime.now()
   local dir = proc.run({ "mktemp", "-d" }).stdout:gsub("%s+$", "")
   local pool = gpu.pool({ devices = o.devices, workers_per_gpu = o.workers_per_gpu, timeout = o.timeout or 900,
     python = o.python, env = { KAGENT_EVAL_SANDBOX_DIR = dir } })
@@ -61,6 +73,12 @@ function M.run(o)
     proc.run({ "rm", "-rf", dir })
     return nil, err
   end
+  local warm = {}
+  for k, src in ipairs(warm_ups(o.warm, o.workers_per_gpu * (o.devices == "cpu" and 1 or #devs))) do
+    warm[k] = function() return pool[o.op](pool, o.job(src)) end
+  end
+  task.all(warm)
+  local start = ktime.now() - t_start
   local alone = {}
   for k, src in ipairs(o.alone or {}) do alone[k] = pool[o.op](pool, o.job(src)) end
   local fns = {}
@@ -83,8 +101,8 @@ function M.run(o)
     waits = waits + (results[k].lease_wait_s or 0)
     shared_waits = shared_waits + (results[k].lease_shared_wait_s or 0)
   end
-  return { jobs = o.jobs, results = results, wall = wall, waits = waits, shared_waits = shared_waits,
-    alone = alone, failed = failed, devices = devs }
+  return { jobs = o.jobs, results = results, wall = wall, start = start, waits = waits,
+    shared_waits = shared_waits, alone = alone, failed = failed, devices = devs }
 end
 
 -- controls(run) -> the results of the batch's control jobs
@@ -124,13 +142,14 @@ end
 -- per_minute(run) -> jobs per minute of the batch
 function M.per_minute(run) return #run.jobs / run.wall * 60 end
 
-M.HEADER = string.format("%-18s %8s %5s %5s %8s %10s %13s %13s", "pool", "workers", "jobs", "ok",
-  "wall s", "cand/min", "excl. wait s", "shared wait s")
+M.HEADER = string.format("%-18s %8s %8s %5s %5s %8s %10s %13s %13s", "pool", "workers", "start s",
+  "jobs", "ok", "wall s", "cand/min", "excl. wait s", "shared wait s")
 
--- row(label, workers, run) -> one line of the table under M.HEADER
+-- row(label, workers, run) -> one line of the table under M.HEADER (start s: the warm-up, apart
+-- from the batch's wall and candidates per minute)
 function M.row(label, workers, run)
-  return string.format("%-18s %8d %5d %5d %8.1f %10.2f %13.1f %13.1f", label, workers, #run.jobs,
-    #run.jobs - #run.failed, run.wall, M.per_minute(run), run.waits, run.shared_waits)
+  return string.format("%-18s %8d %8.1f %5d %5d %8.1f %10.2f %13.1f %13.1f", label, workers, run.start,
+    #run.jobs, #run.jobs - #run.failed, run.wall, M.per_minute(run), run.waits, run.shared_waits)
 end
 
 return M

@@ -41,7 +41,11 @@ class LeasePool:
             if msg["lease"] == "acquire":
                 mode = msg.get("mode")
                 assert mode in ("shared", "exclusive"), msg
-                assert held is None, "asked for %s while it held %s" % (mode, held[0])
+                assert held is None or (held[0], mode) == ("exclusive", "shared"), \
+                    "asked for %s while it held %s" % (mode, held[0])
+                if held is not None:  # from exclusive to shared, kept in place
+                    held[2] = now
+                    self.events.append(("release", held[0], now))
                 self.events.append(("acquire", mode, now))
                 n = sum(1 for e in self.events if e[:2] == ("acquire", mode))
                 time.sleep(self.hold_back.get((mode, n), 0))

@@ -3,8 +3,9 @@
 -- agents/lib/tunables.lua) and three copies of the unchanged kernel (the control) go through a pool of 1 worker and then of `--workers` (default 3)
 -- on GPU 0, each pool with a cold Triton cache of its own. Checks (PASS/FAIL lines, exit 1 on a
 -- failure): every job verifies and is timed, and with several workers no job's timed stages
--- overlap any GPU stage of another job, timed or not (build, first call, trials; stage_at,
--- the host's monotonic clock). Prints, as figures and not as checks: jobs per minute for each
+-- overlap another job's (stage_at, the host's monotonic clock), each lies inside its job's
+-- exclusive hold of the lease, and no exclusive hold overlaps another job's hold of either mode
+-- (lease_holds, the pool's record). Prints how many jobs compiled with no lease held. Prints, as figures and not as checks: jobs per minute for each
 -- pool, the seconds jobs waited for the lease exclusive and shared, and the control's median
 -- timed alone (before the batch, one worker) against its median inside each batch, with their
 -- p10..p90.
@@ -49,7 +50,7 @@ end
 local function run_pool(workers)
   local jobs = tp.batch(KERNEL, VARIANTS)
   local run, err = tp.run({ devices = opts.cpu and "cpu" or { 0 }, workers_per_gpu = workers, op = opts.op,
-    job = job_of, jobs = jobs, alone = workers == 1 and tp.alone(KERNEL) or nil })
+    job = job_of, warm = KERNEL, jobs = jobs, alone = workers == 1 and tp.alone(KERNEL) or nil })
   check(run ~= nil, string.format("%d worker(s) started on %s %s", workers, opts.cpu and "the CPU" or "GPU 0", err or ""))
   if not run then return nil end
   for _, k in ipairs(run.failed) do
@@ -77,7 +78,31 @@ local one = run_pool(1)
 local many = run_pool(opts.workers)
 if one and many then
   no_overlap(many, opts.workers, function(r) return { span(r, TIMED) } end, "timing")
-  no_overlap(many, opts.workers, spans.untimed, "untimed GPU stages (build, first call, trials)")
+  -- the pool's record of the lease: every timing inside its own job's exclusive hold, and no
+  -- exclusive hold beside another job's hold of either mode (a Triton compile holds none)
+  local outside
+  for k, r in ipairs(many.results) do
+    local x = r.ok and span(r, TIMED)
+    if x and not spans.within_any(x, spans.holds(r, "exclusive")) then outside = outside or k end
+  end
+  check(outside == nil, string.format("%d workers: every timing ran inside its job's exclusive hold%s", opts.workers,
+    outside and string.format(" (job %d's did not)", outside) or ""))
+  local bad
+  for a, ra in ipairs(many.results) do
+    for _, x in ipairs(spans.holds(ra, "exclusive")) do
+      for b, rb in ipairs(many.results) do
+        if a ~= b and spans.overlaps_any(x, spans.holds(rb)) then bad = bad or { a, b } end
+      end
+    end
+  end
+  check(bad == nil, string.format("%d workers: no exclusive hold overlaps another job's hold%s", opts.workers,
+    bad and string.format(" (job %d's and job %d's do)", bad[1], bad[2]) or ""))
+  local compiles, off = 0, 0
+  for _, r in ipairs(many.results) do
+    if r.stage_s and r.stage_s.compile_host then compiles, off = compiles + 1, off + r.stage_s.compile_host end
+  end
+  print(string.format("%d workers: %d of %d jobs compiled with no lease held (compile_host), %.1f s in all",
+    opts.workers, compiles, #many.results, off))
   print("")
   print(tp.HEADER)
   print(tp.row(opts.cpu and "cpu" or "GPU 0", 1, one))

@@ -138,6 +138,12 @@ describe("the GPU lease", function()
       expect.eq(r.ok, true, r.error)
       expect.truthy(span(r, TIMED) and untimed(r), "job " .. i .. " reports when its stages ran")
       expect.truthy(type(r.lease_shared_wait_s) == "number", "lease_shared_wait_s")
+      expect.truthy(spans.within_any(span(r, TIMED), spans.holds(r, "exclusive")),
+        "job " .. i .. "'s timing ran inside its exclusive hold (lease_holds)")
+    end
+    for _, x in ipairs(spans.holds(ra, "exclusive")) do
+      expect.falsy(spans.overlaps_any(x, spans.holds(rs[1])) or spans.overlaps_any(x, spans.holds(rs[2])),
+        "b and c held nothing while a held the lease exclusive")
     end
     expect_timings_alone(results, "b and c during a's timing")
     local side_by_side = false

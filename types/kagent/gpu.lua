@@ -26,10 +26,11 @@ gpu.AUTO_WORKERS = nil
 ---  - `python`: interpreter (default env `KAGENT_PYTHON`, else `python3`).
 ---  - `workers_per_gpu`: workers per device (per GPU, or for `"cpu"`), a number >= 1 or `"auto"`;
 ---    more than 1 shares the device's lease among them (above). Default: env
----    `KAGENT_WORKERS_PER_GPU` (a number or `auto`; anything else raises), else 1. On an H100 more
----    workers per GPU were slower than one for candidates dominated by their GPU phases (0.60x the
----    candidates per minute with 4 workers), and on problems with multi-GB inputs several workers
----    run out of GPU memory (docs/results/2026-11-24-throughput.md), so 1 stays the default. `"auto"`
+---    `KAGENT_WORKERS_PER_GPU` (a number or `auto`; anything else raises), else 1. On an H100, 4
+---    workers per GPU evaluated 1.87x the candidates per minute of one on 20 µs matmul kernels and
+---    1.11x on showcase #4, whose trials, timing and profile keep the GPU busy, while the pool took
+---    twice as long to start (docs/results/2026-11-24-pipelined-pool.md); 1 stays the default,
+---    and `"auto"` suits long searches of small kernels. `"auto"`
 ---    is resolved when the workers start: 1 in CPU mode, on GPUs `gpu.auto_workers_per_gpu({gpus =
 ---    #gpu.gpus()}).workers`. `pool:devices()` tells the number and how it was chosen.
 ---  - `timeout`: wall-clock seconds the pool waits for a job's reply before it kills and respawns
@@ -56,10 +57,11 @@ function gpu.pool(opts) end
 ---  - `python`: interpreter (default env `KAGENT_PYTHON`, else `python3`).
 ---  - `workers_per_gpu`: workers per device (per GPU, or for `"cpu"`), a number >= 1 or `"auto"`;
 ---    more than 1 shares the device's lease among them (above). Default: env
----    `KAGENT_WORKERS_PER_GPU` (a number or `auto`; anything else raises), else 1. On an H100 more
----    workers per GPU were slower than one for candidates dominated by their GPU phases (0.60x the
----    candidates per minute with 4 workers), and on problems with multi-GB inputs several workers
----    run out of GPU memory (docs/results/2026-11-24-throughput.md), so 1 stays the default. `"auto"`
+---    `KAGENT_WORKERS_PER_GPU` (a number or `auto`; anything else raises), else 1. On an H100, 4
+---    workers per GPU evaluated 1.87x the candidates per minute of one on 20 µs matmul kernels and
+---    1.11x on showcase #4, whose trials, timing and profile keep the GPU busy, while the pool took
+---    twice as long to start (docs/results/2026-11-24-pipelined-pool.md); 1 stays the default,
+---    and `"auto"` suits long searches of small kernels. `"auto"`
 ---    is resolved when the workers start: 1 in CPU mode, on GPUs `gpu.auto_workers_per_gpu({gpus =
 ---    #gpu.gpus()}).workers`. `pool:devices()` tells the number and how it was chosen.
 ---  - `timeout`: wall-clock seconds the pool waits for a job's reply before it kills and respawns
@@ -85,10 +87,11 @@ function gpu.gpus() end
 ---  - `python`: interpreter (default env `KAGENT_PYTHON`, else `python3`).
 ---  - `workers_per_gpu`: workers per device (per GPU, or for `"cpu"`), a number >= 1 or `"auto"`;
 ---    more than 1 shares the device's lease among them (above). Default: env
----    `KAGENT_WORKERS_PER_GPU` (a number or `auto`; anything else raises), else 1. On an H100 more
----    workers per GPU were slower than one for candidates dominated by their GPU phases (0.60x the
----    candidates per minute with 4 workers), and on problems with multi-GB inputs several workers
----    run out of GPU memory (docs/results/2026-11-24-throughput.md), so 1 stays the default. `"auto"`
+---    `KAGENT_WORKERS_PER_GPU` (a number or `auto`; anything else raises), else 1. On an H100, 4
+---    workers per GPU evaluated 1.87x the candidates per minute of one on 20 µs matmul kernels and
+---    1.11x on showcase #4, whose trials, timing and profile keep the GPU busy, while the pool took
+---    twice as long to start (docs/results/2026-11-24-pipelined-pool.md); 1 stays the default,
+---    and `"auto"` suits long searches of small kernels. `"auto"`
 ---    is resolved when the workers start: 1 in CPU mode, on GPUs `gpu.auto_workers_per_gpu({gpus =
 ---    #gpu.gpus()}).workers`. `pool:devices()` tells the number and how it was chosen.
 ---  - `timeout`: wall-clock seconds the pool waits for a job's reply before it kills and respawns
@@ -118,10 +121,11 @@ local pool = {}
 ---  - `python`: interpreter (default env `KAGENT_PYTHON`, else `python3`).
 ---  - `workers_per_gpu`: workers per device (per GPU, or for `"cpu"`), a number >= 1 or `"auto"`;
 ---    more than 1 shares the device's lease among them (above). Default: env
----    `KAGENT_WORKERS_PER_GPU` (a number or `auto`; anything else raises), else 1. On an H100 more
----    workers per GPU were slower than one for candidates dominated by their GPU phases (0.60x the
----    candidates per minute with 4 workers), and on problems with multi-GB inputs several workers
----    run out of GPU memory (docs/results/2026-11-24-throughput.md), so 1 stays the default. `"auto"`
+---    `KAGENT_WORKERS_PER_GPU` (a number or `auto`; anything else raises), else 1. On an H100, 4
+---    workers per GPU evaluated 1.87x the candidates per minute of one on 20 µs matmul kernels and
+---    1.11x on showcase #4, whose trials, timing and profile keep the GPU busy, while the pool took
+---    twice as long to start (docs/results/2026-11-24-pipelined-pool.md); 1 stays the default,
+---    and `"auto"` suits long searches of small kernels. `"auto"`
 ---    is resolved when the workers start: 1 in CPU mode, on GPUs `gpu.auto_workers_per_gpu({gpus =
 ---    #gpu.gpus()}).workers`. `pool:devices()` tells the number and how it was chosen.
 ---  - `timeout`: wall-clock seconds the pool waits for a job's reply before it kills and respawns
@@ -151,8 +155,10 @@ function pool:devices() end
 ---  `wall` (seconds in the pool), `lease_wait_s` (seconds the job waited for its device's lease
 ---  exclusive, before its timed or profiled phases) and `lease_shared_wait_s` (seconds it waited for
 ---  the lease shared, before its untimed GPU work, while another job timed); both 0 where the device
----  has one worker. Misuse (no `problem`/`candidate`) raises. Jobs from many
----  tasks queue for a free worker.
+---  has one worker. Where it has several, `lease_holds` lists when the job held the lease: `{mode =
+---  "shared"|"exclusive", at, s}` in order (`at` on the clock of `stage_at` and `kagent.time.now()`,
+---  `s` seconds held); a Triton compile inside a shared hold gives it up meanwhile (stage
+---  `compile_host`), and a candidate that ran out of GPU memory beside the other workers' processes
 ---@param job table
 ---@return any
 function pool:verify(job) end
@@ -169,8 +175,10 @@ function pool:verify(job) end
 ---  `wall` (seconds in the pool), `lease_wait_s` (seconds the job waited for its device's lease
 ---  exclusive, before its timed or profiled phases) and `lease_shared_wait_s` (seconds it waited for
 ---  the lease shared, before its untimed GPU work, while another job timed); both 0 where the device
----  has one worker. Misuse (no `problem`/`candidate`) raises. Jobs from many
----  tasks queue for a free worker.
+---  has one worker. Where it has several, `lease_holds` lists when the job held the lease: `{mode =
+---  "shared"|"exclusive", at, s}` in order (`at` on the clock of `stage_at` and `kagent.time.now()`,
+---  `s` seconds held); a Triton compile inside a shared hold gives it up meanwhile (stage
+---  `compile_host`), and a candidate that ran out of GPU memory beside the other workers' processes
 ---@param job table
 ---@return any
 function pool:benchmark(job) end
@@ -187,8 +195,10 @@ function pool:benchmark(job) end
 ---  `wall` (seconds in the pool), `lease_wait_s` (seconds the job waited for its device's lease
 ---  exclusive, before its timed or profiled phases) and `lease_shared_wait_s` (seconds it waited for
 ---  the lease shared, before its untimed GPU work, while another job timed); both 0 where the device
----  has one worker. Misuse (no `problem`/`candidate`) raises. Jobs from many
----  tasks queue for a free worker.
+---  has one worker. Where it has several, `lease_holds` lists when the job held the lease: `{mode =
+---  "shared"|"exclusive", at, s}` in order (`at` on the clock of `stage_at` and `kagent.time.now()`,
+---  `s` seconds held); a Triton compile inside a shared hold gives it up meanwhile (stage
+---  `compile_host`), and a candidate that ran out of GPU memory beside the other workers' processes
 ---@param job table
 ---@return any
 function pool:profile(job) end
@@ -205,8 +215,10 @@ function pool:profile(job) end
 ---  `wall` (seconds in the pool), `lease_wait_s` (seconds the job waited for its device's lease
 ---  exclusive, before its timed or profiled phases) and `lease_shared_wait_s` (seconds it waited for
 ---  the lease shared, before its untimed GPU work, while another job timed); both 0 where the device
----  has one worker. Misuse (no `problem`/`candidate`) raises. Jobs from many
----  tasks queue for a free worker.
+---  has one worker. Where it has several, `lease_holds` lists when the job held the lease: `{mode =
+---  "shared"|"exclusive", at, s}` in order (`at` on the clock of `stage_at` and `kagent.time.now()`,
+---  `s` seconds held); a Triton compile inside a shared hold gives it up meanwhile (stage
+---  `compile_host`), and a candidate that ran out of GPU memory beside the other workers' processes
 ---@param job table
 ---@return any
 function pool:evaluate(job) end

@@ -6,7 +6,7 @@ against the reference child's and sanity-checks timings with its own clock.
 import threading
 
 from . import child_common, child_reference, digest, inputs, loader, verdict
-from .timing import Timer, _perf_counter
+from .timing import _perf_counter
 
 
 def prepare(device, threads, warm=True):
@@ -17,7 +17,7 @@ def prepare(device, threads, warm=True):
     does is kept in state["device_warm"] for warmup.on_device once the job holds the lease."""
     t0 = _perf_counter()
     torch = child_common.setup_torch(device, threads)
-    timer = Timer(torch, device, child_common.activity_tracer(device))
+    timer = child_common.timer(torch, device)
     state = {"torch": torch, "device": device, "threads": threads, "timer": timer,
              "warmed": {"context_timer": _perf_counter() - t0}}
     if warm and device.startswith("cuda"):
@@ -47,7 +47,11 @@ def run(ch, spec, state=None):
     torch, timer = state["torch"], state["timer"]
     dtype = loader.torch_dtype(torch, spec["dtype"])
     problem = loader.load_module("problem", spec["problem"])
+    state["empty_cache_at_gates"] = cuda and bool(spec.get("shared_device"))
     child_common.gate(state, "shared")  # from here on this process runs work on the GPU
+    if cuda:  # Triton's compiles give the shared hold up meanwhile
+        from . import compile_gate
+        compile_gate.install(ch, state, torch.cuda.synchronize)
     ch.stage("build")
     if state.get("device_warm") is not None:
         from . import warmup
@@ -79,6 +83,7 @@ def run(ch, spec, state=None):
     if not times_anything(spec):
         if late:
             _trials(ch, torch, timer, problem, cand, spec, dtype, device, cuda, late, tolerant=True)
+        _gpu_done(ch, torch, cuda)
         return
     child_common.gate(state, "exclusive")
     args, _ = inputs.make_inputs(torch, problem, spec["seed"], 0, dtype, device)
@@ -120,6 +125,19 @@ def run(ch, spec, state=None):
     child_common.gate(state, "shared")
     if late:
         _trials(ch, torch, timer, problem, cand, spec, dtype, device, cuda, late, tolerant=True)
+    _gpu_done(ch, torch, cuda)
+
+
+# the stage a candidate's process announces once its GPU work is over: the worker gives back a
+# shared hold of the lease (jobs.follow_stage), and the process's exit (the CUDA context torn
+# down, no kernel) runs without it
+GPU_DONE = "gpu_done"
+
+
+def _gpu_done(ch, torch, cuda):
+    if cuda:
+        torch.cuda.synchronize()
+        ch.stage(GPU_DONE)
 
 
 def _measure_opts(bench):
@@ -143,6 +161,10 @@ def _trials(ch, torch, timer, problem, cand, spec, dtype, device, cuda, plan, to
                 _poison(torch, device, spec.get("poison_bytes", 0), t)
             in_spans = [child_common.storage_span(torch, a) for a in args
                         if isinstance(a, torch.Tensor)]
+            # the inputs and the poison are made on the current stream, asynchronously: the call
+            # starts once they are done, so work it puts on another stream never races them
+            # (an unjoined side stream is the timing's to catch, not a trial's luck)
+            sync()
             t0 = _perf_counter()
             with torch.no_grad():
                 out = cand(*args)

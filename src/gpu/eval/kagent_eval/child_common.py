@@ -1,6 +1,8 @@
 """Set-up shared by the sandboxed children (reference and candidate)."""
 import os
 
+SHARED, EXCLUSIVE = "shared", "exclusive"
+
 
 def setup_torch(device, threads):
     import torch
@@ -15,22 +17,30 @@ def setup_torch(device, threads):
 def gate(state, mode):
     """Stops until the worker holds this process's GPU lease in `mode` ("shared" or "exclusive";
     lease.py). Only a spare sandbox has a gate; a process forked on demand runs under a lease the
-    worker holds for all of it."""
+    worker holds for all of it. state["lease_mode"] is then the mode held (compile_gate.py gives
+    a shared hold up around each Triton compile)."""
     wait = state.get("gate") if state else None
     if wait is not None:
+        if state.get("empty_cache_at_gates"):
+            # waiting, this process keeps no GPU memory it does not use: the processes of the
+            # other workers on its GPU may need it meanwhile (a worker's job is "shared_device")
+            state["torch"].cuda.empty_cache()
         wait(mode)
+        state["lease_mode"] = mode
 
 
-def activity_tracer(device):
-    """The all-stream activity trace for the timing (``profiling.ActivityTrace``), or None
-    where this process cannot have one (CPU mode, no libkagent_prof)."""
+def timer(torch, device):
+    """The timer of a sandboxed child, with the all-stream activity trace
+    (``profiling.ActivityTrace``) on a GPU; where the trace cannot be had, the timer says why in
+    every timing it summarizes (the figure is then not accepted without a re-measure)."""
+    from .timing import Timer
     if not device.startswith("cuda"):
-        return None
+        return Timer(torch, device)
     try:
         from . import profiling
-        return profiling.activity_trace(0)
-    except Exception:
-        return None
+        return Timer(torch, device, profiling.activity_trace(0))
+    except Exception as e:
+        return Timer(torch, device, untraced="%s: %s" % (type(e).__name__, str(e)[:300]))
 
 
 def sync(torch, device):

@@ -7,7 +7,7 @@ parameter bytes, the GPU's measured peaks), and on request the eager / torch.com
 timings measured with the same Timer the candidate gets.
 """
 from . import child_common, digest, inputs, loader, shadow
-from .timing import Timer, do_bench_mean
+from .timing import do_bench_mean
 
 
 def trial_plan(spec, problem=None):
@@ -112,7 +112,7 @@ def _param_bytes(model):
 
 def baselines(torch, problem, model, spec, dtype, device):
     bench = spec.get("bench") or {}
-    timer = Timer(torch, device, child_common.activity_tracer(device))
+    timer = child_common.timer(torch, device)
     args, _ = inputs.make_inputs(torch, problem, spec["seed"], 0, dtype, device)
     res = {}
     want_do_bench = bench.get("do_bench") and device.startswith("cuda")

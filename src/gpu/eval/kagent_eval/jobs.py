@@ -3,7 +3,7 @@ import os
 import random
 import time
 
-from . import child_candidate, compare, fingerprint, loader, sandbox, sanitizer
+from . import child_candidate, compare, compile_gate, fingerprint, loader, sandbox, sanitizer
 from . import spare as spare_mod
 from . import compare_op, sanitize_op, static_checks, verdict
 from .lease import EXCLUSIVE, SHARED, Lease
@@ -19,6 +19,21 @@ OPS_WITH = {  # op -> (audit, bench, profile)
     "evaluate": (True, True, True),
 }
 DEFAULT_BASELINES = ["eager", "compile"]
+
+
+def follow_stage(lease, name):
+    """What a spare's child asks of the worker's lease by announcing a stage; True when the child
+    waits at a gate for the worker to open it. At a gate the worker gets the lease in that gate's
+    mode. At "compile_host" the child compiles on the CPU with its GPU work finished and waits at
+    a gate before it launches again (compile_gate.py), and at "gpu_done" its GPU work is over and
+    it exits, so a shared hold is given back; an exclusive one never is: its timed stages may not
+    be over."""
+    if name in LEASE_AT_GATE:
+        lease.acquire(LEASE_AT_GATE[name])
+        return True
+    if name in (compile_gate.STAGE, child_candidate.GPU_DONE) and lease.mode == SHARED:
+        lease.release()
+    return False
 
 
 class Evaluator:
@@ -57,15 +72,17 @@ class Evaluator:
         fork; the next spare starts preparing meanwhile (it needs no lease). The spare's child
         holds no lease until its first gate; at each gate the worker gets the lease in the mode
         the child asks for (shared for the build and the trials, exclusive for the timed and
-        profiled stages, shared again for the late trials and its exit)."""
+        profiled stages, shared again for the late trials, none for its exit). A child that ran out
+        of GPU memory beside the other workers' processes is run once more in a fresh process
+        holding the lease exclusive throughout (result.retried_alone)."""
         current, self.spare = self.spare, None
         self._refill_spare()
 
         def on_stage(name):
-            if name in LEASE_AT_GATE:
-                self.lease.acquire(LEASE_AT_GATE[name])  # its deadline starts once this returns
-                current.open_gate()
+            if follow_stage(self.lease, name):
+                current.open_gate()  # its deadline starts now
 
+        cspec = dict(cspec, shared_device=self.lease.enabled)
         try:
             out = current.run(cspec, cspec["timeouts"], on_stage) if current is not None else None
             if out is None:
@@ -73,11 +90,19 @@ class Evaluator:
                 # exclusive throughout when it has anything to time
                 timed = child_candidate.times_anything(cspec)
                 with self.lease.held(EXCLUSIVE if timed else SHARED):
-                    out = sandbox.run_child(child_candidate.run, (cspec,), cspec["timeouts"],
-                                            self.close_fds)
+                    out = self._fork_candidate(cspec)
+            elif self.lease.enabled and self.cuda and out.out_of_gpu_memory():
+                # the GPU's memory was shared with the other workers' processes: once more with
+                # the GPU to itself, so that only a candidate that runs out alone fails for it
+                with self.lease.held(EXCLUSIVE):
+                    out = self._fork_candidate(cspec)
+                out.retried_alone = True
         finally:
             self.lease.release()
         return out
+
+    def _fork_candidate(self, cspec):
+        return sandbox.run_child(child_candidate.run, (cspec,), cspec["timeouts"], self.close_fds)
 
     # -- job normalisation -------------------------------------------------------------
     def normalize(self, op, job):
@@ -187,6 +212,8 @@ class Evaluator:
             result["warmed"] = dict(prepared.get("warmed") or {})
             on_device, _ = out.first("warmed")
             result["warmed"].update((on_device or {}).get("parts") or {})
+        if getattr(out, "retried_alone", False):
+            result["retried_alone"] = True
         loaded, _ = out.first("loaded")
         if loaded:
             result["candidate_kind"] = loaded.get("kind")
@@ -335,6 +362,8 @@ def _trust_detail(first, second):
             parts.append("%s: %d of %d calls with work outside the events, %d records outside "
                          "every call" % (name, s.get("escaped_calls", 0), s.get("calls", 0),
                                          s.get("outside_windows", 0)))
+        elif s.get("checked") is False and s.get("why"):
+            parts.append("%s: streams not checked: %s" % (name, s["why"]))
     return "; ".join(parts) or None
 
 

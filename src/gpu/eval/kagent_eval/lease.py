@@ -5,21 +5,23 @@ nothing else running on the GPU, so the worker asks the pool for its device's le
 the GPU work of a job, in one of two modes:
 
   shared     untimed GPU work: the candidate's process building its models and running its
-             correctness trials (before its timed stages) and its late trials and exit (after
-             them), the reference's outputs, an analysis. Any number of workers at once.
+             correctness trials (before its timed stages) and its late trials (after them),
+             the reference's outputs, an analysis. Any number of workers at once.
   exclusive  timed or profiled work: the candidate's timed and profiled stages, the baselines,
              the hardened re-measure, sanitize, peaks. Nobody else holds the lease meanwhile.
 
 What runs nothing on the GPU holds no lease: a spare sandbox preparing (a CUDA context, the
-timer's buffers, CUPTI and Triton set up, no kernel), the problem's module loading, the worker's
-checks.
+timer's buffers, CUPTI and Triton set up, no kernel), the problem's module loading, a Triton
+compile (compile_gate.py), a candidate's process exiting after its GPU work (stage gpu_done), the
+worker's checks.
 
     worker -> pool   {"id": <job id>, "lease": "acquire", "mode": "shared"|"exclusive"}
     pool -> worker   {"lease": "granted", "mode": ...}
     worker -> pool   {"id": <job id>, "lease": "release"}     (no answer)
 
 A worker holds one mode at a time: to change it, it stops its GPU work first (the candidate's
-process waits at a gate, child_common.gate), releases, and asks again. The pool
+process waits at a gate, child_common.gate), releases, and asks again; from exclusive to shared
+it asks without releasing, and the pool turns its hold into a shared one at once. The pool
 serves requests in order (a shared request waits behind an earlier exclusive one) and takes back
 what a worker holds when the job's reply arrives or the worker dies or times out. Only this
 trusted worker speaks to the pool: a candidate's process cannot ask, and its hold ends when the
@@ -47,11 +49,13 @@ class Lease:
 
     def acquire(self, mode=EXCLUSIVE):
         """Waits until this worker holds its device's lease in `mode` (at once when it holds it
-        already or is the device's only worker). A worker holding the other mode gives it up
-        first."""
+        already or is the device's only worker). A worker holding exclusive that asks for shared
+        keeps the lease, shared (the pool grants that at once); one holding shared gives it up
+        before it asks for exclusive."""
         if self.mode == mode:
             return
-        self.release()
+        if not (self.mode == EXCLUSIVE and mode == SHARED):
+            self.release()
         if self.enabled:
             self.send({"id": self.job_id, "lease": "acquire", "mode": mode})
             self._wait_grant()

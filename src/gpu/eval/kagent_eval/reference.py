@@ -57,6 +57,11 @@ class ReferenceCache:
             with self.lease.held(EXCLUSIVE if want_base else SHARED):
                 out = sandbox.run_child(child_reference.run, (rspec,), spec["timeouts"],
                                         self.close_fds)
+            if not want_base and self.lease.enabled and self.cuda and out.out_of_gpu_memory():
+                # out of GPU memory beside the other workers' processes: again, alone on the GPU
+                with self.lease.held(EXCLUSIVE):
+                    out = sandbox.run_child(child_reference.run, (rspec,), spec["timeouts"],
+                                            self.close_fds)
             self.last_s = out.elapsed
             err = out.failure or None
             e, _ = out.first("error")

@@ -17,7 +17,7 @@ from . import jail, reaper, wire
 
 _PR_SET_PDEATHSIG = 1
 DEFAULT_TIMEOUTS = {"start": 60.0, "gate": 60.0, "gate_shared": 60.0, "load": 120.0,
-                    "build": 120.0, "compile": 180.0, "run": 120.0,
+                    "build": 120.0, "compile": 180.0, "compile_host": 180.0, "run": 120.0,
                     "audit": 120.0, "benchmark": 300.0, "profile": 600.0, "baseline": 900.0}
 
 
@@ -26,9 +26,11 @@ class Channel:
 
     def __init__(self, fd):
         self.fd = fd
+        self.last_stage = None  # what a stage interrupted by a gate announces again after it
 
     def stage(self, name):
         wire.send(self.fd, {"type": "stage", "stage": name})
+        self.last_stage = name
 
     def send(self, obj, arrays=()):
         wire.send(self.fd, obj, arrays)
@@ -122,6 +124,12 @@ class Outcome:
     def first(self, kind):
         found = self.of_type(kind)
         return found[0] if found else (None, None)
+
+    def out_of_gpu_memory(self):
+        """Whether the child ended on a CUDA allocation that failed."""
+        err, _ = self.first("error")
+        text = "%s %s" % ((err or {}).get("error_type"), (err or {}).get("message"))
+        return "OutOfMemoryError" in text or "CUDA out of memory" in text
 
 
 def _in_child(rfd, *child_main_args):

@@ -43,12 +43,14 @@ _SPIN_NAME = "spin_kernel"
 
 
 class Timer:
-    def __init__(self, torch, device, tracer=None):
+    def __init__(self, torch, device, tracer=None, untraced=None):
         """tracer: an object with begin(), mark() and end() (``profiling.ActivityTrace``) that
-        sees all device work; without one on a GPU the figures carry no all-stream check."""
+        sees all device work; without one on a GPU the figures carry no all-stream check, and
+        untraced says why (child_common.timer)."""
         self.torch = torch
         self.cuda = device.startswith("cuda")
         self.tracer = tracer if self.cuda else None
+        self.untraced = untraced or "libkagent_prof"
         if self.cuda:
             self._sync = torch.cuda.synchronize
             self._event = torch.cuda.Event
@@ -213,7 +215,7 @@ class Timer:
                                                   gap_streams=gap_streams)
         elif self.cuda:
             out["all_streams"] = {"checked": False, "ok": False,
-                                  "why": "no activity trace in this process (libkagent_prof)"}
+                                  "why": "no activity trace in this process (%s)" % self.untraced}
         return out
 
     def _prepare_call(self, before_call, i, stream):

@@ -35,7 +35,9 @@ enum {
 KP_API int kp_abi_version(void);
 
 /* Binds to `device`: the calling thread's current context if it is on that device, else the
- * device's primary context (retained). Checks that the range profiler supports the device. */
+ * device's primary context (retained); all the activity trace needs. CUPTI's profiler is set up
+ * (and the device's support for range profiling checked) by the first kp_metrics_check or
+ * kp_profile_begin, which fail with its reason and try again on the next call. */
 KP_API int kp_init(int device);
 
 /* Human-readable reason for the last failure (empty after success). */

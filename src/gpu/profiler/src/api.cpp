@@ -26,6 +26,13 @@ int need_init(const char* fn) {
     return report(kp::Status::Fail(KP_ESTATE, std::string(fn) + ": call kp_init first"));
 }
 
+// kp_init binds the device only (the activity trace needs no more); the profiler is set up on
+// the first call that needs it.
+int need_profiler(const char* fn) {
+    if (int rc = need_init(fn)) return rc;
+    return report(kp::profiler_init(g_device));
+}
+
 // CUDA ties the current context to the thread; the caller may have switched it since kp_init.
 int bind_context() {
     kp::Status s = kp::from_cuda(cuCtxSetCurrent(g_device.ctx), "cuCtxSetCurrent");
@@ -91,7 +98,7 @@ int kp_stream_id(unsigned long long stream, unsigned* id) {
 
 int kp_metrics_check(const char* metrics_csv) {
     g_error.clear();
-    if (int rc = need_init("kp_metrics_check")) return rc;
+    if (int rc = need_profiler("kp_metrics_check")) return rc;
     std::vector<std::string> all = kp::split_csv(metrics_csv), ok, bad;
     if (all.empty()) return report(kp::Status::Fail(KP_EINVAL, "kp_metrics_check: no metrics"));
     kp::Status s = kp::validate_metrics(g_device, all, ok, bad);
@@ -127,7 +134,7 @@ int kp_metrics_check(const char* metrics_csv) {
 
 int kp_profile_begin(const char* metrics_csv, int max_ranges, int replay_mode) {
     g_error.clear();
-    if (int rc = need_init("kp_profile_begin")) return rc;
+    if (int rc = need_profiler("kp_profile_begin")) return rc;
     if (g_session && g_session->active())
         return report(kp::Status::Fail(KP_ESTATE, "kp_profile_begin: a session is open"));
     if (int rc = bind_context()) return rc;
@@ -173,8 +180,10 @@ void kp_shutdown(void) {
         kp::trace_end(ignored);
     }
     if (g_ready) {
-        CUpti_Profiler_DeInitialize_Params p = {CUpti_Profiler_DeInitialize_Params_STRUCT_SIZE};
-        cuptiProfilerDeInitialize(&p);
+        if (g_device.profiler_initialized) {
+            CUpti_Profiler_DeInitialize_Params p = {CUpti_Profiler_DeInitialize_Params_STRUCT_SIZE};
+            cuptiProfilerDeInitialize(&p);
+        }
         kp::device_release(g_device);
         g_ready = false;
     }

@@ -60,13 +60,24 @@ Status device_init(int index, Device& d) {
         d.retained_primary = true;
         KP_CUDA(cuCtxSetCurrent(d.ctx));
     }
+    return Status::Ok();
+}
 
-    CUpti_Profiler_Initialize_Params init = {CUpti_Profiler_Initialize_Params_STRUCT_SIZE};
-    KP_CUPTI(cuptiProfilerInitialize(&init));
+// Apart from device_init: the activity trace needs the context only, and the profiler's
+// initialization can fail while other processes on the GPU set up theirs, which must not leave a
+// timing without its all-stream trace.
+// A failed attempt is tried again by the next call.
+Status profiler_init(Device& d) {
+    if (d.profiler_ready) return Status::Ok();
+    if (!d.profiler_initialized) {
+        CUpti_Profiler_Initialize_Params init = {CUpti_Profiler_Initialize_Params_STRUCT_SIZE};
+        KP_CUPTI(cuptiProfilerInitialize(&init));
+        d.profiler_initialized = true;  // from here kp_shutdown de-initializes it
+    }
     KP_TRY(check_support(d.dev));
 
     CUpti_Device_GetChipName_Params chip = {CUpti_Device_GetChipName_Params_STRUCT_SIZE};
-    chip.deviceIndex = static_cast<size_t>(index);
+    chip.deviceIndex = static_cast<size_t>(d.index);
     KP_CUPTI(cuptiDeviceGetChipName(&chip));
     d.chip = chip.pChipName ? chip.pChipName : "";
 
@@ -77,6 +88,7 @@ Status device_init(int index, Device& d) {
     d.counter_availability.assign(avail.counterAvailabilityImageSize, 0);
     avail.pCounterAvailabilityImage = d.counter_availability.data();
     KP_CUPTI(cuptiProfilerGetCounterAvailability(&avail));
+    d.profiler_ready = true;
     return Status::Ok();
 }
 

@@ -414,9 +414,17 @@ function Pool:_respawn(w, why)
   end
 end
 
+-- w.holds: the job's holds of its device's lease, {mode, at (granted, kagent.time.now()), s},
+-- reported as result.lease_holds: when each job could run GPU work, on the clock of stage_at
+local function close_hold(w)
+  local h = w.holds and w.holds[#w.holds]
+  if h and not h.s then h.s = ktime.now() - h.at end
+end
+
 function Pool:_lease_release(w)
   local l = self.leases[w.device]
   if l then l:release(w) end
+  close_hold(w)
 end
 
 -- A worker's lease request during a job: "acquire" (mode "shared" or "exclusive", the default)
@@ -435,6 +443,10 @@ function Pool:_lease_request(w, msg)
   end
   local l = self.leases[w.device]
   local waited = l and l:acquire(w, mode) or 0
+  if l then
+    close_hold(w)  -- a worker asking for another mode gave the first up (gpu_lease:acquire)
+    w.holds[#w.holds + 1] = { mode = mode, at = ktime.now() }
+  end
   local ok, err = w.proc:write(json.encode({ lease = "granted", mode = mode }) .. "\n")
   if not ok then return nil, err end
   return waited, mode
@@ -444,7 +456,7 @@ end
 -- waiting for the device's lease adds to w.lease_wait (exclusive) or w.shared_wait and not to
 -- the wall limit.
 function Pool:_request(w, op, job, wall)
-  w.lease_wait, w.shared_wait = 0, 0
+  w.lease_wait, w.shared_wait, w.holds = 0, 0, {}
   if w.dead then
     self:_respawn(w, "previous restart failed")
     if w.dead then return nil, "EWORKER: worker for device " .. tostring(w.device) .. " is down" end
@@ -541,6 +553,7 @@ function Pool:_job(op, job)
   result.wall = ktime.now() - t0
   result.lease_wait_s = w.lease_wait or 0
   result.lease_shared_wait_s = w.shared_wait or 0
+  if w.holds and #w.holds > 0 then result.lease_holds = w.holds end
   return result
 end
 

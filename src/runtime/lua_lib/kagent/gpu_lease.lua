@@ -49,13 +49,20 @@ local function grant(self)
   end
 end
 
---- acquire(key, mode) ⏸ -> seconds waited. A key holding the other mode gives it back first
---- (no upgrade in place: the holder must have stopped its GPU work before it asks).
+--- acquire(key, mode) ⏸ -> seconds waited. A key holding exclusive that asks for shared keeps
+--- the lease, shared, at once (its timed work is over; the exclusive requests queued meanwhile
+--- wait for it as for any shared holder). A key holding shared that asks for exclusive gives it
+--- back first and waits in line (no upgrade in place: it must have stopped its GPU work).
 function Lease:acquire(key, mode)
   if mode ~= M.SHARED and mode ~= M.EXCLUSIVE then
     error("gpu_lease: mode must be \"shared\" or \"exclusive\", not " .. tostring(mode), 2)
   end
   if self.holders[key] == mode then return 0 end
+  if self.holders[key] == M.EXCLUSIVE then  -- downgrade in place
+    self.holders[key], self.exclusive, self.shared = M.SHARED, false, self.shared + 1
+    grant(self)
+    return 0
+  end
   self:release(key)
   grant(self)  -- drops waiters killed since the last change
   if #self.queue == 0 and free_for(self, mode) then
