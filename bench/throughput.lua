@@ -108,6 +108,9 @@ for i, c in ipairs(configs) do
     return 1
   end
   c.run = run
+  for _, e in ipairs(run.warm_failed) do
+    print(string.format("  %s ×%d: a warm-up job failed: %s", c.label, c.workers, e:match("[^\n]*"):sub(1, 160)))
+  end
   for k, r in ipairs(run.alone) do
     if not r.ok then
       print(string.format("  %s: the control alone (run %d) failed: %s", c.label, k, tostring(r.error):match("[^\n]*")))

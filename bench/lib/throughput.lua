@@ -53,13 +53,14 @@ function M.alone(kernel)
   return out
 end
 
--- run(o) -> {jobs, results, wall, start, waits, shared_waits, alone, failed} or nil, error
--- (waits: the batch's seconds of waiting for the lease exclusive, lease_wait_s; shared_waits:
--- shared, lease_shared_wait_s). A fresh pool of o.workers_per_gpu on o.devices ("cpu" or GPU
--- numbers) with a cold Triton cache. Every configuration is measured warm: first one copy of
--- o.warm (the control's source) per worker, all at once, so each worker has started, run its
--- reference and measured its GPU's peaks (`start`: the seconds that took, reported apart);
--- then o.alone, sources run one after another; then o.jobs, the batch, timed (`wall`).
+-- run(o) -> {jobs, results, wall, start, waits, shared_waits, alone, failed, warm_failed} or nil,
+-- error (waits: the batch's seconds of waiting for the lease exclusive, lease_wait_s;
+-- shared_waits: shared, lease_shared_wait_s; warm_failed: the warm-ups' errors). A fresh pool
+-- of o.workers_per_gpu on o.devices ("cpu" or GPU numbers) with a cold Triton cache. Every
+-- configuration is measured warm: first one copy of o.warm (the control's source) per worker,
+-- all at once, so each worker has started, run its reference and measured its GPU's peaks
+-- (`start`: the seconds from the pool's start to there, reported apart); then o.alone, sources
+-- run one after another; then o.jobs, the batch, timed (`wall`).
 -- o.job(source) -> the pool job; o.op: the pool method (evaluate, benchmark, ...); o.timeout,
 -- o.python: the pool's; o.on_done(k, result), optional: called as each batch job ends.
 function M.run(o)
@@ -77,7 +78,11 @@ function M.run(o)
   for k, src in ipairs(warm_ups(o.warm, o.workers_per_gpu * (o.devices == "cpu" and 1 or #devs))) do
     warm[k] = function() return pool[o.op](pool, o.job(src)) end
   end
-  task.all(warm)
+  local warm_failed = {}
+  for _, r in ipairs(task.all(warm)) do
+    local res = r.ok and r[1] or { error = tostring(r[1] or r[2]) }
+    if not res.ok then warm_failed[#warm_failed + 1] = tostring(res.error) end
+  end
   local start = ktime.now() - t_start
   local alone = {}
   for k, src in ipairs(o.alone or {}) do alone[k] = pool[o.op](pool, o.job(src)) end
@@ -102,7 +107,7 @@ function M.run(o)
     shared_waits = shared_waits + (results[k].lease_shared_wait_s or 0)
   end
   return { jobs = o.jobs, results = results, wall = wall, start = start, waits = waits,
-    shared_waits = shared_waits, alone = alone, failed = failed, devices = devs }
+    shared_waits = shared_waits, alone = alone, failed = failed, warm_failed = warm_failed, devices = devs }
 end
 
 -- controls(run) -> the results of the batch's control jobs

@@ -53,6 +53,7 @@ local function run_pool(workers)
     job = job_of, warm = KERNEL, jobs = jobs, alone = workers == 1 and tp.alone(KERNEL) or nil })
   check(run ~= nil, string.format("%d worker(s) started on %s %s", workers, opts.cpu and "the CPU" or "GPU 0", err or ""))
   if not run then return nil end
+  for _, e in ipairs(run.warm_failed) do print("  a warm-up job failed: " .. e:match("[^\n]*")) end
   for _, k in ipairs(run.failed) do
     print(string.format("  job %d (%s): %s", k, jobs[k].tag, tostring(run.results[k].error)))
   end
