@@ -45,6 +45,22 @@ class CompareTest(unittest.TestCase):
         self.assertEqual(r["code"], "EMISMATCH")
         self.assertIn("candidate 2", r["error"])
 
+    def test_a_stale_candidate_fails_the_comparison(self):
+        # right on its first calls, then the previous output on every other call: each call's
+        # output is checked against the reference of the input set it ran on
+        stale = ("import torch\nclass ModelNew(torch.nn.Module):\n"
+                 "    def __init__(self, num_features, eps=1e-5):\n        super().__init__()\n"
+                 "        self.eps, self.calls, self.last = eps, 0, None\n"
+                 "    def forward(self, x):\n        self.calls += 1\n"
+                 "        if self.last is not None and self.calls > 4 and self.calls % 2:\n"
+                 "            return self.last.clone()\n"
+                 "        self.last = x / torch.sqrt(torch.mean(x * x, dim=1, keepdim=True)"
+                 " + self.eps)\n        return self.last.clone()\n")
+        r = self.compare([SLOW, stale], rounds=2, calls_per_block=3)
+        self.assertFalse(r["ok"], r)
+        self.assertEqual((r["stage"], r["code"]), ("timing", "ESTALE"), r.get("error"))
+        self.assertIn("candidate 2", r["error"])
+
     def test_bad_requests(self):
         for job in ({"problem": PROBLEM, "candidates": [SLOW]},
                     {"problem": PROBLEM, "candidates": [SLOW, FAST], "rounds": 0},

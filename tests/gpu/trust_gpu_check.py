@@ -41,6 +41,14 @@ def rejected_for(words):
     return accept
 
 
+def refused_with(code):
+    """Refused at stage timing with that code and no figure left on the result."""
+    def refuse(r):
+        return (not r["ok"] and r.get("stage") == "timing" and r.get("code") == code
+                and "time_ms" not in r and "speedup_vs_eager" not in r)
+    return refuse
+
+
 def rejected_unsynced(r):
     """An output written on a stream nobody joins is read in a race: where the harness reads it
     first the trial mismatches (EMISMATCH at correctness), else the timing catches the escape.
@@ -67,6 +75,13 @@ ESCAPES = [  # candidate, extra job fields, accept, expected
     ("softmax_thread.py", {}, rejected_for("outside the timed events"), "EUNTRUSTED thread"),
     ("softmax_spread.py", {}, rejected_for("vary too much"), "EUNTRUSTED spread"),
     ("softmax_onepass.py", {"sol_ms": 10.0}, rejected_for("speed-of-light"), "EUNTRUSTED SOL"),
+    # every timed call's output is checked against its input set's reference
+    ("softmax_stale_one_in_16.py", {}, refused_with("ESTALE"), "ESTALE 1 in 16"),
+    ("softmax_stale_most.py", {}, refused_with("ESTALE"), "ESTALE most calls"),
+    ("softmax_address_cache.py", {}, refused_with("ESTALE"), "ESTALE address cache"),
+    ("softmax_drift.py", {}, refused_with("ESTALE"), "ESTALE drift"),
+    ("softmax_stale_one_in_16.py", {"confirm": True}, refused_with("ESTALE"),
+     "ESTALE (confirm)"),
 ]
 
 

@@ -5,7 +5,7 @@ against the reference child's and sanity-checks timings with its own clock.
 """
 import threading
 
-from . import child_common, child_reference, digest, inputs, loader, verdict
+from . import child_common, child_reference, digest, inputs, loader, timed_inputs, verdict
 from .timing import _perf_counter
 
 
@@ -85,13 +85,15 @@ def run(ch, spec, state=None):
             _trials(ch, torch, timer, problem, cand, spec, dtype, device, cuda, late, tolerant=True)
         _gpu_done(ch, torch, cuda)
         return
+    # the timed calls' input sets are made while the lease is still shared (untimed work)
+    sets = timed_inputs.Rotation(torch, problem, spec, dtype, device,
+                                 timed_inputs.set_trials(plan))
     child_common.gate(state, "exclusive")
-    args, _ = inputs.make_inputs(torch, problem, spec["seed"], 0, dtype, device)
     holder = [None]
 
     def call():
         with torch.no_grad():
-            holder[0] = cand(*args)
+            holder[0] = cand(*sets.current)
 
     if spec.get("audit") and cuda:
         # the trials have warmed the candidate up already, so one traced call is enough
@@ -107,18 +109,17 @@ def run(ch, spec, state=None):
         # the worker's clock bounds this stage against the reported times (ETAMPER), so the
         # time-based warm-up stays outside it
         ch.stage("benchmark_loop")
-        summary = timer.measure(call, **dict(opts, warmup=1, warmup_time=0.0))
+        sampler = timed_inputs.Sampler(torch, spec["sample_seed"])
+        summary = timer.measure(call, **dict(opts, warmup=1, warmup_time=0.0), feed=sets,
+                                after_call=lambda i: sampler.take(holder[0]))
         ch.stage("benchmark_check")
-        last = digest.flatten_outputs(torch, holder[0])
-        metas, arrays = digest.digest_list(torch, last, spec["sample_seed"])
-        probe = _fresh_input_probe(torch, timer, cand, args)
-        summary["fresh_ms"], summary["repeat_ms"] = probe["fresh_ms"], probe["repeat_ms"]
-        ch.send({"type": "benchmark", "time_ms": summary, "last_outputs": metas}, arrays)
+        _send_benchmark(ch, torch, spec, summary, holder[0], sets, sampler,
+                        _fresh_input_probe(torch, timer, cand, sets.current))
 
     if spec.get("profile") is not None and cuda:
         ch.stage("profile")
         ch.send({"type": "profile", "result": _profile(torch, call, spec)})
-    del args, holder
+    del sets, holder
     if cuda:
         torch.cuda.synchronize()
     # the timed work is over: the late trials and this process's exit need the lease only shared
@@ -191,44 +192,62 @@ def _trials(ch, torch, timer, problem, cand, spec, dtype, device, cuda, plan, to
     del prev_keep
 
 
+def _send_benchmark(ch, torch, spec, summary, last_out, sets, sampler, probe=None):
+    """The timing, the last call's output in full digest, and every timed call's sample with
+    the input set it ran on (the worker checks each against that set's reference)."""
+    metas, arrays = digest.digest_list(torch, digest.flatten_outputs(torch, last_out),
+                                       spec["sample_seed"])
+    if probe is not None:
+        summary["fresh_ms"], summary["repeat_ms"] = probe["fresh_ms"], probe["repeat_ms"]
+    report, sample_arrays = sampler.report()
+    report.update(sets.report())
+    ch.send({"type": "benchmark", "time_ms": summary, "last_outputs": metas,
+             "timed_outputs": report}, arrays + sample_arrays)
+
+
+class _AnnouncedFeed:
+    """A feed whose untimed work is announced, so the worker's clock bound (ETAMPER) counts
+    only the timed calls."""
+
+    def __init__(self, ch, feed, sync):
+        self.ch, self.feed, self.sync = ch, feed, sync
+
+    def before(self, i, reps):
+        self.ch.stage("benchmark_prep")
+        self.feed.before(i, reps)
+        self.sync()  # the inputs are made on the GPU, asynchronously: wait for them here
+        self.ch.stage("benchmark_loop")
+
+    def __getattr__(self, name):
+        return getattr(self.feed, name)
+
+
 def _benchmark_hardened(ch, torch, timer, problem, cand, spec, dtype, device):
     """The re-measure of a flagged figure, in a fresh process: fresh inputs (new values, made
-    untimed) before every timed call, the persisting-L2 set-aside reset, all streams traced. The
-    last call runs on the inputs of trial 0, which this process has not seen before, and its
-    output is checked by the worker: a cache keyed by address or content cannot pass."""
+    untimed) before every timed call, the persisting-L2 set-aside reset, all streams traced.
+    Every call's output is sampled (a call that returns the output of the call before it is
+    stale), and the last call runs on the inputs of trial 0, which this process has not seen
+    before, its output checked whole by the worker: a cache keyed by address or content cannot
+    pass."""
     bench = spec.get("bench") or {}
     opts = _measure_opts(bench)
     reps = int(opts.pop("reps", 0) or 50)
-    holder, current = [None], [None]
-
-    def use_inputs(seed, trial):
-        current[0] = None  # free the last set before making the next: one set at a time
-        current[0], _ = inputs.make_inputs(torch, problem, seed, trial, dtype, device, "own")
+    holder = [None]
+    fresh = timed_inputs.Fresh(torch, problem, spec, dtype, device)
 
     def call():
         with torch.no_grad():
-            holder[0] = cand(*current[0])
+            holder[0] = cand(*fresh.current)
 
-    def before_call(i):
-        # announced, so the worker's clock bound (ETAMPER) counts only the timed calls
-        ch.stage("benchmark_prep")
-        if i == reps - 1:
-            use_inputs(spec["seed"], 0)
-        else:
-            use_inputs(spec["seed"] + 7919 + i, 0)
-        if device != "cpu":  # the inputs are made on the GPU, asynchronously: wait for them here
-            torch.cuda.synchronize()
-        ch.stage("benchmark_loop")
-
-    use_inputs(spec["seed"] + 7907, 0)
     timer.warm(call, opts.get("warmup", 3), float(bench.get("warmup_time", 0.1)))
     ch.stage("benchmark_loop")
+    sampler = timed_inputs.Sampler(torch, spec["sample_seed"])
     summary = timer.measure(call, **dict(opts, reps=reps, warmup=1, warmup_time=0.0,
-                                         before_call=before_call, hardened=True))
+                                         feed=_AnnouncedFeed(ch, fresh, timer._sync),
+                                         after_call=lambda i: sampler.take(holder[0]),
+                                         hardened=True))
     ch.stage("benchmark_check")
-    last = digest.flatten_outputs(torch, holder[0])
-    metas, arrays = digest.digest_list(torch, last, spec["sample_seed"])
-    ch.send({"type": "benchmark", "time_ms": summary, "last_outputs": metas}, arrays)
+    _send_benchmark(ch, torch, spec, summary, holder[0], fresh, sampler)
 
 
 def _kernels(torch, call):

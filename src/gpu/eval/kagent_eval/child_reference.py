@@ -6,7 +6,7 @@ outputs' fp32 shadow (shadow.py), the roofline's inputs (FLOPs,
 parameter bytes, the GPU's measured peaks), and on request the eager / torch.compile baseline
 timings measured with the same Timer the candidate gets.
 """
-from . import child_common, digest, inputs, loader, shadow
+from . import child_common, digest, inputs, loader, shadow, timed_inputs
 from .timing import do_bench_mean
 
 
@@ -113,7 +113,10 @@ def _param_bytes(model):
 def baselines(torch, problem, model, spec, dtype, device):
     bench = spec.get("bench") or {}
     timer = child_common.timer(torch, device)
-    args, _ = inputs.make_inputs(torch, problem, spec["seed"], 0, dtype, device)
+    # the input sets the candidate's timed calls rotate through, in the same order, so a
+    # baseline and a candidate are timed on the same inputs (timed_inputs.py)
+    sets = timed_inputs.Rotation(torch, problem, spec, dtype, device,
+                                 timed_inputs.set_trials(trial_plan(spec, problem)), rotate=False)
     res = {}
     want_do_bench = bench.get("do_bench") and device.startswith("cuda")
     for name in spec["baselines"]:
@@ -131,8 +134,8 @@ def baselines(torch, problem, model, spec, dtype, device):
                 res[name + "_error"] = "EBADREQ: unknown baseline"
                 continue
             with torch.no_grad():
-                call = lambda: fn(*args)
-                res[name] = timer.measure(call, **_measure_opts(bench))
+                call = lambda: fn(*sets.current)
+                res[name] = timer.measure(call, **_measure_opts(bench), feed=sets)
                 if want_do_bench:
                     res.setdefault("do_bench", {})[name] = do_bench_mean(call)
         except Exception as e:

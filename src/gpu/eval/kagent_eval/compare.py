@@ -83,6 +83,13 @@ def _errors_masked(g64, e64, rtol, atol):
     return diff, bad, ~(nan_e | np.isinf(e64)), max_abs, rel_max
 
 
+def elementwise_bad(got, exp, rtol, atol):
+    """Boolean mask of the elements of two float64 arrays outside the elementwise test that
+    compare_tensor applies (equal non-finite values agree)."""
+    return _errors(np.asarray(got, dtype=np.float64), np.asarray(exp, dtype=np.float64), rtol,
+                   atol)[1]
+
+
 def compare_tensor(got, exp, rtol, atol, sample_seed):
     """Dict with ok, reason, max_abs_err, max_rel_err, mismatch (index, got, expected)."""
     res = {"ok": False, "max_abs_err": None, "max_rel_err": None}

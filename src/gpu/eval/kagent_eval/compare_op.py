@@ -52,10 +52,14 @@ def _compare(ev, spec, result):
     entries, untrusted = [], []
     for k, (msg, arrays) in enumerate(timed):
         entry = {"flags": []}
-        if verdict.apply_benchmark(entry, {"time_ms": msg["time_ms"],
-                                           "last_outputs": msg.get("last_outputs")}, arrays,
-                                   None, ref_trials[0], rtol, atol, ev.sample_seed,
-                                   "cuda" if ev.cuda else "cpu"):
+        # the last output whole (a candidate wrong on every call is a mismatch), then each
+        # call's against its input set's reference (no trials of its own here: the candidates
+        # were verified by their own jobs)
+        if verdict.apply_benchmark(entry, msg, arrays, None,
+                                   ref_trials.get(verdict.last_call_trial(msg), ref_trials[0]),
+                                   rtol, atol, ev.sample_seed, "cuda" if ev.cuda else "cpu") or \
+                verdict.check_timed_outputs(entry, msg, arrays, ref_trials, {}, rtol, atol,
+                                            ev.sample_seed):
             return verdict.fail(result, entry["stage"], entry["code"], "candidate %d: %s" % (
                 k + 1, entry["error"].split(": ", 1)[1]))
         roof = ev.refs.roofline(spec, ref_trials[0], entry["time_ms"].get("median"))

@@ -4,8 +4,9 @@ side): the same inputs, the same timer, the same launch pad, in blocks ordered A
 gives one ratio against the first candidate; the worker summarises them.
 
 The whole session runs under one all-stream trace and each candidate's calls are checked as in
-a benchmark (``timing.all_stream_check``)."""
-from . import child_common, digest, inputs, loader, timing
+a benchmark (``timing.all_stream_check``); the calls rotate through the benchmark's input sets and
+every call's output is sampled for the worker to check (``timed_inputs``)."""
+from . import child_common, child_reference, digest, loader, timed_inputs, timing
 from .timing import _perf_counter
 
 
@@ -23,9 +24,11 @@ def run(ch, spec, state):
         cands.append(loader.build_candidate(torch, module, ref_model, init_inputs, spec["seed"],
                                             dtype, device))
     ch.send({"type": "loaded", "count": len(cands)})
-    args, _ = inputs.make_inputs(torch, problem, spec["seed"], 0, dtype, device)
+    sets = timed_inputs.Rotation(torch, problem, spec, dtype, device,
+                                 timed_inputs.set_trials(child_reference.trial_plan(spec, problem)))
     holders = [[None] for _ in cands]
-    calls = [_caller(torch, c, args, h) for c, h in zip(cands, holders)]
+    calls = [_caller(torch, c, sets, h) for c, h in zip(cands, holders)]
+    samplers = [timed_inputs.Sampler(torch, spec["sample_seed"]) for _ in cands]
 
     ch.stage("compile")
     for call in calls:
@@ -48,6 +51,10 @@ def run(ch, spec, state):
     owner, all_events, marks = [], [], []
     tracer = timer.tracer
     mark = (lambda: marks.append(tracer.mark())) if tracer is not None else None
+    # the sets' moves and the output samples run on a stream of their own, between the calls
+    prep = torch.cuda.Stream() if timer.cuda else None
+    gap_streams = (tracer.stream_id(prep.cuda_stream),) if tracer is not None else ()
+    total = blocks * per_block * len(cands)
     if tracer is not None:
         tracer.begin()
     t0 = _perf_counter()
@@ -57,7 +64,9 @@ def run(ch, spec, state):
             for k in order:
                 times = []
                 for _ in range(per_block):
+                    timer._untimed(lambda: sets.before(len(owner), total), prep)
                     e, _ = timer.time_once(calls[k], mark)
+                    timer._untimed(lambda: samplers[k].take(holders[k][0]), prep)
                     times.append(e)
                     owner.append(k)
                     all_events.append(e)
@@ -71,7 +80,7 @@ def run(ch, spec, state):
     finally:
         records = tracer.end() if tracer is not None else None
     checks = _stream_checks(records, marks, end_mark, all_events, owner, len(cands),
-                            timer.pad_cycles > 0) if tracer is not None else None
+                            timer.pad_cycles > 0, gap_streams) if tracer is not None else None
 
     ch.stage("benchmark_check")
     for k, holder in enumerate(holders):
@@ -83,23 +92,27 @@ def run(ch, spec, state):
         elif device.startswith("cuda"):
             summary["all_streams"] = {"checked": False, "ok": False,
                                       "why": "no activity trace in this process (libkagent_prof)"}
+        report, sample_arrays = samplers[k].report()
+        report.update(kind="rotation", sets=sets.trials,
+                      calls=[c for c, o in zip(sets.calls, owner) if o == k])
         ch.send({"type": "timed", "index": k, "time_ms": summary, "blocks": block_medians[k],
-                 "last_outputs": metas}, arrays)
+                 "last_outputs": metas, "timed_outputs": report}, arrays + sample_arrays)
 
 
-def _caller(torch, cand, args, holder):
+def _caller(torch, cand, sets, holder):
     def call():
         with torch.no_grad():
-            holder[0] = cand(*args)
+            holder[0] = cand(*sets.current)
     return call
 
 
-def _stream_checks(records, marks, end_mark, events, owner, n, has_spin):
+def _stream_checks(records, marks, end_mark, events, owner, n, has_spin, gap_streams):
     """The all-stream check per candidate: the whole session's windows are checked together
-    (work between any two calls is outside), then each call's verdict goes to its candidate."""
+    (work between any two calls is outside, but for the harness's own stream), then each call's
+    verdict goes to its candidate."""
     windows = list(zip(marks[0::2], marks[1::2]))
     res = timing.all_stream_check(records, windows, end_mark, events, has_spin=has_spin,
-                                  per_call=True)
+                                  gap_streams=gap_streams, per_call=True)
     per_call = res.get("per_call") or []
     out = []
     for k in range(n):

@@ -249,12 +249,18 @@ class Evaluator:
             b, arrays = out.first("benchmark")
             if b is None:
                 return verdict.fail(result, "benchmark", "ERUN", "no benchmark report")
-            if verdict.apply_benchmark(result, b, arrays, self._loop_ms(out), trial0, rtol, atol,
-                                       self.sample_seed, "cuda" if self.cuda else "cpu"):
+            # every timed call's output first: it names the call that went wrong
+            own = {o["trial"]: o for o, _ in out.of_type("trial") if isinstance(o.get("trial"), int)}
+            checked = (ref_trials, own, rtol, atol)
+            if verdict.check_timed_outputs(result, b, arrays, *checked, self.sample_seed):
+                return result
+            if verdict.apply_benchmark(result, b, arrays, self._loop_ms(out),
+                                       ref_trials.get(verdict.last_call_trial(b), trial0), rtol,
+                                       atol, self.sample_seed, "cuda" if self.cuda else "cpu"):
                 return result
             verdict.apply_baselines(result, base)
             self._apply_roofline(spec, result, trial0)
-            if not self._confirm_figures(spec, result, trial0, rtol, atol):
+            if not self._confirm_figures(spec, result, trial0, checked):
                 return result
         if spec["profile"] is not None:
             p, _ = out.first("profile")
@@ -276,9 +282,10 @@ class Evaluator:
         verdict.speedups(result)
 
     # -- fail closed: no figure is accepted before it is confirmed -------------------------
-    def _confirm_figures(self, spec, result, trial0, rtol, atol):
+    def _confirm_figures(self, spec, result, trial0, checked):
         """Applies verdict.TRUST_RULES to the timing; re-measures in a fresh process where a
-        flag asks for it. False (and the job failed) when a figure stays untrusted."""
+        flag asks for it. False (and the job failed) when a figure stays untrusted. checked:
+        (reference trials, the candidate's own trials, rtol, atol) for its outputs."""
         peaks = self.refs.peaks(spec)
         first = result["time_ms"]
         flags = verdict.figure_flags(first, result.get("roofline"), peaks, self.cuda,
@@ -293,7 +300,7 @@ class Evaluator:
         result["trust"]["remeasured"] = True
         for attempt in range(1, verdict.HARDENED_TRIES + 1):
             with self.lease.timed():
-                probe = self._hardened_measure(hspec, trial0, rtol, atol)
+                probe = self._hardened_measure(hspec, trial0, checked)
             if probe.get("error"):
                 return not verdict.fail_without_figures(
                     result, probe["stage"], probe["code"],
@@ -319,16 +326,20 @@ class Evaluator:
         result["flags"] = [f for f in result["flags"] if f not in verdict.TRUST_RULES]
         return True
 
-    def _hardened_measure(self, hspec, trial0, rtol, atol):
+    def _hardened_measure(self, hspec, trial0, checked):
         """One hardened timing in a fresh process: a probe result with time_ms, or failed."""
         out = sandbox.run_child(child_candidate.run, (hspec,), hspec["timeouts"], self.close_fds)
         probe = {"checks": {}, "flags": [], "audit": {}}
         b, arrays = out.first("benchmark")
+        ref_trials, _, rtol, atol = checked
         if not verdict.failure_from_outcome(probe, out) and b is None:
             verdict.fail(probe, "timing", "ERUN", "no timing came back")
         if not probe.get("error"):
-            verdict.apply_benchmark(probe, b, arrays, self._loop_ms(out), trial0, rtol, atol,
-                                    self.sample_seed, "cuda" if self.cuda else "cpu")
+            verdict.check_timed_outputs(probe, b, arrays, *checked, self.sample_seed)
+        if not probe.get("error"):
+            verdict.apply_benchmark(probe, b, arrays, self._loop_ms(out),
+                                    ref_trials.get(verdict.last_call_trial(b), trial0), rtol,
+                                    atol, self.sample_seed, "cuda" if self.cuda else "cpu")
         return probe
 
     def sanitize(self, job):

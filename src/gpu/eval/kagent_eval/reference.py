@@ -115,7 +115,7 @@ class ReferenceCache:
         nbytes = _bytes(trial0.get("inputs")) + _bytes(trial0.get("outputs")) + \
             int(info.get("param_bytes") or 0)
         out = roofline.roofline(nbytes, info.get("flops"), peaks, median_ms, dtype=spec["dtype"])
-        out["sol_limit_pct"] = verdict.sol_limit_pct({}, peaks)
+        out["sol_limit_pct"] = verdict.sol_limit_pct(peaks)
         return out
 
 

@@ -160,11 +160,13 @@ class Timer:
         return done
 
     def measure(self, fn, warmup=3, reps=None, min_reps=10, max_reps=1000, min_time=1.0,
-                warmup_time=0.1, before_call=None, hardened=False):
+                warmup_time=0.1, feed=None, after_call=None, hardened=False):
         """Timing summary in ms; reps chosen so the timed calls take about min_time.
 
-        before_call(i), if given, runs untimed before timed call i (fresh inputs). hardened:
-        the persisting-L2 set-aside is reset before every call as well, so no data a candidate
+        feed.before(i, reps), if given, runs untimed before timed call i (which input set it
+        runs on, timed_inputs.py); after_call(i) runs untimed after it (a sample of its output).
+        Both run on a stream of their own, outside every call's window. hardened: the
+        persisting-L2 set-aside is reset before every call as well, so no data a candidate
         pinned in L2 survives the flush."""
         done = self.warm(fn, warmup, warmup_time)
         self.fit_pad(fn)
@@ -176,9 +178,9 @@ class Timer:
         marks = []
         mark = (lambda: marks.append(tracer.mark())) if tracer is not None else None
         prep_stream, gap_streams = None, ()
-        if before_call is not None and self.cuda:
-            # fresh inputs are made on a stream of their own, so the trace can tell that work
-            # between calls from work a candidate's thread left there
+        if (feed is not None or after_call is not None) and self.cuda:
+            # inputs and output samples are made on a stream of their own, so the trace can tell
+            # that work between calls from work a candidate's thread left there
             prep_stream = self.torch.cuda.Stream()
             if tracer is not None:
                 gap_streams = (tracer.stream_id(prep_stream.cuda_stream),)
@@ -189,13 +191,15 @@ class Timer:
         t_begin = _perf_counter()
         try:
             for i in range(reps):
-                if before_call is not None:
-                    self._prepare_call(before_call, i, prep_stream)
+                if feed is not None:
+                    self._untimed(lambda: feed.before(i, reps), prep_stream)
                 if hardened and self._reset_persisting_l2 is not None:
                     self._reset_persisting_l2()
                 e, w = self.time_once(fn, mark)
                 events.append(e)
                 walls.append(w)
+                if after_call is not None:
+                    self._untimed(lambda: after_call(i), prep_stream)
             elapsed_ms = (_perf_counter() - t_begin) * 1e3
             if tracer is not None:
                 # work a thread launches after the last call still lands in the trace
@@ -218,12 +222,12 @@ class Timer:
                                   "why": "no activity trace in this process (%s)" % self.untraced}
         return out
 
-    def _prepare_call(self, before_call, i, stream):
+    def _untimed(self, work, stream):
         if stream is None:
-            before_call(i)
+            work()
             return
         with self.torch.cuda.stream(stream):
-            before_call(i)
+            work()
         stream.synchronize()
 
 

@@ -2,8 +2,10 @@
 import os
 from concurrent.futures import ThreadPoolExecutor
 
+import numpy as np
+
 from . import audit as audit_mod
-from . import compare
+from . import compare, timed_inputs
 from .digest import attach_arrays
 from .timing import MAX_PAD_MS
 
@@ -258,6 +260,101 @@ def apply_benchmark(result, bench_msg, bench_arrays, loop_ms, ref_trial0, rtol, 
     return None
 
 
+def last_call_trial(bench_msg):
+    """The trial whose inputs the last timed call ran on (its output travels whole)."""
+    report = bench_msg.get("timed_outputs") or {}
+    calls, sets = report.get("calls") or [], report.get("sets") or [0]
+    last = calls[-1] if calls else 0
+    return sets[last] if isinstance(last, int) and 0 <= last < len(sets) else sets[0]
+
+
+def check_timed_outputs(result, bench_msg, bench_arrays, ref_trials, own_trials, rtol, atol,
+                        sample_seed):
+    """Every timed call's output sample against the reference output of the input set it ran on
+    (timed_inputs.py). An element passes when it is within the job's tolerance of the reference
+    or of the candidate's own verified output on those inputs. A call on fresh inputs (the
+    hardened re-measure), whose output nobody knows, must not repeat the call before it. Fails
+    the job (ESTALE, stage "timing", no figure left) on the first call that does neither; None
+    when every call passed. Samples that did not come back fail it too."""
+    report = bench_msg.get("timed_outputs")
+    if not isinstance(report, dict):
+        return _stale(result, "the timed calls' outputs were not reported")
+    layout, calls, sets = report.get("layout") or [], report.get("calls") or [], \
+        report.get("sets") or []
+    n_tensors = sum(1 for m in bench_msg.get("last_outputs") or [] if m.get("kind") == "tensor")
+    width = sum(int(e["count"]) for e in layout)
+    info = {"calls": len(calls), "sets": list(sets), "sampled_per_call": width}
+    result["timed_outputs"] = info
+    if not layout:
+        return None  # no tensor output to sample: the trials checked the values
+    rest = list(bench_arrays)[n_tensors:]
+    if len(calls) != report.get("rows") or not rest or rest[0] is None or \
+            rest[0].size != width * len(calls):
+        return _stale(result, "%s of %d timed calls' output samples came back" % (
+            "none" if not rest else "not all", len(calls)))
+    rows = np.asarray(rest[0], dtype=np.float64).reshape(len(calls), width)
+    expected = {}
+    for s_idx, trial in enumerate(sets):
+        ref, own = ref_trials.get(trial) or {}, own_trials.get(trial) or {}
+        expected[s_idx] = (_sampled(ref.get("outputs"), layout, sample_seed),
+                           _sampled(own.get("outputs"), layout, sample_seed))
+    depends = _depends_on_inputs(ref_trials, layout, sample_seed)
+    checked = 0
+    for i, s_idx in enumerate(calls):
+        row = rows[i]
+        if s_idx is None:  # fresh inputs: nobody knows the output, but it is not the last one
+            if i > 0 and depends and np.array_equal(row, rows[i - 1], equal_nan=True):
+                return _stale(result, "timed call %d of %d returned the same output as the call "
+                                      "before it on new inputs" % (i + 1, len(calls)))
+            continue
+        ref, own = expected.get(s_idx, (None, None))
+        if ref is None:
+            return _stale(result, "timed call %d of %d ran on input set %s, whose reference is "
+                                  "unknown" % (i + 1, len(calls), s_idx))
+        bad = compare.elementwise_bad(row, ref, rtol, atol)
+        if own is not None:
+            bad &= compare.elementwise_bad(row, own, rtol, atol)
+        checked += 1
+        if bad.any():
+            return _stale(result, "timed call %d of %d (input set %d, the inputs of trial %d) "
+                                  "returned %d of %d sampled elements off its inputs' output" % (
+                                      i + 1, len(calls), s_idx + 1, sets[s_idx],
+                                      int(bad.sum()), bad.size))
+    info["checked_calls"] = checked
+    return None
+
+
+def _sampled(metas, layout, sample_seed):
+    """One row of a trial's output values at the per-call sample's positions, or None."""
+    if not metas:
+        return None
+    parts = []
+    for e in layout:
+        m = metas[e["index"]] if e["index"] < len(metas) else None
+        if not m or m.get("kind") != "tensor" or m.get("data") is None or \
+                int(m.get("numel") or -1) != int(e["numel"]) or bool(m.get("full")) != e["full"]:
+            return None
+        idx, _ = timed_inputs.call_positions(int(e["numel"]), e["full"], sample_seed)
+        parts.append(np.asarray(m["data"], dtype=np.float64)[idx])
+    return np.concatenate(parts) if parts else None
+
+
+def _depends_on_inputs(ref_trials, layout, sample_seed):
+    """Whether the reference's sampled output differs between two regular trials (a problem
+    whose output ignores its input values repeats itself honestly)."""
+    rows = [_sampled(t.get("outputs"), layout, sample_seed) for _, t in sorted(ref_trials.items())
+            if t.get("kind", "regular") == "regular" and not t.get("skipped")]
+    rows = [r for r in rows if r is not None]
+    return any(not np.array_equal(rows[0], r, equal_nan=True) for r in rows[1:])
+
+
+def _stale(result, message):
+    result["flags"] = list(result.get("flags") or []) + ["stale_output"]
+    result.setdefault("checks", {})["timed_outputs"] = False
+    return fail_without_figures(result, "timing", "ESTALE", message + " (a stale output, or "
+                                "one that depends on the call count or an input's address)")
+
+
 def apply_baselines(result, base):
     if not base:
         return
@@ -296,17 +393,19 @@ TRUST_RULES = {
                                           "stream or after the call returned)"),
     "all_streams_unchecked": ("remeasure", "the timing could not check every stream"),
     "untimed_work": ("remeasure", "the host clock saw far more time than the events"),
-    "beyond_sol": ("remeasure", "faster than the speed-of-light bound allows"),
+    "beyond_sol": ("remeasure", "faster than the speed-of-light bound allows (its compulsory "
+                                "memory traffic at the measured bandwidth)"),
     "spread": ("remeasure", "the timed calls vary too much (p90/p10 above the limit)"),
     "threads_started": ("trigger", "the candidate started threads"),
     "static:streams_threads": ("trigger", "the candidate uses streams or threads"),
     "remeasure_disagrees": ("reject", "a fresh hardened re-measure disagrees with the first"),
+    "stale_output": ("reject", "a timed call returned an output that is not its inputs' "
+                               "(ESTALE)"),
 }
 # p90/p10 of honest GPU timings stays far below 1.5. CPU mode's wall clock on a shared machine
 # measures the machine as much as the kernel (sub-millisecond calls, the OS scheduler, other
 # jobs on two cores), so only a spread no scheduler explains is refused there
 MAX_SPREAD = {"cuda": 1.5, "cpu": 10.0}
-SOL_TOLERANCE = 0.05   # beyond the measured read/copy bandwidth ratio and the timing's own spread
 # a re-measure may differ from the first by this much (or by their spreads). In CPU mode there is
 # no cache flush between calls, so the hardened loop's fresh inputs before every call are a real
 # difference: a 0.05-0.1 ms call measured 1.3-2.8x slower hardened on a loaded two-core machine
@@ -318,16 +417,16 @@ NOISE_FLAGS = frozenset(("spread", "remeasure_disagrees"))
 HARDENED_TRIES = 2
 
 
-def sol_limit_pct(time_ms, peaks):
-    """Highest speed-of-light % a figure may show: 100 plus the read-over-copy bandwidth headroom
-    measured on this GPU (a read-heavy kernel can beat the copy bandwidth the bound is made of),
-    the timing's own spread and a floor."""
+def sol_limit_pct(peaks):
+    """Highest speed-of-light % of the compulsory memory traffic a figure may show: 100 plus the
+    read-over-copy bandwidth headroom measured on this GPU (a read-heavy kernel can beat the
+    copy bandwidth the bound is made of). A physical bound: it does not move with the timing's
+    spread, which has a rule of its own."""
     headroom = 0.0
     copy, read = (peaks or {}).get("dram_bytes_per_s"), (peaks or {}).get("dram_read_bytes_per_s")
     if copy and read:
         headroom = max(0.0, read / copy - 1.0)
-    spread = max(0.0, ((time_ms or {}).get("spread") or 1.0) - 1.0)
-    return 100.0 * (1.0 + SOL_TOLERANCE + headroom + spread)
+    return 100.0 * (1.0 + headroom)
 
 
 def figure_flags(time_ms, roofline, peaks, cuda, max_spread=None):
@@ -346,8 +445,10 @@ def figure_flags(time_ms, roofline, peaks, cuda, max_spread=None):
         flags.append("untimed_work")
     if t.get("spread") and t["spread"] > max_spread:
         flags.append("spread")
-    sol = (roofline or {}).get("sol_pct")
-    if sol and sol > sol_limit_pct(t, peaks):
+    # the compulsory bytes bind every correct kernel; the reference's FLOPs do not (roofline.py)
+    roof = roofline or {}
+    sol = roof.get("memory_sol_pct", roof.get("sol_pct"))
+    if sol and sol > sol_limit_pct(peaks):
         flags.append("beyond_sol")
     return flags
 
