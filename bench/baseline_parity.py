@@ -3,7 +3,7 @@
 torch.compile) forward timed several ways in one process, side by side.
 
     python3 bench/baseline_parity.py examples/problems/77_conv_transpose3d.py [--dtype bf16]
-        [--compile] [--reps 50]
+        [--compile] [--reps 50] [--long SECONDS]
 
 Methods: the evaluator's Timer (flush, launch pad, events, device sync per call; with and
 without the all-stream trace), do_bench mean and median, back-to-back calls with a flush between
@@ -17,6 +17,7 @@ import json
 import os
 import statistics
 import sys
+import time
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 sys.path.insert(0, os.path.join(ROOT, "src", "gpu", "eval"))
@@ -62,12 +63,32 @@ def one_call_kernels(profiling, torch, fn):
             "kinds": sorted({r.get("kind") for r in recs}), "names": names}
 
 
+def long_loop(torch, timer, fn, seconds, do_bench):
+    """The evaluator's per-call timing over `seconds` of calls (a job's timed loop lasts about a
+    second): does the figure move between the loop's start and its end?"""
+    before = do_bench(fn, warmup=25, rep=100, return_mode="mean")
+    timer.fit_pad(fn)
+    events, t_end = [], time.perf_counter() + seconds
+    while time.perf_counter() < t_end:
+        events.append(timer.time_once(fn)[0])
+    after = do_bench(fn, warmup=25, rep=100, return_mode="mean")
+    k = max(1, len(events) // 10)
+    return {"calls": len(events), "median": statistics.median(events),
+            "first_tenth": statistics.median(events[:k]),
+            "last_tenth": statistics.median(events[-k:]),
+            "do_bench_before": before, "do_bench_after": after}
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("problem")
     ap.add_argument("--dtype", default="bf16")
     ap.add_argument("--compile", action="store_true", help="also torch.compile (default mode)")
     ap.add_argument("--reps", type=int, default=50)
+    ap.add_argument("--long", type=float, default=0.0,
+                    help="also time SECONDS of calls back to back with the evaluator's Timer and "
+                         "report the median of their first and last tenth (clocks drifting over a "
+                         "long loop), with do_bench before and after")
     args = ap.parse_args()
     import torch
     if not torch.cuda.is_available():
@@ -109,6 +130,14 @@ def main():
         with torch.inference_mode():
             row["do_bench_mean_inference_mode"] = do_bench(fn, warmup=25, rep=100,
                                                            return_mode="mean")
+        if args.long:
+            row["long"] = long_loop(torch, plain, fn, args.long, do_bench)
+            lg = row["long"]
+            print("%-8s long loop %.1f s, %d calls: first tenth %.4f, last tenth %.4f (%+.1f%%), all "
+                  "%.4f | do_bench mean before %.4f after %.4f" % (
+                      name, args.long, lg["calls"], lg["first_tenth"], lg["last_tenth"],
+                      100 * (lg["last_tenth"] / lg["first_tenth"] - 1), lg["median"],
+                      lg["do_bench_before"], lg["do_bench_after"]), flush=True)
         rows.append(row)
         t, p = row["timer_traced"], row["timer_plain"]
         print("%-8s timer %.4f (traced %.4f, pad %.3f ms, p90/p10 %.3f) pad3ms %.4f | b2b med %.4f "

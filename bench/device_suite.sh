@@ -3,7 +3,8 @@
 # minutes), writing logs under $OUT (default /tmp/kagent-device). The binary and profiler
 # library come from a build tree: KAGENT_BUILD (default build/).
 #   bash bench/device_suite.sh portability|eval|devices|sandbox|profile|profile-app|agent|sweep|latency|
-#                              trust|trust-ka|bench-ka|report|latency-compare|lease|throughput|all
+#                              trust|trust-ka|verdicts|parity-baselines|bench-ka|report|
+#                              latency-compare|lease|throughput|all
 # profile-app compares the multi-kernel targets with ncu's application replay (about 90 s per
 # ncu run, so it is not part of `all`); sweep (the tuner over the five showcase problems, about
 # 12 minutes on the H100: more than one 10-minute call, so run it again on the same folder to
@@ -69,6 +70,13 @@ case "$phase" in
          step agent_gpu_check bash tests/gpu/agent_gpu_check.sh "$OUT/agent" ;;
   parity) step parity_77 python3 bench/baseline_parity.py examples/problems/77_conv_transpose3d.py --compile ;;
   trust-ka) step trust_ka python3 tests/gpu/trust_gpu_check.py --part ka,baselines ;;
+  verdicts)  # every timed output checked, the physical bound, what the checks cost the figures
+         step trust_verdicts python3 tests/gpu/trust_gpu_check.py --part escapes,algorithmic
+         step timed_output_cost python3 bench/timed_output_cost.py
+         KAGENT_AGENT_CHECK_STEPS=stale step agent_stale bash tests/gpu/agent_gpu_check.sh "$OUT/agent" ;;
+  parity-baselines)  # the five showcase baselines (default timed loop) against do_bench; #82 over a long loop
+         step parity_82 python3 bench/baseline_parity.py examples/problems/82_depthwise_conv2d.py --long 2
+         step trust_baselines python3 tests/gpu/trust_gpu_check.py --part baselines --modes eager,compile ;;
   bench-ka)  # agents/bench.lua on KernelAgent's five artifacts; run again to continue (--resume)
          ka="${KAGENT_KA_ARTIFACTS:-}"
          for d in ../shared/data/ka-artifacts shared/data/ka-artifacts; do [ -z "$ka" ] && [ -d "$d" ] && ka=$d; done

@@ -107,6 +107,17 @@ class AllStreamCheckTest(unittest.TestCase):
                      for c in calls[:-1]]
         self.assertFalse(check(calls, extra=long_prep, gap_streams=(11,))["ok"])
 
+    def test_the_last_calls_output_sample_on_its_own_stream_is_allowed(self):
+        # the harness samples every call's output on its own stream after the call's window,
+        # the last one in the grace period; a kernel there on another stream is still caught
+        calls = calls_with(10, lambda c: c.work(0.2, 9.8))
+        sample = [rec("take_kernel", c.close + 5, c.close + 8, stream=11) for c in calls]
+        self.assertTrue(check(calls, extra=sample, gap_streams=(11,))["ok"])
+        late = sample + [rec("my_kernel", calls[-1].close + 20, calls[-1].close + 25)]
+        res = check(calls, extra=late, gap_streams=(11,))
+        self.assertFalse(res["ok"])
+        self.assertEqual(res["outside_windows"], 1)
+
     def test_a_call_without_its_harness_cannot_be_checked(self):
         calls = calls_with(10, lambda c: c.work(0.2, 9.8))
         calls[2].records = calls[2].records[2:]  # no flush, no spin seen in that window

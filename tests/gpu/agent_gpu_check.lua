@@ -6,8 +6,8 @@ local fake = require("fake_session")
 local out = kagent.args[1] or "/tmp/kagent-agent-gpu-check"
 local root = kagent.root
 local failures = 0
--- KAGENT_AGENT_CHECK_STEPS picks steps (default "beam,tune,generate,skill,trust,resume")
-local steps = os.getenv("KAGENT_AGENT_CHECK_STEPS") or "beam,tune,generate,skill,trust,resume"
+-- KAGENT_AGENT_CHECK_STEPS picks steps (default "beam,tune,generate,skill,trust,stale,resume")
+local steps = os.getenv("KAGENT_AGENT_CHECK_STEPS") or "beam,tune,generate,skill,trust,stale,resume"
 local function want(step) return ("," .. steps .. ","):find("," .. step .. ",", 1, true) ~= nil end
 local function check(cond, what)
   print((cond and "PASS " or "FAIL ") .. what)
@@ -178,6 +178,37 @@ if want("trust") then
     print(string.format("FIGURE trust softmax 4096x4096 fp32: input %.4f ms -> best %.4f ms (%.2fx); eager %.4f, compile %.4f, max-autotune %s ms; SOL %s%%; generalizes %s; sanitizer %s",
       s.input_ms, s.best_ms, s.speedup_vs_input, s.baselines.eager_ms or 0, s.baselines.compile_ms or 0,
       tostring(s.baselines.compile_max_autotune_ms), tostring(s.sol_pct), tostring(s.generalizes), tostring(s.sanitizer)))
+  end
+end
+
+-- 5b. stale: the same problem, the FAKE LLM answering one direction with a copy of the honest
+-- kernel that returns its previous output on one timed call in sixteen (a tie with the honest
+-- one on every median) and the other with the honest kernel. The stale copy is refused (ESTALE,
+-- stage timing, no time) and the honest kernel ends as best.
+if want("stale") then
+  local T = root .. "/tests/fixtures/trust/"
+  local kernels = { T .. "softmax_stale_one_in_16.py", T .. "softmax_onepass.py" }
+  local server, port = fake.start(fake.script({ n = 2, kernels = kernels }), out)
+  local r = fake.run_agent("beam.lua", { "--problem", T .. "softmax_problem.py", "--kernel", root .. "/examples/kernels/softmax.py",
+    "--dtype", "fp32", "--rounds", "1", "--beam", "1", "--directions", "2", "--refine", "0", "--out", out .. "/stale" },
+    fake.env(port, { KAGENT_DB = out .. "/stale.db" }), 1500)
+  server:kill()
+  io.write(r.stderr:sub(-3000))
+  check(r.code == 0, "stale: beam.lua exit code " .. tostring(r.code))
+  local rd = fake.newest_run(out .. "/stale")
+  local s = rd and json.decode(fs.read(rd .. "/summary.json") or "null")
+  check(type(s) == "table", "stale: summary.json written")
+  if type(s) == "table" then
+    check((fs.read(rd .. "/best_kernel.py") or ""):gsub("%s+$", "") == fs.read(kernels[2]):gsub("%s+$", ""),
+      "stale: the honest kernel is best (best = " .. tostring(s.best and s.best.id) .. ")")
+    local b = json.decode(fs.read(rd .. "/rounds/round_1/w1/benchmark_results.json") or "null")
+    local _, row = next(type(b) == "table" and b.kernels or {})
+    row = row or {}
+    check(row.ok == false and row.stage == "timing" and tostring(row.error):find("^ESTALE") ~= nil
+      and (row.time_ms == nil or row.time_ms == json.null),
+      "stale: the stale copy is refused at stage timing with ESTALE, no time: " .. tostring(row.error))
+    print(string.format("FIGURE stale softmax 4096x4096 fp32: best %s %.4f ms; stale copy: %s",
+      tostring(s.best and s.best.id), s.best_ms or 0, tostring(row.error):sub(1, 160)))
   end
 end
 

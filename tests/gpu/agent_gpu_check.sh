@@ -11,9 +11,12 @@
 #  5. trust: agents/beam.lua on softmax 4096x4096 (fp32) with the fake server answering with an
 #     honest one-pass kernel and three side-stream/thread copies: the honest one ends as best,
 #     each copy is rejected at stage "timing", and no figure of theirs reaches summary or memory.
+#  5b. stale: the same, the fake server answering with the honest kernel and a copy that returns
+#     its previous output on one timed call in sixteen: the copy is refused (ESTALE), the honest
+#     kernel ends as best.
 #  6. resume: agents/beam.lua on #36 (bf16), two rounds, killed with SIGKILL in round 2, then
 #     --resume: two rounds with the run's own options, the database and summary.json agreeing.
-# KAGENT_AGENT_CHECK_STEPS=beam,tune,generate,skill,trust,resume picks steps.
+# KAGENT_AGENT_CHECK_STEPS=beam,tune,generate,skill,trust,stale,resume picks steps.
 # Usage: tests/gpu/agent_gpu_check.sh [out_dir]   (KAGENT_BIN overrides build/kagent-rt)
 set -u
 cd "$(dirname "$0")/../.."

@@ -1,13 +1,18 @@
 #!/usr/bin/env python3
 """GPU check of the evaluator's fail-closed rules through a real worker process.
 
-    python3 tests/gpu/trust_gpu_check.py [--part escapes,sanitize,compare,memory,ka,baselines]
+    python3 tests/gpu/trust_gpu_check.py [--part escapes,sanitize,compare,memory,ka,baselines,
+                                                 algorithmic]
 
 escapes: on softmax 4096 x 4096 (fp32), the honest one-pass kernel is accepted; a side stream
 joined back is accepted (after its re-measure); an unjoined side stream (whole forward, or one
 short launch of 32 rows), a launch from a background thread, a huge spread, and a bound set below
 the time (beyond speed-of-light) are each rejected at stage "timing" with a reason that names the
-cause and no figure left on the result. sanitize: compute-sanitizer passes a clean kernel and
+cause and no figure left on the result, and so are (ESTALE) kernels whose timed calls return a
+stale output (on one call in sixteen, or most), an output cached by address, or one that drifts
+with the call count. algorithmic: diag(A) @ B as a row scaling, a better algorithm than the
+reference's matmul, is accepted with its speedup (and KernelBench's own L1 #12 where
+KAGENT_KERNELBENCH names its folder). sanitize: compute-sanitizer passes a clean kernel and
 finds an out-of-bounds read that no output shows. compare: interleaved timing ranks the one-pass
 kernel above the three-pass one. memory: a 16 GiB input verifies and times without running out
 of memory. ka: the ten kernels of KernelAgent's artifacts (KAGENT_KA_ARTIFACTS, default
@@ -125,6 +130,9 @@ def part_escapes(run):
         passed = accept(r)
         first = (r.get("trust") or {})
         streams = (r.get("time_ms") or {}).get("all_streams") or {}
+        first_streams = (r.get("time_ms_first") or {}).get("all_streams") or {}
+        if first_streams and not first_streams.get("ok"):
+            print("    first figure's streams: %s" % json.dumps(first_streams)[:400], flush=True)
         run.record("escapes", cand, passed, r, expected=want, wall_s=time.time() - t0)
         print("%-32s %-26s pass=%-5s %s | median %s | first %s second %s | uncovered max %s ms" % (
             cand, want, passed, (r.get("error") or "ok")[:110],
@@ -217,13 +225,44 @@ def part_ka(run, base):
                   flush=True)
 
 
-def part_baselines(run, names, modes):
+def part_algorithmic(run):
+    """A better algorithm is no cheat: diag(A) @ B done as a row scaling beats the reference's
+    FLOP bound by far and stays inside its compulsory memory traffic. Accepted with its
+    speedup, its roofline saying "fewer operations than the reference". KernelBench's own
+    problem file (KAGENT_KERNELBENCH, its level1 folder) too, where it is there."""
+    cases = [("diag_matmul_problem.py", os.path.join(TRUST, "diag_matmul_problem.py"))]
+    kb = os.environ.get("KAGENT_KERNELBENCH")
+    if kb:
+        for name in sorted(os.listdir(os.path.join(kb, "level1"))):
+            if name.startswith("12_"):
+                cases.append(("kernelbench L1 " + name, os.path.join(kb, "level1", name)))
+    for label, problem in cases:
+        t0 = time.time()
+        r = run.job("benchmark", {"problem": problem, "dtype": "fp32",
+                                  "candidate": os.path.join(TRUST, "diag_rowscale_triton.py"),
+                                  "bench": {"baselines": ["eager"]}})
+        roof = r.get("roofline") or {}
+        passed = bool(r["ok"]) and (r.get("speedup_vs_eager") or 0) > 1.0 and \
+            "beyond_sol" not in r.get("flags", []) and \
+            (roof.get("memory_sol_pct") or 0) <= (roof.get("sol_limit_pct") or 0)
+        run.record("algorithmic", label, passed, r, wall_s=time.time() - t0)
+        print("algorithmic %-40s pass=%-5s %s | median %s ms, eager %s ms, %sx | memory SOL %s%%, "
+              "fewer_ops %s, note %s" % (
+                  label, passed, (r.get("error") or "ok")[:100],
+                  _f((r.get("time_ms") or {}).get("median")), _f(r.get("eager_ms")),
+                  _f(r.get("speedup_vs_eager")), _f(roof.get("memory_sol_pct")),
+                  roof.get("fewer_ops"), roof.get("note")), flush=True)
+
+
+def part_baselines(run, names, modes, min_time=None):
+    bench = {"baselines": modes, "do_bench": True}
+    if min_time:
+        bench["min_time"] = min_time
     for name in names:
         t0 = time.time()
         r = run.job("benchmark", {"problem": os.path.join(ROOT, "examples/problems", name + ".py"),
                                   "candidate": os.path.join(ROOT, "examples/kernels", name + ".py"),
-                                  "dtype": "bf16", "fallback_policy": "flag",
-                                  "bench": {"min_time": 0.5, "baselines": modes, "do_bench": True}},
+                                  "dtype": "bf16", "fallback_policy": "flag", "bench": bench},
                     timeout=1800)
         db = r.get("do_bench") or {}
         agree = {}
@@ -244,6 +283,8 @@ def main():
     ap.add_argument("--part", default="escapes,sanitize,compare,memory")
     ap.add_argument("--only", default=",".join(SHOWCASE))
     ap.add_argument("--modes", default="eager,compile,compile_max_autotune")
+    ap.add_argument("--min-time", type=float, default=None,
+                    help="baselines: seconds of timed calls (default: the evaluator's)")
     args = ap.parse_args()
     from worker_client import Worker, have_cuda
     if not have_cuda():
@@ -263,10 +304,13 @@ def main():
                 part_compare(run)
             elif part == "memory":
                 part_memory(run)
+            elif part == "algorithmic":
+                part_algorithmic(run)
             elif part == "ka":
                 part_ka(run, os.environ.get("KAGENT_KA_ARTIFACTS", KA_DEFAULT))
             elif part == "baselines":
-                part_baselines(run, [s for s in args.only.split(",") if s], args.modes.split(","))
+                part_baselines(run, [s for s in args.only.split(",") if s], args.modes.split(","),
+                               args.min_time)
     finally:
         w.close()
         out = os.environ.get("OUT")

@@ -206,16 +206,19 @@ def _send_benchmark(ch, torch, spec, summary, last_out, sets, sampler, probe=Non
 
 
 class _AnnouncedFeed:
-    """A feed whose untimed work is announced, so the worker's clock bound (ETAMPER) counts
-    only the timed calls."""
+    """A feed whose untimed work (new inputs before a call, its output's sample after it) is
+    announced, so the worker's clock bound (ETAMPER) counts only the timed calls."""
 
     def __init__(self, ch, feed, sync):
         self.ch, self.feed, self.sync = ch, feed, sync
 
     def before(self, i, reps):
+        self.untimed(lambda: self.feed.before(i, reps))
+
+    def untimed(self, work):
         self.ch.stage("benchmark_prep")
-        self.feed.before(i, reps)
-        self.sync()  # the inputs are made on the GPU, asynchronously: wait for them here
+        work()
+        self.sync()  # the work is queued on the GPU, asynchronously: wait for it here
         self.ch.stage("benchmark_loop")
 
     def __getattr__(self, name):
@@ -242,9 +245,10 @@ def _benchmark_hardened(ch, torch, timer, problem, cand, spec, dtype, device):
     timer.warm(call, opts.get("warmup", 3), float(bench.get("warmup_time", 0.1)))
     ch.stage("benchmark_loop")
     sampler = timed_inputs.Sampler(torch, spec["sample_seed"])
-    summary = timer.measure(call, **dict(opts, reps=reps, warmup=1, warmup_time=0.0,
-                                         feed=_AnnouncedFeed(ch, fresh, timer._sync),
-                                         after_call=lambda i: sampler.take(holder[0]),
+    feed = _AnnouncedFeed(ch, fresh, timer._sync)
+    summary = timer.measure(call, **dict(opts, reps=reps, warmup=1, warmup_time=0.0, feed=feed,
+                                         after_call=lambda i: feed.untimed(
+                                             lambda: sampler.take(holder[0])),
                                          hardened=True))
     ch.stage("benchmark_check")
     _send_benchmark(ch, torch, spec, summary, holder[0], fresh, sampler)

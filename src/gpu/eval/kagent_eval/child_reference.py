@@ -112,7 +112,7 @@ def _param_bytes(model):
 
 def baselines(torch, problem, model, spec, dtype, device):
     bench = spec.get("bench") or {}
-    timer = child_common.timer(torch, device)
+    timer = child_common.timer(torch, device, traced=False)
     # the input sets the candidate's timed calls rotate through, in the same order, so a
     # baseline and a candidate are timed on the same inputs (timed_inputs.py)
     sets = timed_inputs.Rotation(torch, problem, spec, dtype, device,

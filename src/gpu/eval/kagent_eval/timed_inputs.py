@@ -26,7 +26,7 @@ CALL_SAMPLE = 512
 # cache then returns another set's output); each move copies every set once, untimed
 ROTATE_AT = (1.0 / 3.0, 2.0 / 3.0)
 # input sets may take this share of the device's free memory (the rest is the kernel's)
-SET_MEMORY_SHARE = 0.25
+SET_MEMORY_SHARE = 0.4
 _SUB_SEED = 0x5EED
 
 
