@@ -45,6 +45,20 @@ class CpuVerifyTest(CpuWorkerTest):
         self.assertTrue(r["ok"], r)
         self.assertEqual(r["candidate_kind"], "kernel_function")
 
+    def test_kernel_function_with_kwargs_gets_kernelagents_keywords(self):
+        # kernel_function(x, *args, **kwargs), as KernelAgent's harness calls it: the layer's
+        # weight, bias, stride, padding, dilation and groups arrive as keywords
+        r = self.w.job("verify", "conv_stride_problem.py",
+                       fixture("eval", "conv_kernel_function_kwargs.py"))
+        self.assertTrue(r["ok"], r.get("error"))
+        self.assertEqual(r["candidate_kind"], "kernel_function")
+        wrong = self.w.job("verify", "conv_stride_problem.py",
+                           fixture("eval", "conv_kernel_function_kwargs_wrong.py"))
+        self.assertFalse(wrong["ok"])
+        # the output shape gives the ignored dilation away before any value is compared
+        self.assertEqual((wrong["stage"], wrong["code"]), ("correctness", "EMISMATCH"),
+                         wrong.get("error"))
+
     def test_modelnew_gets_reference_weights_by_name(self):
         r = self.w.job("verify", "linear_problem.py", fixture("eval", "linear_modelnew.py"))
         self.assertTrue(r["ok"], r)
