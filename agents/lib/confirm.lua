@@ -81,8 +81,10 @@ end
 -- final(run, finalists, input) -> {kernel, result, confirmed, input_ms, tried}. finalists: kernel
 -- records, best first. They are re-measured side by side, then the fastest whose confirmation
 -- job passes is the run's result (a confirmation that fails, at any stage, moves on to the
--- next). When none passes, the best is reported unconfirmed with its search-time result. The
--- input is re-timed too, so speedup_vs_input compares two measurements of one moment.
+-- next). When none passes there is no result: confirmed = false, no kernel and no figure, only
+-- `tried` (each finalist's stage and error) — a figure that was not confirmed is not a result
+-- (M.unconfirmed_line says so). The input is re-timed too, so speedup_vs_input compares two
+-- measurements of one moment.
 function M.final(run, finalists, input)
   local out = { tried = {} }
   for _, k in ipairs(M.rank_finalists(run, finalists)) do
@@ -96,7 +98,8 @@ function M.final(run, finalists, input)
     log.warn("confirmation of %s failed at %s: %s", tostring(k.id), tostring(r.stage), tostring(r.error))
   end
   if not out.kernel then
-    out.kernel, out.result, out.confirmed = finalists[1], finalists[1].result, false
+    out.confirmed = false
+    return out
   end
   out.input_ms = input.result.time_ms.median
   if out.kernel == input then
@@ -106,6 +109,30 @@ function M.final(run, finalists, input)
     if again and again.ok and again.time_ms then out.input_ms = again.time_ms.median end
   end
   return out
+end
+
+-- unconfirmed_line(tried) -> the one line a run ends with when no finalist confirmed: no figure,
+-- each finalist's stage and why
+function M.unconfirmed_line(tried)
+  local why = {}
+  for _, t in ipairs(tried or {}) do
+    why[#why + 1] = string.format("%s at %s: %s", tostring(t.id), tostring(t.stage),
+      tostring(t.error):sub(1, 160))
+  end
+  return "no confirmed kernel: " .. (#why > 0 and table.concat(why, "; ") or "no finalist")
+end
+
+-- verdict_word(summary) -> "yes" (confirmed), "not confirmed" (no finalist passed the final
+-- confirmation) or "no" (failed, or no summary): the one word tables and pages show
+function M.verdict_word(s)
+  if M.reportable(s) then return "yes" end
+  return type(s) == "table" and s.status == "unconfirmed" and "not confirmed" or "no"
+end
+
+-- reportable(summary) -> whether a summary carries figures (a confirmed best kernel). Tables
+-- and pages show a speedup only where this holds, and "not confirmed" otherwise.
+function M.reportable(s)
+  return type(s) == "table" and s.verified == true and type(s.best_ms) == "number"
 end
 
 return M

@@ -310,7 +310,7 @@ end
 local function say(prog, msg) io.stderr:write(prog .. ": " .. msg .. "\n") end
 
 -- Exit statuses of the entry points (docs/agents.md)
-M.EXIT = { done = 0, error = 1, input = 2, llm_down = 3, replay_miss = 4 }
+M.EXIT = { done = 0, error = 1, input = 2, llm_down = 3, replay_miss = 4, unconfirmed = 5 }
 
 -- replay_status(prog, summary, code) -> exit status: `code`, or 4 when a strict replay (cache
 -- mode "replay") met questions it had no recorded answer to. Those branches stopped where they
@@ -373,7 +373,9 @@ local function drive(run, pol, saved)
   end
   local reason = M.search(run, pol, st)
   if run.llm_guard.down then return M.llm_stop(run) end
-  return M.replay_status(run.prog, M.finish(run, st, reason), M.EXIT.done)
+  local s = M.finish(run, st, reason)
+  -- a search whose finalists all failed the final confirmation has no result to report
+  return M.replay_status(run.prog, s, s.status == "unconfirmed" and M.EXIT.unconfirmed or M.EXIT.done)
 end
 
 -- main(prog, argv, default_policy, how) -> exit code; agents/beam.lua, skill.lua and tune.lua are
@@ -385,7 +387,8 @@ function M.main(prog, argv, default_policy, how)
   how = how or {}
   how.epilog = "Exit status: 0 done, 1 internal error, 2 bad input or a failed start"
     .. (how.llm_free and "" or ", 3 the LLM stopped answering (--resume continues the run), 4 a strict replay "
-      .. "(KAGENT_LLM_CACHE=replay) had no recorded answer to some question") .. ". "
+      .. "(KAGENT_LLM_CACHE=replay) had no recorded answer to some question")
+    .. ", 5 no finalist passed the final confirmation (no confirmed kernel, no figure). "
     .. (how.epilog or "")
   local opts, _, code = run_lib.parse(prog, argv, nil, how)
   if not opts then return code end

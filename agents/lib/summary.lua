@@ -62,14 +62,13 @@ end
 -- search(run, st, reason, fin) -> summary of a search: fin is confirm.final's answer. Writes
 -- best_kernel.py, best_eval.json, summary.json and report.html; archives the best once confirmed.
 function M.search(run, st, reason, fin)
+  if not fin.confirmed then return M.unconfirmed(run, st, reason, fin) end
   local best, final = fin.kernel, fin.result
   run.rd:write("best_kernel.py", best.code)
   run.rd:write("best_eval.json", final)
   local t = final.time_ms
   local eager = final.eager_ms or st.baselines.eager_ms
   local comp = final.compile_ms or st.baselines.compile_ms
-  local outcomes = {}
-  for _, a in ipairs(st.attempts) do outcomes[a.outcome or "?"] = (outcomes[a.outcome or "?"] or 0) + 1 end
   local beam = {}
   for i, k in ipairs(st.beam) do beam[i] = { id = k.id, time_ms = k.result.time_ms.median, fingerprint = k.fingerprint, path = k.path } end
   local s = M.base(run)
@@ -87,23 +86,50 @@ function M.search(run, st, reason, fin)
   s.trust, s.generalizes = final.trust or json.null, final.generalizes or json.null
   s.sanitizer = final.sanitizer and final.sanitizer.ok or json.null
   s.sol_pct = (final.roofline and final.roofline.sol_pct) or best.sol_pct or json.null
-  s.verified, s.confirmation = fin.confirmed, fin.tried
-  s.rounds, s.rounds_requested, s.stop_reason = st.round, run.opts.rounds, reason or "rounds done"
-  s.attempts, s.outcomes, s.beam = #st.attempts, outcomes, beam
+  s.verified, s.confirmation, s.beam = true, fin.tried, beam
+  M.add_search_counts(s, run, st, reason)
   s.attempts_to_best, s.rounds_to_best = M.attempts_to_best(st.attempts, best), best.round or 0
   run.rd:write("summary.json", s)
   M.write_report(run)
-  if fin.confirmed then
-    run.mem:archive({ code = best.code, result = final, attempt_id = best.attempt_id }, run.dtype)
-  end
+  run.mem:archive({ code = best.code, result = final, attempt_id = best.attempt_id }, run.dtype)
   run.mem:finish("done", s)
-  run.progress:finish(string.format("run %s: best %.4f ms (%.2fx input%s%s) after %d round(s): %s%s\n  %s",
+  run.progress:finish(string.format("run %s: best %.4f ms (%.2fx input%s%s) after %d round(s): %s\n  %s",
     run.rd.id, t.median, s.speedup_vs_input,
     eager and string.format(", %.2fx eager", eager / t.median) or "",
     comp and string.format(", %.2fx torch.compile", comp / t.median) or "", st.round, s.stop_reason,
-    fin.confirmed and "" or " (NOT confirmed: the final re-measure failed)", run.rd.dir
-      .. (s.replay.mode ~= "off" and string.format("\n  LLM replay: %d hit(s), %d miss(es) of %d call(s)",
-        s.replay.hits, s.replay.misses, s.replay.calls) or "")))
+    run.rd.dir .. M.replay_line(s)))
+  return s
+end
+
+-- add_search_counts(s, run, st, reason): rounds, stop reason and the attempts' outcomes
+function M.add_search_counts(s, run, st, reason)
+  local outcomes = {}
+  for _, a in ipairs(st.attempts) do outcomes[a.outcome or "?"] = (outcomes[a.outcome or "?"] or 0) + 1 end
+  s.rounds, s.rounds_requested, s.stop_reason = st.round, run.opts.rounds, reason or "rounds done"
+  s.attempts, s.outcomes = #st.attempts, outcomes
+end
+
+function M.replay_line(s)
+  return s.replay.mode ~= "off" and string.format("\n  LLM replay: %d hit(s), %d miss(es) of %d call(s)",
+    s.replay.hits, s.replay.misses, s.replay.calls) or ""
+end
+
+-- unconfirmed(run, st, reason, fin) -> summary of a search none of whose finalists passed the
+-- final confirmation: status "unconfirmed", no best, no figure and no speedup anywhere (a figure
+-- that was not confirmed is not a result), the finalists' confirmation outcomes, and nothing
+-- archived. Their kernels stay in the rounds' folders.
+function M.unconfirmed(run, st, reason, fin)
+  local confirm = require("agents.lib.confirm")
+  local s = M.base(run)
+  s.status, s.verified = "unconfirmed", false
+  s.input_kernel = run.opts.kernel or st.input.label
+  s.confirmation = fin.tried
+  s.error = confirm.unconfirmed_line(fin.tried)
+  M.add_search_counts(s, run, st, reason)
+  run.rd:write("summary.json", s)
+  M.write_report(run)
+  run.mem:finish("unconfirmed", s)
+  run.progress:finish(string.format("run %s: %s\n  %s", run.rd.id, s.error, run.rd.dir .. M.replay_line(s)))
   return s
 end
 

@@ -178,3 +178,39 @@ describe("agents/beam.lua with no LLM configured", function()
     db:close()
   end, { timeout = 900 })
 end)
+
+describe("a run whose finalists all fail the final confirmation", function()
+  it("exits 5, prints no figure and writes a summary with no best and no speedup", function()
+    if not cpu.have_torch() then skip("no torch for " .. spec.python .. " (set KAGENT_PYTHON)") end
+    local dir = tmpdir("agent-unconfirmed")
+    -- the kernel is fast in a job's process and slow in the final confirmation's fresh one: the
+    -- hardened re-measure disagrees with the first figure, twice
+    local r = run_agent({ "--problem", problem, "--kernel", fx .. "slow_when_watched.py", "--rounds", "1", "--devices", "cpu",
+      "--out", dir .. "/runs" }, base_env(dir))
+    expect.eq(r.code, 5, "exit status 5\n" .. r.stderr:sub(-3000))
+    expect.match(r.stderr, "no confirmed kernel: ")
+    expect.no_match(r.stderr, "run [^\n]*: best [%d.]+ ms")
+    expect.no_match(r.stderr, "[%d.]+x input")
+    local rd = dir .. "/runs/" .. only_run(dir .. "/runs")[1]
+    local s = json.decode(fs.read(rd .. "/summary.json"))
+    expect.eq(s.status, "unconfirmed")
+    expect.eq(s.verified, false)
+    for _, k in ipairs({ "best", "best_ms", "input_ms", "speedup_vs_input", "speedup_vs_eager", "speedup_vs_compile", "sol_pct" }) do
+      expect.eq(s[k], nil, k .. " is not in an unconfirmed summary")
+    end
+    expect.truthy(#s.confirmation >= 1 and s.confirmation[1].stage ~= nil, "each finalist's confirmation outcome is kept")
+    expect.match(s.error, "no confirmed kernel")
+    expect.falsy(fs.exists(rd .. "/best_kernel.py"), "no best kernel file")
+    -- the run's page and the folder's index say "not confirmed" and show no speedup
+    local page = fs.read(rd .. "/report.html") or ""
+    expect.match(page, "not confirmed")
+    local index = fs.read(dir .. "/runs/index.html") or ""
+    expect.match(index, "not confirmed")
+    -- and so does a sweep's table of it
+    local figures = require("agents.lib.sweep.figures")
+    local row = figures.row({ name = "watched", problem = problem }, s, { status = "unconfirmed", launches = {} })
+    local text = figures.table_text({ row }, figures.aggregate({ row }))
+    expect.match(text, "| watched | unconfirmed | not confirmed | %- | %- |")
+  end, { timeout = 900 })
+end)
+

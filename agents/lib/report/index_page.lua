@@ -5,6 +5,7 @@ local html = require("agents.lib.report.html")
 local charts = require("agents.lib.report.charts")
 local run_data = require("agents.lib.report.run_data")
 local figures = require("agents.lib.sweep.figures")
+local confirm = require("agents.lib.confirm")
 
 local M = {}
 
@@ -20,7 +21,7 @@ local function run_row(name, s, has_report)
     started = run_data.started(s.run_id or name) or "-", problem = fs.basename(tostring(s.problem or "?")),
     policy = s.policy or "-", mode = s.mode or "-", dtype = s.dtype or "-", device = s.device or "-",
     best_ms = num(s.best_ms), x_input = num(s.speedup_vs_input), x_eager = num(s.speedup_vs_eager),
-    x_compile = num(s.speedup_vs_compile), verified = s.verified == true and "yes" or "no",
+    x_compile = num(s.speedup_vs_compile), verified = confirm.verdict_word(s),
     rounds = s.rounds or "-", tokens = s.tokens and s.tokens.total or 0,
     replay = s.replay and s.replay.mode ~= "off" and string.format("%s %d/%d", s.replay.mode, s.replay.hits or 0,
       s.replay.calls or 0) or "-" }
@@ -79,7 +80,7 @@ function M.problem_rows(dir, results)
     local has = rd and fs.exists(fs.join(rd, "report.html"))
     local sp = type(r.speedup) == "table" and r.speedup or {}
     rows[i] = { name_html = has and link(relative(fs.join(rd, "report.html"), dir), r.name) or esc(r.name),
-      status = r.status, correct = r.verified and "yes" or "no", input_ms = num(r.input_ms), best_ms = num(r.best_ms),
+      status = r.status, correct = r.correct, input_ms = num(r.input_ms), best_ms = num(r.best_ms),
       eager_ms = num(r.eager_ms), compile_ms = num(r.compile_ms), x_eager = num(sp.eager), x_compile = num(sp.compile),
       x_input = num(sp.input), rounds = r.rounds or "-", attempts_to_best = r.attempts_to_best or "-",
       tokens = r.tokens or 0, problem_time = figures.hms(r.problem_s) }

@@ -16,7 +16,8 @@ local function header(d)
   local r = s.replay or {}
   local best = s.best or {}
   local confirmed = s.verified == true and "yes (re-measured in a fresh process beside the baselines)"
-    or '<span class="err">no: the final re-measure failed; figures are search-time</span>'
+    or '<span class="err">not confirmed: ' .. esc(s.error or "no finalist passed the final confirmation")
+      .. "; no figure is reported</span>"
   return html.kv({
     { "run", esc(s.run_id) .. (d.started and (" (" .. esc(d.started) .. ")") or "") },
     { "problem", esc(s.problem) },

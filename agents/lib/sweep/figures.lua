@@ -2,6 +2,7 @@
 -- the aggregates over them, with their definitions (docs/sweeps.md says the same in prose).
 -- Pure functions: no files, no processes.
 local json = require("kagent.json")
+local confirm = require("agents.lib.confirm")
 
 local M = {}
 
@@ -46,11 +47,12 @@ function M.row(p, summary, rec)
   r.problem_s, r.gpu_hours = secs, gpu_s / 3600
   if summary then
     local b = summary.baselines or {}
-    r.verified = summary.verified == true
-    r.input_ms, r.best_ms = num(summary.input_ms), num(summary.best_ms)
-    r.eager_ms, r.compile_ms = num(b.eager_ms), num(b.compile_ms)
-    r.speedup = { eager = num(summary.speedup_vs_eager), compile = num(summary.speedup_vs_compile),
-      input = num(summary.speedup_vs_input) }
+    -- figures only from a confirmed run: a figure that was not confirmed is not a result
+    r.verified, r.correct = confirm.reportable(summary), confirm.verdict_word(summary)
+    r.input_ms, r.eager_ms, r.compile_ms = num(summary.input_ms), num(b.eager_ms), num(b.compile_ms)
+    r.best_ms = r.verified and num(summary.best_ms) or nil
+    r.speedup = r.verified and { eager = num(summary.speedup_vs_eager), compile = num(summary.speedup_vs_compile),
+      input = num(summary.speedup_vs_input) } or {}
     r.tokens = summary.tokens and num(summary.tokens.total) or 0
     r.cost_usd = num(summary.cost_usd) or 0
     r.rounds, r.stop_reason, r.attempts = summary.rounds, summary.stop_reason, summary.attempts
@@ -59,7 +61,7 @@ function M.row(p, summary, rec)
     r.replay = { hits = num(rp.hits) or 0, misses = num(rp.misses) or 0, sent = num(rp.sent) or 0, calls = num(rp.calls) or 0 }
     r.dtype, r.device, r.run_id = summary.dtype, summary.device, summary.run_id
   else
-    r.verified, r.speedup, r.tokens, r.cost_usd = false, {}, 0, 0
+    r.verified, r.correct, r.speedup, r.tokens, r.cost_usd = false, "no", {}, 0, 0
   end
   r.error = rec and rec.status == "failed" and rec.error or nil
   return r
@@ -117,7 +119,7 @@ function M.aggregate(rows, extra)
   for _, r in ipairs(rows) do
     for k in pairs(replay) do replay[k] = replay[k] + (r.replay and r.replay[k] or 0) end
     if r.verified and r.attempts_to_best then to_best[#to_best + 1] = r.attempts_to_best end
-    if r.status == "done" then finished = finished + 1 end
+    if r.status == "done" or r.status == "unconfirmed" then finished = finished + 1 end
     if r.status == "failed" then failed = failed + 1 end
     tokens, cost = tokens + (r.tokens or 0), cost + (r.cost_usd or 0)
     problem_s, gpu_h = problem_s + (r.problem_s or 0), gpu_h + (r.gpu_hours or 0)
@@ -186,7 +188,7 @@ function M.table_text(rows, agg)
   }
   for _, r in ipairs(rows) do
     out[#out + 1] = string.format("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %d | %.4f | %s |",
-      r.name, r.status, r.verified and "yes" or "no", f(r.input_ms, "%.4f"), f(r.best_ms, "%.4f"),
+      r.name, r.status, r.correct or (r.verified and "yes" or "no"), f(r.input_ms, "%.4f"), f(r.best_ms, "%.4f"),
       f(r.eager_ms, "%.4f"), f(r.compile_ms, "%.4f"), f(r.speedup.eager, "%.2f"), f(r.speedup.compile, "%.2f"),
       f(r.speedup.input, "%.2f"), r.rounds and tostring(r.rounds) or "-", r.tokens or 0, r.cost_usd or 0, hms(r.problem_s))
   end

@@ -250,7 +250,7 @@ function M.task_main(plan, index)
   local job = os.getenv("SLURM_ARRAY_JOB_ID")
   local rec = task_lib.run(plan, p, { db = db, devices = cpu and "cpu" or nil, gpus = gpus,
     slurm_job = job and (job .. "_" .. tostring(os.getenv("SLURM_ARRAY_TASK_ID"))) or nil })
-  if rec.status == "done" then return 0 end
+  if rec.status == "done" or rec.status == "unconfirmed" then return 0 end
   return (rec.exit_code and rec.exit_code ~= 0) and rec.exit_code or 1
 end
 
