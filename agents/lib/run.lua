@@ -284,6 +284,7 @@ function M.add_helpers(r)
   -- job(code, extra) -> an evaluator job with the run's defaults (options.lua) and extra fields
   function r.job(code, extra)
     local j = { problem = r.problem_path, candidate = code, dtype = r.dtype, timeout = opts.job_timeout,
+      tolerance = opts.tolerance,
       bench = { baselines = json.empty_array }, profile = { metric_set = opts.metrics },
       generalize = opts.require_generalize or nil, require_generalize = opts.require_generalize or nil,
       sanitize = (opts.sanitize == "all" and r.can_profile) or nil }

@@ -19,7 +19,7 @@ end
 function M.base(run)
   local u = run.usage()
   return { run_id = run.rd.id, status = "done", mode = run.mode, problem = run.problem_path, dtype = run.dtype,
-    device = run.device_name, model = run.model or json.null, policy = run.opts.policy,
+    tolerance = run.opts.tolerance or json.null, device = run.device_name, model = run.model or json.null, policy = run.opts.policy,
     workers_per_gpu = run.devices and run.devices[1] and run.devices[1].workers or json.null,
     tokens = { input = u.input_tokens, output = u.output_tokens, cache_read = u.cache_read_tokens,
       cache_write = u.cache_write_tokens, total = u.tokens },
@@ -85,6 +85,9 @@ function M.search(run, st, reason, fin)
   -- what the confirmation checked: the fresh re-measure (trust), the resized problem, the sanitizer
   s.trust, s.generalizes = final.trust or json.null, final.generalizes or json.null
   s.sanitizer = final.sanitizer and final.sanitizer.ok or json.null
+  -- the best's verdict at KernelBench's tolerances (strict today, v0.1) and its largest errors
+  s.kernelbench, s.max_abs_err, s.max_rel_err = final.kernelbench or json.null,
+    final.max_abs_err or json.null, final.max_rel_err or json.null
   s.sol_pct = (final.roofline and final.roofline.sol_pct) or best.sol_pct or json.null
   s.verified, s.confirmation, s.beam = true, fin.tried, beam
   M.add_search_counts(s, run, st, reason)

@@ -14,10 +14,14 @@ class CpuVerifyTest(CpuWorkerTest):
         r = self.w.job("verify", "relu_problem.py", fixture("eval", "relu_good.py"))
         self.assertTrue(r["ok"], r)
         self.assertEqual(r["trials"], 5)
-        self.assertEqual(r["property_trials"], 3)  # zeros, negative, huge; non-finite reported
+        # its input is torch.rand's, in [0, 1): of the property trials only zeros stays inside
+        # that contract; the others are skipped with a note (test_cpu_contract.py)
+        self.assertEqual(r["property_trials"], 1)
+        self.assertEqual([s["distribution"] for s in r["skipped_trials"]],
+                         ["negative", "huge", "nonfinite"])
         self.assertIsInstance(r["replay_seed"], int)
         for key in ("shape", "dtype", "values", "magnitude", "inputs_unchanged", "no_alias",
-                    "no_cache", "properties", "nonfinite"):
+                    "no_cache", "properties"):
             self.assertTrue(r["checks"][key], key)
         self.assertEqual(r["max_abs_err"], 0.0)
         self.assertEqual(r["audit"]["applicable"], False)

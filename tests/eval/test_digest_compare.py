@@ -87,7 +87,7 @@ class SideBySideTest(unittest.TestCase):
         pairs = [(tensor(np.arange(1, 101)), ref) for _ in range(7)]
         pairs[4] = (tensor(np.arange(1, 101) * 2), ref)
         got = list(verdict._compare_side_by_side(pairs, 1e-4, 1e-4, 0))
-        self.assertEqual([ok for ok, _ in got], [True] * 4 + [False] + [True] * 2)
+        self.assertEqual([ok for ok, _, _ in got], [True] * 4 + [False] + [True] * 2)
         self.assertIn("outside", got[4][1]["reason"])
 
 

@@ -148,6 +148,18 @@ describe("prompt blocks", function()
   end)
 end)
 
+describe("evaluator jobs", function()
+  it("carry the run's correctness tolerance (--tolerance) to every evaluation", function()
+    local run_lib = require("agents.lib.run")
+    for _, tol in ipairs({ "strict", "kernelbench-v0.1" }) do
+      local r = { opts = { tolerance = tol, job_timeout = 60, metrics = "sol" }, problem_path = "p.py", dtype = "fp32" }
+      run_lib.add_helpers(r)
+      expect.eq(r.job("code").tolerance, tol)
+      expect.eq(r.job(nil, { candidates = { "a", "b" } }).tolerance, tol, "the interleaved comparison too")
+    end
+  end)
+end)
+
 describe("judge", function()
   it("drops repeated directions and tops up from skill rules", function()
     local list = judge.normalize({

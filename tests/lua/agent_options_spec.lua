@@ -26,6 +26,7 @@ local BAD = {
   { { "--budget-usd", "-1" }, "--budget-usd expects a number > 0, got '-1'" },
   { { "--dtype", "bf17" }, "--dtype must be one of fp32, bf16, fp16, got 'bf17'; did you mean 'bf16'?" },
   { { "--gate", "abba" }, "--gate must be one of interleaved, noise, got 'abba'" },
+  { { "--tolerance", "loose" }, "--tolerance must be one of strict, kernelbench-v0.1, got 'loose'" },
   { { "--metrics", "ful" }, "did you mean 'full'?" },
   { { "--roundz", "3" }, "unknown option '--roundz'; did you mean '--rounds'?" },
   { { "--direction", "3" }, "did you mean '--directions'?" },
@@ -69,6 +70,9 @@ describe("agent options", function()
     local o = assert(args.parse({ "--problem", "p.py", "--rounds", "3", "--max-cv=0.2", "--tuner" }, options))
     expect.eq(o.rounds, 3); expect.eq(o.max_cv, 0.2); expect.eq(o.tuner, true); expect.eq(o.beam, 2)
     expect.same(o._given, { problem = true, rounds = true, max_cv = true, tuner = true }, "what the command line gave")
+    expect.eq(o.tolerance, "strict", "today's KernelBench tolerance is the default")
+    expect.eq(assert(args.parse({ "--problem", "p.py", "--tolerance", "kernelbench-v0.1" }, options)).tolerance,
+      "kernelbench-v0.1")
   end)
 
   it("stop the script at once: exit 2, one line, no run folder, no database", function()

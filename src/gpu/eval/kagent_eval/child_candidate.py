@@ -157,7 +157,8 @@ def _trials(ch, torch, timer, problem, cand, spec, dtype, device, cuda, plan, to
         ch.stage("compile" if t == 0 else "run")
         try:
             args, dist = inputs.make_inputs(torch, problem, entry["seed"], t, dtype, device,
-                                            entry["dist"], entry["sizes"])
+                                            entry["dist"], entry["sizes"],
+                                            spec.get("input_contract"))
             if cuda:
                 _poison(torch, device, spec.get("poison_bytes", 0), t)
             in_spans = [child_common.storage_span(torch, a) for a in args

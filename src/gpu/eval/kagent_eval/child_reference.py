@@ -43,11 +43,22 @@ def run(ch, spec):
     if spec.get("want_outputs"):
         fp32 = shadow.Shadow(torch, problem, init_inputs, model, spec)
         fp32.start()
+        contract = inputs.input_contract(torch, problem, device)
+        finite = None  # per output: finite in every regular trial so far
         for entry in trial_plan(spec, problem):
             ch.stage("run")
+
+            def skip(reason):
+                ch.send({"type": "trial", "trial": entry["trial"], "skipped": True,
+                         "kind": entry["kind"], "dist": entry["dist"], "reason": reason})
+            drawn = inputs.as_drawn(entry["dist"], contract)
+            if entry["kind"] == "property" and inputs.leaves_all_as_drawn(entry["dist"], contract):
+                skip("outside the problem's input contract: %s" % _drawn_text(drawn))
+                continue
             try:
                 args, dist = inputs.make_inputs(torch, problem, entry["seed"], entry["trial"],
-                                                dtype, device, entry["dist"], entry["sizes"])
+                                                dtype, device, entry["dist"], entry["sizes"],
+                                                contract)
                 in_metas, in_arrays = digest.digest_list(torch, args, spec["sample_seed"])
                 with torch.no_grad():
                     out = model(*args)
@@ -57,16 +68,32 @@ def run(ch, spec):
                     raise
                 # a resizing (or property) the reference itself rejects says nothing of the
                 # candidate: that trial is left out
-                ch.send({"type": "trial", "trial": entry["trial"], "skipped": True,
-                         "reason": "%s: %s" % (type(e).__name__, str(e)[:300])})
+                skip("%s: %s" % (type(e).__name__, str(e)[:300]))
                 args = out = None
                 continue
             outs = digest.flatten_outputs(torch, out)
             out_metas, out_arrays = digest.digest_list(torch, outs, spec["sample_seed"])
             del out, outs
+            if entry["kind"] == "regular":
+                finite = _finite_outputs(out_metas, finite)
+            elif entry["kind"] == "property" and entry["dist"] != "nonfinite":
+                overflow = [k for k, ok in enumerate(_finite_outputs(out_metas, None))
+                            if not ok and finite and k < len(finite) and finite[k]]
+                if overflow:
+                    # an overflow (or a domain error) of the reference itself: any candidate's
+                    # output there is as right as the reference's, so the trial judges nothing
+                    skip("the reference's output %s is not finite on these inputs, where it is "
+                         "on every regular trial" % ", ".join(str(k) for k in overflow))
+                    del args
+                    continue
             msg = {"type": "trial", "trial": entry["trial"], "dist": dist, "kind": entry["kind"],
                    "sizes": entry["sizes"], "seed": entry["seed"], "inputs": in_metas,
                    "outputs": out_metas}
+            if drawn:
+                msg["as_drawn"] = [k for k, _ in drawn]
+                msg["as_drawn_reason"] = _drawn_text(drawn)
+            if entry["trial"] == 0:
+                msg["input_contract"] = contract
             shadow_arrays = []
             if fp32.enabled:
                 # every kind of trial: inputs of one sign (the "negative" property) give a
@@ -90,6 +117,19 @@ def run(ch, spec):
     if spec.get("baselines"):
         ch.stage("baseline")
         ch.send({"type": "baselines", "result": baselines(torch, problem, model, spec, dtype, device)})
+
+
+def _drawn_text(drawn):
+    return "; ".join("input %d: %s" % (k, why) for k, why in drawn)
+
+
+def _finite_outputs(out_metas, so_far):
+    """Per output: whether it has no NaN or infinity (the digest's whole-tensor count), and so
+    had every earlier trial where so_far (the same list of the earlier trials) is given."""
+    now = [not ((m.get("stats") or {}).get("nonfinite") or 0) for m in out_metas]
+    if so_far is None:
+        return now
+    return [a and (so_far[k] if k < len(so_far) else True) for k, a in enumerate(now)]
 
 
 def _flops(torch, problem, model, spec, dtype, device):

@@ -40,7 +40,7 @@ def _compare(ev, spec, result):
     ref_trials, _, err = ev.refs.get(spec)
     if err:
         return verdict.fail(result, "load", "EREFERENCE", err)
-    rtol, atol = compare.tolerances(spec["dtype"], spec["rtol"], spec["atol"])
+    rtol, atol = compare.tolerances(spec["dtype"], spec["rtol"], spec["atol"], spec["tolerance"])
     out = ev.run_candidate(spec)
     if verdict.failure_from_outcome(result, out):
         return result

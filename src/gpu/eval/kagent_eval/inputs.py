@@ -8,6 +8,16 @@ this with the same seed and get bit-identical inputs.
 
 Transforms work in place, a chunk at a time: one input set is all the memory a trial needs, so a
 16 GiB input fits where a full-size sign tensor (int64) beside it would not.
+
+The problem's input contract: what its get_inputs implies of each floating input, found by
+drawing it a few times (input_contract): never negative or never positive, within [0, 1] or
+[-1, 1], rows (along the last dimension) summing to one, whole numbers. Property trials stay
+inside it: an input a property trial's transform would take outside it is left as drawn
+(outside_contract), a one-signed input is scaled by positive factors only, and a property trial
+that would leave every floating input as drawn is not run (child_reference.py skips it with a
+note). The regular trials keep their sign flips and scales on every input but one whose rows sum
+to one or whose values are whole numbers: uniform [0, 1) inputs are a sampling choice, and flipping
+their signs is what exposes a ReLU or abs() written as an identity.
 """
 
 DISTRIBUTIONS = ("own", "signed", "small", "own", "large")
@@ -35,8 +45,108 @@ def _random_signs(torch, chunk):
     return sign.mul_(2).sub_(1)
 
 
-def _transform(torch, t, dist):
-    """Applies a distribution to one input in place (floating tensors only)."""
+# the problem's own inputs are drawn this many times, with these seeds, to find its contract
+CONTRACT_DRAWS = 3
+CONTRACT_SEED = 7127
+ROW_SUM_TOL = {"float16": 1e-2, "bfloat16": 1e-2}
+ROW_SUM_TOL_DEFAULT = 1e-3
+
+
+def input_contract(torch, problem, device):
+    """What get_inputs implies of each input: a list with, per input, None (not a floating
+    tensor) or {lower, upper, rows_sum_to_one, integer} held by every one of CONTRACT_DRAWS
+    draws. lower is 0 (never negative), -1 (never below -1) or None; upper 0, 1 or None."""
+    from .loader import device_scope
+    contract = None
+    for k in range(CONTRACT_DRAWS):
+        torch.manual_seed(CONTRACT_SEED + k)
+        if device.startswith("cuda"):
+            torch.cuda.manual_seed_all(CONTRACT_SEED + k)
+        with device_scope(torch, device):
+            raw = list(problem.get_inputs())
+        facts = [_facts(torch, t) for t in raw]
+        del raw
+        contract = facts if contract is None else [
+            _merge(a, b) for a, b in zip(contract, facts)]
+    return contract or []
+
+
+def _facts(torch, t):
+    if not isinstance(t, torch.Tensor) or not t.is_floating_point():
+        return None
+    if not t.numel():
+        return {"lower": None, "upper": None, "rows_sum_to_one": False, "integer": False}
+    lo, hi = float(t.min()), float(t.max())  # NaN when the input holds one: no bound then
+    facts = {"lower": 0 if lo >= 0 else (-1 if lo >= -1 else None),
+             "upper": 0 if hi <= 0 else (1 if hi <= 1 else None),
+             "rows_sum_to_one": False, "integer": True}
+    for c in _chunks(t if t.is_contiguous() else t.contiguous()):
+        if not bool(torch.equal(c, c.round())):
+            facts["integer"] = False
+            break
+    if facts["lower"] == 0 and t.dim() >= 1 and t.shape[-1] >= 2:
+        tol = ROW_SUM_TOL.get(str(t.dtype).replace("torch.", ""), ROW_SUM_TOL_DEFAULT)
+        sums = t.sum(dim=-1, dtype=torch.float64)
+        facts["rows_sum_to_one"] = bool(((sums - 1.0).abs() <= tol).all())
+    return facts
+
+
+def _merge(a, b):
+    if a is None or b is None:
+        return None
+    order = {None: 2, -1: 1, 0: 0}  # lower bounds from tightest to none; upper bounds mirrored
+    lower = a["lower"] if order[a["lower"]] >= order[b["lower"]] else b["lower"]
+    up = {None: 2, 1: 1, 0: 0}
+    upper = a["upper"] if up[a["upper"]] >= up[b["upper"]] else b["upper"]
+    return {"lower": lower, "upper": upper,
+            "rows_sum_to_one": a["rows_sum_to_one"] and b["rows_sum_to_one"],
+            "integer": a["integer"] and b["integer"]}
+
+
+def outside_contract(dist, facts):
+    """Why `dist` would take an input with these facts outside the problem's contract, or None
+    where the transform keeps it inside (or the input has no contract)."""
+    if not facts or dist == "own":
+        return None
+    if facts["rows_sum_to_one"]:
+        return "its rows sum to one"
+    if facts["integer"] and dist in ("small", "nonfinite"):
+        return "its values are whole numbers"
+    if dist not in PROPERTIES:
+        return None  # the regular trials' sign flips and scales (module docstring)
+    lower, upper = facts["lower"], facts["upper"]
+    if dist == "negative" and lower == 0:
+        return "it is never negative"
+    if dist in ("huge", "nonfinite") and (lower == -1 or upper == 1):
+        return "its values lie in [%s, %s]" % (
+            "-inf" if lower is None else lower, "inf" if upper is None else upper)
+    if dist == "nonfinite" and (lower is not None or upper is not None):
+        return "it is never %s" % ("negative" if lower == 0 else "positive")
+    return None
+
+
+def as_drawn(dist, contract):
+    """[(input index, reason)] of the inputs a trial of `dist` leaves as drawn."""
+    return [(k, why) for k, why in ((k, outside_contract(dist, f)) for k, f in
+                                    enumerate(contract or [])) if why]
+
+
+def leaves_all_as_drawn(dist, contract):
+    """True where a trial of `dist` would transform none of the problem's floating inputs (and
+    it has some): such a trial is the problem's own distribution again."""
+    floating = [k for k, f in enumerate(contract or []) if f is not None]
+    drawn = {k for k, _ in as_drawn(dist, contract)}
+    return bool(floating) and all(k in drawn for k in floating)
+
+
+def _keeps_sign(dist, facts):
+    """A property trial scales a one-signed input by positive factors only."""
+    return bool(facts) and dist in PROPERTIES and (facts["lower"] == 0 or facts["upper"] == 0)
+
+
+def _transform(torch, t, dist, keep_sign=False):
+    """Applies a distribution to one input in place (floating tensors only); keep_sign: scale
+    without flipping signs."""
     if not isinstance(t, torch.Tensor) or not t.is_floating_point() or dist == "own":
         return t
     if not t.is_contiguous():
@@ -48,9 +158,12 @@ def _transform(torch, t, dist):
         if dist == "negative":
             c.abs_().neg_()
         elif dist == "huge":
-            c.mul_(_random_signs(torch, c)).mul_(huge)
+            if not keep_sign:
+                c.mul_(_random_signs(torch, c))
+            c.mul_(huge)
         elif dist == "nonfinite":
-            c.mul_(_random_signs(torch, c))
+            if not keep_sign:
+                c.mul_(_random_signs(torch, c))
             if i == 0 and c.numel() >= 8:  # a NaN, +inf and -inf at fixed places
                 n = c.numel()
                 c[n // 7] = float("nan")
@@ -63,9 +176,10 @@ def _transform(torch, t, dist):
     return t
 
 
-def make_inputs(torch, problem, seed, trial, dtype, device, dist=None, sizes=None):
+def make_inputs(torch, problem, seed, trial, dtype, device, dist=None, sizes=None, contract=None):
     """Inputs of one trial, on the device, floating ones cast to dtype. dist overrides the
-    trial's distribution; sizes ({name: int}) resizes the problem through its size constants."""
+    trial's distribution; sizes ({name: int}) resizes the problem through its size constants;
+    contract (input_contract's) keeps the transforms inside the problem's contract."""
     from .loader import cast_value, device_scope
     torch.manual_seed(seed)
     if device.startswith("cuda"):
@@ -74,10 +188,13 @@ def make_inputs(torch, problem, seed, trial, dtype, device, dist=None, sizes=Non
         raw = list(problem.get_inputs())
     dist = dist or distribution(trial)
     out = []
-    for t in raw:
+    contract = contract or []
+    for k, t in enumerate(raw):
         if isinstance(t, torch.Tensor):
             t = t.to(device)
-            t = _transform(torch, t, dist)
+            facts = contract[k] if k < len(contract) else None
+            if outside_contract(dist, facts) is None:
+                t = _transform(torch, t, dist, _keeps_sign(dist, facts))
         out.append(cast_value(torch, t, dtype, device))
     del raw
     return out, dist

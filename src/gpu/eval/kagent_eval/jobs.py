@@ -133,6 +133,8 @@ class Evaluator:
             "op": op, "problem": os.path.abspath(problem), "candidate": candidate, "dtype": dtype,
             "trials": trials, "seed": int(job.get("seed", 42)), "timeouts": timeouts,
             "rtol": job.get("rtol"), "atol": job.get("atol"),
+            "tolerance": _choice(job, "tolerance", tuple(compare.TOLERANCE_SETS),
+                                 compare.DEFAULT_TOLERANCE),
             "fallback_policy": job.get("fallback_policy", "reject"),
             "fallback_threshold": float(job.get("fallback_threshold", 0.5)),
             # the kernel audit's profiler start-up is paid by the spare sandbox ahead of the job;
@@ -187,12 +189,16 @@ class Evaluator:
         if err:
             return verdict.fail(result, "load", "EREFERENCE", err)
         result["replay_seed"] = spec["replay_seed"]
-        rtol, atol = compare.tolerances(spec["dtype"], spec["rtol"], spec["atol"])
+        rtol, atol = compare.tolerances(spec["dtype"], spec["rtol"], spec["atol"],
+                                        spec["tolerance"])
         result["tolerance"] = {"rtol": rtol, "atol": atol}
         trial0 = ref_trials[0]
         poison = sum(m["numel"] * 4 for m in trial0["outputs"] if m.get("kind") == "tensor")
         skipped = [i for i, t in ref_trials.items() if t.get("skipped")]
-        cspec = dict(spec, poison_bytes=poison, skip_trials=skipped)
+        # the problem's input contract as the reference found it (inputs.py): the candidate's
+        # trials transform their inputs by it as the reference's did, bit for bit
+        cspec = dict(spec, poison_bytes=poison, skip_trials=skipped,
+                     input_contract=trial0.get("input_contract"))
         out = self.run_candidate(cspec)
         checked_at = time.monotonic()  # the child is gone: the worker's own checks start here
         result["stage_s"] = _stage_durations(out)
@@ -218,7 +224,9 @@ class Evaluator:
         if loaded:
             result["candidate_kind"] = loaded.get("kind")
         if not verdict.check_trials(result, ref_trials, out, rtol, atol, self.sample_seed,
-                                    spec["nonfinite"]):
+                                    spec["nonfinite"], {"dtype": spec["dtype"],
+                                                        "tolerance": spec["tolerance"],
+                                                        "problem": spec["problem"]}):
             return result
         if verdict.failure_from_outcome(result, out):
             return result
@@ -392,7 +400,7 @@ def _sanitize_tools(value):
 def _choice(job, key, allowed, default):
     value = job.get(key, default)
     if value not in allowed:
-        raise BadRequest("%s must be one of %s" % (key, ", ".join(allowed)))
+        raise BadRequest("%s must be one of %s; got %r" % (key, ", ".join(allowed), value))
     return value
 
 

@@ -5,7 +5,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from . import audit as audit_mod
-from . import compare, timed_inputs
+from . import compare, likely_cause, timed_inputs
 from .digest import attach_arrays
 from .timing import MAX_PAD_MS
 
@@ -62,28 +62,80 @@ def _changed_inputs(after, ref_inputs):
     return [k for k, (a, b) in enumerate(zip(after, ref_inputs)) if not compare.same_digest(a, b)]
 
 
-def _compare_side_by_side(pairs, rtol, atol, sample_seed):
+def _compare_side_by_side(pairs, rtol, atol, sample_seed, also=None):
     """compare_outputs of each (outputs, expected[, fp32 shadow]) pair, in order, computed on a
-    few threads.
+    few threads; each item is (ok, summary, {name: ok}) with the outcome at each of `also`'s
+    tolerances ({name: (rtol, atol)}).
     Each trial's comparison reads a million-element sample per output in float64 (tens of ms);
     numpy leaves the interpreter lock while it does, so a job's eight or so trials take about
     the time of two instead of adding up on the path of every candidate."""
+    def at(p, r, a):
+        return compare.compare_outputs(p[0], p[1], r, a, sample_seed, p[2] if len(p) > 2 else None)
+
     def one(p):
-        return compare.compare_outputs(p[0], p[1], rtol, atol, sample_seed,
-                                       p[2] if len(p) > 2 else None)
+        ok, summary = at(p, rtol, atol)
+        return ok, summary, {name: _outcome_at(ok, rtol, atol, r, a, lambda: at(p, r, a)[0])
+                             for name, (r, a) in (also or {}).items()}
     if len(pairs) < 2:
         return iter([one(p) for p in pairs])
     with ThreadPoolExecutor(max_workers=min(len(pairs), COMPARE_THREADS)) as pool:
         return iter(list(pool.map(one, pairs)))
 
 
-def check_trials(result, ref_trials, cand_outcome, rtol, atol, sample_seed, nonfinite="report"):
+def _outcome_at(ok, rtol, atol, r, a, compute):
+    """Whether an output judged `ok` at (rtol, atol) passes at (r, a): known without comparing
+    again where the tolerance is the same, looser after a pass or tighter after a failure."""
+    if (r, a) == (rtol, atol):
+        return ok
+    if ok and r >= rtol and a >= atol:
+        return True
+    if not ok and r <= rtol and a <= atol:
+        return False
+    return compute()
+
+
+# the KernelBench outcomes every verdict records: the tolerance KernelBench applies today and
+# that of v0/v0.1 (compare.TOLERANCE_SETS), under the names the result gives them
+KERNELBENCH_OUTCOMES = {"passes_current": "strict", "passes_v0_1": "kernelbench-v0.1"}
+
+
+def _where(i, ref, replay):
+    return "trial %d (%s inputs%s)" % (i, ref.get("dist"), ", replay seed %s" % replay
+                                       if ref.get("kind") == "property" else "")
+
+
+def skipped_trials(result, ref_trials):
+    """Lists in result["skipped_trials"] each trial the reference left out, with its note: one
+    outside the problem's input contract (inputs.py), one whose reference output is not finite
+    where the regular trials' are, a resizing the reference rejects."""
+    skipped = [{"trial": i, "kind": t.get("kind"), "distribution": t.get("dist"),
+                "reason": t.get("reason")} for i, t in sorted(ref_trials.items())
+               if t.get("skipped")]
+    if skipped:
+        result["skipped_trials"] = skipped
+    drawn = [{"trial": i, "distribution": t.get("dist"), "inputs": t["as_drawn"],
+              "reason": t.get("as_drawn_reason")} for i, t in sorted(ref_trials.items())
+             if t.get("as_drawn") and not t.get("skipped")]
+    if drawn:
+        result["inputs_as_drawn"] = drawn
+    contract = (ref_trials.get(0) or {}).get("input_contract")
+    if contract:
+        result["input_contract"] = contract
+
+
+def check_trials(result, ref_trials, cand_outcome, rtol, atol, sample_seed, nonfinite="report",
+                 kernelbench=None):
     """Fills checks/max errors from the regular and property trials; returns False (and sets
     the failure) on the first bad one. A "nonfinite" property trial (NaN/inf inputs) only
-    rejects when nonfinite == "require"; otherwise its outcome is the check of that name."""
+    rejects when nonfinite == "require"; otherwise its outcome is the check of that name. A
+    value mismatch only a property trial shows fails with EPROPERTY (every regular trial comes
+    first and passed). kernelbench ({dtype, tolerance, problem}): also records, over every
+    judged trial, whether the verdict would be a pass at KernelBench's tolerances
+    (result["kernelbench"]) and a likely cause of a small error (result["likely_cause"])."""
     checks = result["checks"]
     passed = properties = 0
     replay = result.get("replay_seed")
+    skipped_trials(result, ref_trials)
     trials = []
     for obj, arrays in cand_outcome.of_type("trial"):
         i = obj.get("trial")
@@ -93,21 +145,31 @@ def check_trials(result, ref_trials, cand_outcome, rtol, atol, sample_seed, nonf
         if not obj.get("error"):
             _attach(obj, arrays, ("outputs", "inputs_after"))
         trials.append((i, obj, ref))
+    also = {}
+    if kernelbench:
+        also = {name: compare.tolerances(kernelbench["dtype"], name=name)
+                for name in KERNELBENCH_OUTCOMES.values()}
     compared = _compare_side_by_side(
         [(obj.get("outputs") or [], ref["outputs"], ref.get("shadow")) for _, obj, ref in trials
          if not obj.get("error")],
-        rtol, atol, sample_seed)
+        rtol, atol, sample_seed, also)
+    # every trial is looked at, past the first failure too: the KernelBench outcomes and the
+    # largest errors are over all judged trials; the verdict is the first failure's
+    failure = None
+    kb_ok = {name: True for name in also}
+    value_errors = []  # relative L2 errors of the trials failing a tolerance
     for i, obj, ref in trials:
-        where = "trial %d (%s inputs%s)" % (i, ref.get("dist"), ", replay seed %s" % replay
-                                            if ref.get("kind") == "property" else "")
+        where = _where(i, ref, replay)
         soft = ref.get("dist") == "nonfinite" and nonfinite != "require"
         if obj.get("error"):
             if soft:
                 checks["nonfinite"] = False
                 result["nonfinite_mismatch"] = obj["error"]
                 continue
-            return not fail(result, "correctness", "ERUN", "%s: %s" % (where, obj["error"]))
-        ok, summary = next(compared)
+            kb_ok = {name: False for name in kb_ok}
+            failure = failure or ("ERUN", "%s: %s" % (where, obj["error"]), None)
+            continue
+        ok, summary, at = next(compared)
         if soft:
             checks["nonfinite"] = bool(ok)
             if not ok:
@@ -115,35 +177,55 @@ def check_trials(result, ref_trials, cand_outcome, rtol, atol, sample_seed, nonf
             continue
         result["max_abs_err"] = max(result.get("max_abs_err") or 0.0, summary["max_abs_err"])
         result["max_rel_err"] = max(result.get("max_rel_err") or 0.0, summary["max_rel_err"])
+        if summary.get("rel_l2_err") is not None:
+            result["rel_l2_err"] = max(result.get("rel_l2_err") or 0.0, summary["rel_l2_err"])
+        for name, good in at.items():
+            kb_ok[name] = kb_ok[name] and good
+        if not all(at.values()) or not ok:
+            value_errors.append((summary.get("rel_l2_err"), summary.get("err_peak")))
+        if failure:
+            continue
         if not ok:
             check = summary.get("check", "values")
             checks[check] = False
             mm = dict(summary.get("mismatch") or {})
             mm.update(trial=i, distribution=ref.get("dist"), reason=summary.get("reason"),
-                      seed=ref.get("seed"))
+                      seed=ref.get("seed"), kind=ref.get("kind"),
+                      max_abs_err=summary["max_abs_err"], max_rel_err=summary["max_rel_err"],
+                      rel_l2_err=summary.get("rel_l2_err"))
             if ref.get("shadow_note"):
                 mm["shadow_note"] = ref["shadow_note"]
             result["mismatch"] = mm
-            return not fail(result, "correctness", "EMISMATCH", "%s: %s" % (
-                where, summary.get("reason")))
+            code = "EMISMATCH"
+            if ref.get("kind") == "property":
+                checks["properties"] = False
+                code = "EPROPERTY"
+            failure = (code, "%s: %s" % (where, summary.get("reason")), None)
+            continue
         note_shadow(result, summary, i, ref.get("dist"))
         changed = _changed_inputs(obj.get("inputs_after") or [], ref["inputs"])
         if changed:
             checks["inputs_unchanged"] = False
-            return not fail(result, "correctness", "EMISMATCH",
-                            "%s: the candidate wrote into its input%s %s (it works in place; "
-                            "the inputs must be left as they were given)" % (
-                                where, "s" if len(changed) > 1 else "",
-                                ", ".join(str(k) for k in changed)))
+            kb_ok = {name: False for name in kb_ok}
+            failure = ("EMISMATCH", "%s: the candidate wrote into its input%s %s (it works in "
+                       "place; the inputs must be left as they were given)" % (
+                           where, "s" if len(changed) > 1 else "",
+                           ", ".join(str(k) for k in changed)), None)
+            continue
         if obj.get("alias_input") or obj.get("alias_prev"):
             checks["no_alias"] = False
+            kb_ok = {name: False for name in kb_ok}
             what = "an input" if obj.get("alias_input") else "an earlier call's output"
-            return not fail(result, "correctness", "EMISMATCH",
-                            "%s: an output shares memory with %s" % (where, what))
+            failure = ("EMISMATCH", "%s: an output shares memory with %s" % (where, what), None)
+            continue
         if ref.get("kind") == "property":
             properties += 1
         else:
             passed += 1
+    if kernelbench:
+        _record_kernelbench(result, kernelbench, kb_ok, value_errors)
+    if failure:
+        return not fail(result, "correctness", failure[0], failure[1])
     result["trials"] = passed
     if properties:
         result["property_trials"] = properties
@@ -154,6 +236,23 @@ def check_trials(result, ref_trials, cand_outcome, rtol, atol, sample_seed, nonf
             checks.setdefault(key, True)
         checks["no_cache"] = passed >= 2
     return True
+
+
+def _record_kernelbench(result, kernelbench, kb_ok, value_errors):
+    """result["kernelbench"]: the job's tolerance and whether the verdict would pass at each of
+    KernelBench's; result["likely_cause"] where a small error has an evident cause (a hint)."""
+    rec = {"tolerance": kernelbench["tolerance"]}
+    for key, name in KERNELBENCH_OUTCOMES.items():
+        rec[key] = bool(kb_ok.get(name))
+    result["kernelbench"] = rec
+    # a trial without an error figure (a non-finite output where the reference is finite, a
+    # wrong shape) has a cause no rounding explains: no hint then
+    if value_errors and all(e is not None and p is not None for e, p in value_errors):
+        cause = likely_cause.of(
+            kernelbench["dtype"], max(e for e, _ in value_errors), max(p for _, p in value_errors),
+            likely_cause.has_matmul_or_conv(likely_cause.read_source(kernelbench.get("problem"))))
+        if cause:
+            result["likely_cause"] = cause
 
 
 def check_generalization(result, ref_trials, cand_outcome, rtol, atol, sample_seed):
