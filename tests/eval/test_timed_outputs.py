@@ -44,6 +44,14 @@ class TimedOutputsTest(CpuWorkerTest):
         self.assertGreater(timed["sampled_per_call"], 0)
         self.assertTrue(r["trust"]["remeasured"])
 
+    def test_timed_sets_are_the_trials_inputs_inside_the_problems_contract(self):
+        # probability rows (KL divergence): the timed calls run on the trials' own inputs, made
+        # by the problem's input contract, so their references match call for call
+        r = self.w.job("benchmark", "kldiv_problem.py", fixture("eval", "kldiv_good.py"),
+                       bench=dict(BENCH))
+        self.assertTrue(r["ok"], r.get("error"))
+        self.assertEqual(r["timed_outputs"]["checked_calls"], r["timed_outputs"]["calls"])
+
 
 class CheckTimedOutputsRulesTest(unittest.TestCase):
     """The worker's rule on its own, with made-up samples: one call's sample off its set's

@@ -40,6 +40,7 @@ def run(ch, spec):
     problem = loader.load_module("problem", spec["problem"])
     init_inputs = list(problem.get_init_inputs())
     model = loader.build_model(torch, problem.Model, init_inputs, spec["seed"], dtype, device)
+    contract = None
     if spec.get("want_outputs"):
         fp32 = shadow.Shadow(torch, problem, init_inputs, model, spec)
         fp32.start()
@@ -116,7 +117,11 @@ def run(ch, spec):
                      "param_bytes": _param_bytes(model), "peaks": spec.get("peaks")})
     if spec.get("baselines"):
         ch.stage("baseline")
-        ch.send({"type": "baselines", "result": baselines(torch, problem, model, spec, dtype, device)})
+        # the timed input sets are the trials' own inputs, made by the same contract
+        if contract is None:
+            contract = inputs.input_contract(torch, problem, device)
+        ch.send({"type": "baselines", "result": baselines(
+            torch, problem, model, dict(spec, input_contract=contract), dtype, device)})
 
 
 def _drawn_text(drawn):

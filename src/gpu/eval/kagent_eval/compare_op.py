@@ -41,6 +41,7 @@ def _compare(ev, spec, result):
     if err:
         return verdict.fail(result, "load", "EREFERENCE", err)
     rtol, atol = compare.tolerances(spec["dtype"], spec["rtol"], spec["atol"], spec["tolerance"])
+    spec["input_contract"] = ref_trials[0].get("input_contract")
     out = ev.run_candidate(spec)
     if verdict.failure_from_outcome(result, out):
         return result

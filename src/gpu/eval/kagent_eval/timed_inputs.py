@@ -120,8 +120,9 @@ class Rotation:
         self.torch, self.device = torch, device
         self.trials, self.slots = [], []
         for t in trials:
+            # the trial's own inputs, bit for bit (the same contract: inputs.py)
             args, _ = inputs.make_inputs(torch, problem, spec["seed"] + t, t, dtype, device,
-                                         inputs.distribution(t))
+                                         inputs.distribution(t), None, spec.get("input_contract"))
             if self.slots and not _fits(torch, device, _nbytes(torch, args),
                                         len(self.slots) + 1 + (1 if rotate else 0)):
                 del args
