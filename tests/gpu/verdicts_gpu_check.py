@@ -11,7 +11,7 @@ both. contract: KernelBench level 1 #98 (KL divergence of probability rows) with
 kernel is accepted, its property trials skipped with a note; #90 (cumprod of [0, 1) inputs)
 likewise, its huge-input trial skipped; an unshifted softmax fails only a property trial
 (EPROPERTY). The KernelBench files are read from --kernelbench (default
-$KAGENT_KERNELBENCH_DIR, else ../shared/data/kernelbench beside the checkout); where they are
+$KAGENT_KERNELBENCH, else ../shared/data/kernelbench beside the checkout); where they are
 missing, the fixtures' small versions of those problems stand in.
 Prints PASS/FAIL per check. Exit status: 0 all passed, 1 one failed, 77 skipped (no CUDA here).
 """
@@ -40,7 +40,7 @@ def kernelbench_file(base, name, fallback):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--kernelbench", default=os.environ.get("KAGENT_KERNELBENCH_DIR") or os.path.join(
+    ap.add_argument("--kernelbench", default=os.environ.get("KAGENT_KERNELBENCH") or os.path.join(
         ROOT, "..", "shared", "data", "kernelbench"))
     args = ap.parse_args()
     from worker_client import Worker, have_cuda
