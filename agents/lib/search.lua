@@ -158,7 +158,7 @@ local function outcome(run, st, parent, a)
   else
     st.known[a.fingerprint] = string.format("r%dw%d", a.round, a.worker)
   end
-  a.gained = promotion.promote(run, parent, a)
+  a.gained, a.promotion = promotion.promote(run, parent, a)
   if a.outcome then return end
   if a.gained then a.outcome = "improved"
   elseif select.better(parent.result.time_ms, a.result.time_ms) then a.outcome = "slower"
@@ -191,8 +191,9 @@ local function worker(run, pol, st, job)
     child.seq = st.seq
   end
   st.attempts[#st.attempts + 1] = attempt.summary(a, id, job.parent)
-  log.info("round %d w%d (%s): %s%s", w.round, w.k, tostring(a.skill), a.outcome,
-    a.child_ms and string.format(" %.4f ms (parent %.4f)", a.child_ms, a.parent_ms or 0) or (" " .. tostring(a.error)))
+  log.info("round %d w%d (%s): %s%s%s", w.round, w.k, tostring(a.skill), a.outcome,
+    a.child_ms and string.format(" %.4f ms (parent %.4f)", a.child_ms, a.parent_ms or 0) or (" " .. tostring(a.error)),
+    a.promotion and (": " .. tostring(a.promotion)) or "")
   busy(run, st, -1)
   return child
 end
