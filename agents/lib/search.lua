@@ -359,7 +359,14 @@ end
 
 -- drive(run, pol, saved) -> exit status: start or resume, search, finish
 local function drive(run, pol, saved)
-  local st = saved and state_file.restore(run, saved)
+  local st, lost
+  if saved then st, lost = state_file.restore(run, saved) end
+  if lost then
+    -- nothing is run on a state that lost a kernel: an empty one would be optimized instead
+    local why = "cannot resume " .. run.rd.dir .. ": " .. lost
+    say(run.prog, why)
+    return M.replay_status(run.prog, summary.failed(run, why), M.EXIT.input)
+  end
   if saved then M.supersede(run, st) end
   if not st then
     state_file.save(run, nil)  -- from here a --resume can start the run again

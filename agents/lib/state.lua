@@ -13,9 +13,17 @@ local M = {}
 
 M.VERSION = 3
 
-local function slim(k)
-  return { id = k.id, path = k.path, fingerprint = k.fingerprint, result = k.result, seq = k.seq, round = k.round,
-    worker = k.worker, parent = k.parent, attempt_id = k.attempt_id, label = k.label }
+-- A kernel's path in state.json is relative to the run folder, so a run resumes from any working
+-- folder and after its folder moved (run.rd.dir may itself be relative to the first one).
+local function relative(run, path)
+  local dir = run.rd.dir:gsub("/+$", "") .. "/"
+  if path:sub(1, #dir) == dir then return path:sub(#dir + 1) end
+  return path
+end
+
+local function slim(run, k)
+  return { id = k.id, path = relative(run, k.path), fingerprint = k.fingerprint, result = k.result, seq = k.seq,
+    round = k.round, worker = k.worker, parent = k.parent, attempt_id = k.attempt_id, label = k.label }
 end
 
 -- the run's options as given or defaulted (the command line's own keys only)
@@ -34,8 +42,9 @@ function M.encode(run, st)
     llm_failures = run.llm_guard:summary() }
   if not st then return t end
   local beam = {}
-  for i, k in ipairs(st.beam) do beam[i] = slim(k) end
-  t.round, t.input, t.beam, t.best, t.known, t.seq = st.round, slim(st.input), beam, slim(st.best), st.known, st.seq
+  for i, k in ipairs(st.beam) do beam[i] = slim(run, k) end
+  t.round, t.input, t.beam, t.best, t.known, t.seq = st.round, slim(run, st.input), beam, slim(run, st.best), st.known,
+    st.seq
   t.baselines, t.rounds_without_gain, t.attempts = st.baselines, st.rounds_without_gain, st.attempts
   t.stop_reason, t.sol_checked = st.stop_reason or json.null, st.sol_checked
   return t
@@ -70,12 +79,32 @@ function M.decode(text)
   return t
 end
 
+-- kernel_path(run, path) -> where a saved kernel is now: relative to the run folder; a state
+-- written before paths were (relative to the first working folder, "runs/<id>/rounds/...") is
+-- found by the part after the run folder's name, wherever the folder is now
+local function kernel_path(run, path)
+  if path:sub(1, 1) == "/" then return path end
+  local mine = run.rd:path(path)
+  if fs.exists(mine) then return mine end
+  local name = fs.basename(run.rd.dir:gsub("/+$", ""))
+  local after = path:match("^.-/" .. name:gsub("%p", "%%%0") .. "/(.+)$")
+  return after and run.rd:path(after) or mine
+end
+
 -- restore(run, saved) -> the search state of a decoded state.json; nil when the run had only
--- started (no input kernel measured yet: the driver starts it again)
+-- started (no input kernel measured yet: the driver starts it again); nil, why when a kernel
+-- it names cannot be read (a kernel is never taken as empty)
 function M.restore(run, saved)
   if not saved.input then return nil end
+  local missing
   local function load(k)
-    k.code = fs.read(k.path) or fs.read(run.rd:path(k.path)) or ""
+    local path = kernel_path(run, k.path)
+    k.code = fs.read(path)
+    if not k.code or k.code == "" then
+      missing = missing or string.format("kernel %s of the saved state cannot be read at %s", tostring(k.id), path)
+      k.code = ""
+    end
+    k.path = path
     return attempt.kernel(k)
   end
   local st = { round = saved.round, input = load(saved.input), beam = {}, known = saved.known or {},
@@ -84,6 +113,7 @@ function M.restore(run, saved)
     stop_reason = saved.stop_reason }
   for i, k in ipairs(saved.beam) do st.beam[i] = load(k) end
   st.best = load(saved.best)
+  if missing then return nil, missing end
   for _, k in ipairs(st.beam) do if k.id == st.best.id then st.best = k end end
   return st
 end

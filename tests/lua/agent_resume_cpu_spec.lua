@@ -156,3 +156,59 @@ describe("--resume after kill -9", function()
     db:close()
   end, { timeout = 900 })
 end)
+
+-- A run started with a relative --out, its folder then moved, resumed from a third working
+-- folder: state.json names its kernels relative to the run folder, so nothing is lost; a state
+-- written the old way (paths relative to the first working folder) still finds them; a kernel
+-- that is gone stops the resume before any work (exit 2), never an empty kernel.
+describe("--resume of a moved run folder", function()
+  local function agent_in(cwd, argv, env)
+    local cmd = { os.getenv("KAGENT_BIN") or "/proc/self/exe", "--env-file", "/dev/null", root .. "/agents/beam.lua" }
+    for _, a in ipairs(argv) do cmd[#cmd + 1] = a end
+    return assert(proc.run(cmd, { cwd = cwd, env = env, timeout = 600 }))
+  end
+
+  it("resumes from another folder with every kernel, and refuses a state whose kernel is gone", function()
+    if not cpu.have_torch() then skip("no torch for " .. spec.python .. " (set KAGENT_PYTHON)") end
+    local dir = spec.tmpdir("resume-moved")
+    for _, d in ipairs({ "/first", "/moved", "/elsewhere" }) do fs.mkdir_p(dir .. d) end
+    local server, port = fake.start(SCRIPT, dir)
+    local env = fake.env(port, { KAGENT_PYTHON = spec.python, KAGENT_DB = dir .. "/mem.db", OPENAI_BASE_URL = false,
+      ANTHROPIC_BASE_URL = false })
+    local r = agent_in(dir .. "/first", { "--problem", problem, "--kernel", fx .. "slow.py", "--devices", "cpu",
+      "--out", "runs", "--refine", "0", "--rounds", "1", "--directions", "1", "--beam", "1" }, env)
+    if r.code ~= 0 then error("beam.lua exited " .. r.code .. "\n" .. r.stderr:sub(-3000)) end
+    local id = fs.basename(fake.newest_run(dir .. "/first/runs"))
+    local st = read_json(dir .. "/first/runs/" .. id .. "/state.json")
+    expect.eq(st.input.path, "input_kernel.py", "kernel paths are relative to the run folder")
+    assert(os.rename(dir .. "/first/runs/" .. id, dir .. "/moved/" .. id))
+    local rd = dir .. "/moved/" .. id
+    r = agent_in(dir .. "/elsewhere", { "--resume", rd, "--rounds", "2" }, env)
+    if r.code ~= 0 then error("--resume exited " .. r.code .. "\n" .. r.stderr:sub(-3000)) end
+    local s = read_json(rd .. "/summary.json")
+    expect.eq(s.rounds, 2)
+    local best = fs.read(rd .. "/best_kernel.py") or ""
+    expect.truthy(#best > 0 and best:find("class ModelNew", 1, true), "best_kernel.py holds a kernel")
+
+    -- a state written the old way: paths relative to the first working folder
+    local old = read_json(rd .. "/state.json")
+    local function legacy(k) k.path = "runs/" .. id .. "/" .. k.path end
+    legacy(old.input); legacy(old.best)
+    for _, k in ipairs(old.beam) do legacy(k) end
+    old.round, old.stop_reason = 1, nil
+    fs.write(rd .. "/state.json", json.encode(old))
+    r = agent_in(dir .. "/elsewhere", { "--resume", rd, "--rounds", "3" }, env)
+    if r.code ~= 0 then error("--resume of an old state exited " .. r.code .. "\n" .. r.stderr:sub(-3000)) end
+    expect.truthy(#(fs.read(rd .. "/best_kernel.py") or "") > 0, "the old state's kernels were found")
+
+    -- the input kernel's file is gone: one clear line, exit 2, and nothing is run
+    local before = read_json(rd .. "/summary.json").attempts
+    os.remove(rd .. "/input_kernel.py")
+    r = agent_in(dir .. "/elsewhere", { "--resume", rd, "--rounds", "4" }, env)
+    server:kill()
+    expect.eq(r.code, 2, "exit status\n" .. r.stderr:sub(-2000))
+    expect.match(r.stderr, "cannot resume .*kernel input of the saved state cannot be read at ")
+    expect.falsy(fs.exists(rd .. "/rounds/round_4"), "no round ran on a state that lost a kernel")
+    expect.eq(read_json(rd .. "/summary.json").attempts, nil, "the summary says the run failed: " .. tostring(before))
+  end, { timeout = 900 })
+end)
