@@ -189,17 +189,38 @@ local function write_probe(db)
   return nil, type(res) == "table" and res.write_error or res
 end
 
+-- damage(db) -> nil, or what SQLite's own check found wrong with the database's pages. A damaged
+-- page fails only the queries that touch it, so a run on it would go on with lessons, attempts
+-- or the archive silently missing: it is checked before any work.
+local function damage(db)
+  local rows, err = db:query("PRAGMA quick_check(3)")
+  if not rows then return tostring(err) end
+  local found = {}
+  for _, r in ipairs(rows) do
+    local _, first = next(r)
+    local v = r.quick_check or first
+    if v ~= "ok" then found[#found + 1] = tostring(v) end
+  end
+  return #found > 0 and table.concat(found, "; ") or nil
+end
+
 -- open_memory(prog, path) -> db that can be written, or nil, message, exit code
 local function open_memory(prog, path)
+  path = path or require("kagent.mem").default_path()
   local db, err = require("kagent.mem").open(path)
   if db then
+    local bad = damage(db)
+    if bad then
+      db:close()
+      return die(string.format("%s: the memory database %s is damaged (%s): restore it from a copy, or move it "
+        .. "aside and start a new one (--db or KAGENT_DB)", prog, path, bad))
+    end
     local ok, werr = write_probe(db)
     if ok then return db end
     db:close()
     err = werr
   end
-  return die(string.format("%s: the memory database %s cannot be written: %s", prog,
-    path or require("kagent.mem").default_path(), tostring(err)))
+  return die(string.format("%s: the memory database %s cannot be written: %s", prog, path, tostring(err)))
 end
 
 -- setup(prog, opts, {mode, llm, state}) -> run, or nil, message, exit code.
