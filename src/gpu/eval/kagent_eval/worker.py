@@ -22,6 +22,7 @@ import time
 import traceback
 
 _PR_SET_DUMPABLE = 4
+_PR_SET_PDEATHSIG = 1
 
 
 def _stop(*_):
@@ -40,9 +41,15 @@ def _harden():
         sys.stdout.flush()
         sys.stderr.flush()
         os.execve(sys.executable, [sys.executable] + sys.orig_argv[1:], clean)
-    ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
     reaper.become_subreaper()
     signal.signal(signal.SIGTERM, _stop)
+    # the pool's process killed outright (kill -9) leaves no one to end the job: the worker gets
+    # SIGTERM then and ends it (its sandboxes die with it), instead of running to a stage timeout
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    if os.getppid() != _STARTED_BY:
+        _stop()  # the parent was already gone before the request took effect
     return jail.setup()
 
 
@@ -84,6 +91,10 @@ def _gpu_name(index):
         return out.stdout.strip() or None
     except Exception:
         return None
+
+
+# the process that started this worker (the pool): its death ends the worker (_harden)
+_STARTED_BY = os.getppid()
 
 
 def main(argv=None):
