@@ -130,6 +130,32 @@ class SandboxTest(unittest.TestCase):
         self.assertIn("Permission denied", r["error"])
         self.assert_no_secret(r)
 
+    def test_dev_shm_is_the_jobs_own_and_bounded(self):
+        if not self.status["processes"].startswith("namespace"):
+            self.skipTest("no namespaces here: a job's /dev/shm is the machine's (%s)" % (
+                "; ".join(self.status["missing"]) or "KAGENT_EVAL_NAMESPACES=0"))
+        name = "kagent-shm-test-%s" % secrets.token_hex(6)
+        big = MEMORY_MB + 256  # more than the job's memory limit
+        try:
+            r = self.job(fixture_text("adversarial", "cpu_shm_leftover.py", NAME=name, BIG_MB=big))
+            self.assertEqual(r["code"], "ERUN", r)
+            # the write past the limit fails before it gets there
+            self.assertRegex(r["error"], r"wrote \d+ MiB to /dev/shm, then No space left on device")
+            written = int(r["error"].split("wrote ")[1].split(" MiB")[0])
+            self.assertLess(written, big)
+            # nothing the job wrote there outlives it on the machine's /dev/shm
+            self.assertEqual(glob.glob("/dev/shm/%s*" % name), [])
+        finally:
+            for path in glob.glob("/dev/shm/%s*" % name):
+                os.unlink(path)
+
+    def test_password_hashes_are_hidden_from_a_root_candidate(self):
+        if os.geteuid() != 0:
+            self.skipTest("only root can read /etc/shadow at all")
+        self.require("processes", "namespace (root)")
+        r = self.job(fixture_text("adversarial", "cpu_read_shadow.py"))
+        self.assertIn("read 0 bytes of /etc/shadow", r.get("error") or "", r)
+
     def test_no_network(self):
         if self.status["network"] == "open":
             self.skipTest("no network confinement here: %s" % "; ".join(self.status["missing"]))

@@ -210,7 +210,7 @@ def enter(role, job_dir):
     it starts."""
     s = _state
     if s["namespaces"]:
-        namespaces.enter(user=s["namespaces"] == "user")
+        namespaces.enter(user=s["namespaces"] == "user", shm_bytes=(s["memory_mb"] or 0) << 20)
     cache = s["caches"]["trusted" if role != "candidate" else "candidate"]
     os.environ.update({
         "HOME": job_dir, "TMPDIR": job_dir, "TRITON_CACHE_DIR": os.path.join(cache, "triton"),

@@ -12,6 +12,11 @@ everything left in the namespace, setsid or not. The network namespace has only 
 loopback (brought up: tools such as compute-sanitizer talk to their target over it), so nothing
 outside the job can be reached.
 
+The mount namespace also gets its own /dev/shm (a tmpfs no larger than the job's memory limit,
+gone with the namespace: nothing a job writes there outlives it or escapes its limit), and the
+machine's password hashes are hidden (/dev/null bound over them): a candidate run by root sees
+an empty /etc/shadow.
+
 Must run before Landlock, which forbids mounting.
 """
 import ctypes
@@ -76,6 +81,25 @@ def _guard_proc():
     return True
 
 
+# what a candidate has no business reading, even as root: bound over with /dev/null
+HIDDEN_FILES = ("/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-")
+SHM_DEFAULT_BYTES = 1 << 30  # a job without a memory limit still gets a bounded /dev/shm
+
+
+def _private_shm(limit_bytes):
+    size = limit_bytes if limit_bytes else SHM_DEFAULT_BYTES
+    opts = ("size=%d,mode=1777" % size).encode()
+    _call(_libc.mount(b"tmpfs", b"/dev/shm", b"tmpfs", _MS_NOSUID | _MS_NODEV, opts),
+          "mount tmpfs on /dev/shm")
+
+
+def _hide_files():
+    for path in HIDDEN_FILES:
+        if os.path.exists(path):
+            p = path.encode()
+            _call(_libc.mount(b"/dev/null", p, None, _MS_BIND, None), "bind /dev/null over " + path)
+
+
 def _loopback_up():
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
         _, flags = _IFREQ.unpack(fcntl.ioctl(s, _SIOCGIFFLAGS, _IFREQ.pack(b"lo", 0)))
@@ -102,10 +126,11 @@ def _relay(pid):
     os._exit(128 + sig)
 
 
-def enter(user):
+def enter(user, shm_bytes=0):
     """In a single-threaded child: from here on this code runs as process 1 of a new PID
-    namespace with its own /proc and network (the calling process stays behind as the relay and
-    never returns). user: True to create a user namespace too (without CAP_SYS_ADMIN)."""
+    namespace with its own /proc, /dev/shm (at most shm_bytes; 0: SHM_DEFAULT_BYTES) and network
+    (the calling process stays behind as the relay and never returns). user: True to create a
+    user namespace too (without CAP_SYS_ADMIN)."""
     _unshare(user)
     pid = os.fork()
     if pid != 0:
@@ -114,6 +139,9 @@ def enter(user):
     _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     _own_proc()
     proc_guarded = _guard_proc()
+    _private_shm(shm_bytes)
+    if not user:  # a user namespace cannot bind over root's files, and cannot read them anyway
+        _hide_files()
     _loopback_up()
 
 
