@@ -43,7 +43,11 @@ gpu.AUTO_WORKERS = nil
 ---    the machine's; 0 none) and `KAGENT_EVAL_SANDBOX=auto|1|0` (auto and 1: the candidate sandbox, in
 ---    CPU and GPU mode; 0: off); `src/gpu/eval/README.md`.
 ---  - `log_dir`: if set, the pool appends each worker's stderr (candidate prints, tracebacks),
----    redacted, to `<log_dir>/worker-<device>-<n>.log`.
+---    redacted, to `<log_dir>/worker-<device>-<n>.log`. Candidates are untrusted, so what they
+---    print is bounded: the stream is taken at most 4 MiB at a time (the rest is counted as
+---    dropped), a line longer than `kagent.gpu.MAX_LOG_LINE` (65536 bytes) is written as its head
+---    and how many bytes were dropped, and reading it is linear in its length (50 MiB of 1 MiB
+---    lines cost the event loop no pause a 20 ms timer notices: `tests/lua/gpu_output_flood_spec.lua`).
 ---  Every reply of a worker passes through `kagent.secrets.redact_tree` before the pool returns it.
 ---@param opts? table
 ---@return kagent.gpu.Pool
@@ -74,7 +78,11 @@ function gpu.pool(opts) end
 ---    the machine's; 0 none) and `KAGENT_EVAL_SANDBOX=auto|1|0` (auto and 1: the candidate sandbox, in
 ---    CPU and GPU mode; 0: off); `src/gpu/eval/README.md`.
 ---  - `log_dir`: if set, the pool appends each worker's stderr (candidate prints, tracebacks),
----    redacted, to `<log_dir>/worker-<device>-<n>.log`.
+---    redacted, to `<log_dir>/worker-<device>-<n>.log`. Candidates are untrusted, so what they
+---    print is bounded: the stream is taken at most 4 MiB at a time (the rest is counted as
+---    dropped), a line longer than `kagent.gpu.MAX_LOG_LINE` (65536 bytes) is written as its head
+---    and how many bytes were dropped, and reading it is linear in its length (50 MiB of 1 MiB
+---    lines cost the event loop no pause a 20 ms timer notices: `tests/lua/gpu_output_flood_spec.lua`).
 ---  Every reply of a worker passes through `kagent.secrets.redact_tree` before the pool returns it.
 ---@return any
 function gpu.gpus() end
@@ -104,7 +112,11 @@ function gpu.gpus() end
 ---    the machine's; 0 none) and `KAGENT_EVAL_SANDBOX=auto|1|0` (auto and 1: the candidate sandbox, in
 ---    CPU and GPU mode; 0: off); `src/gpu/eval/README.md`.
 ---  - `log_dir`: if set, the pool appends each worker's stderr (candidate prints, tracebacks),
----    redacted, to `<log_dir>/worker-<device>-<n>.log`.
+---    redacted, to `<log_dir>/worker-<device>-<n>.log`. Candidates are untrusted, so what they
+---    print is bounded: the stream is taken at most 4 MiB at a time (the rest is counted as
+---    dropped), a line longer than `kagent.gpu.MAX_LOG_LINE` (65536 bytes) is written as its head
+---    and how many bytes were dropped, and reading it is linear in its length (50 MiB of 1 MiB
+---    lines cost the event loop no pause a 20 ms timer notices: `tests/lua/gpu_output_flood_spec.lua`).
 ---  Every reply of a worker passes through `kagent.secrets.redact_tree` before the pool returns it.
 ---@param args table
 ---@return any
@@ -138,7 +150,11 @@ local pool = {}
 ---    the machine's; 0 none) and `KAGENT_EVAL_SANDBOX=auto|1|0` (auto and 1: the candidate sandbox, in
 ---    CPU and GPU mode; 0: off); `src/gpu/eval/README.md`.
 ---  - `log_dir`: if set, the pool appends each worker's stderr (candidate prints, tracebacks),
----    redacted, to `<log_dir>/worker-<device>-<n>.log`.
+---    redacted, to `<log_dir>/worker-<device>-<n>.log`. Candidates are untrusted, so what they
+---    print is bounded: the stream is taken at most 4 MiB at a time (the rest is counted as
+---    dropped), a line longer than `kagent.gpu.MAX_LOG_LINE` (65536 bytes) is written as its head
+---    and how many bytes were dropped, and reading it is linear in its length (50 MiB of 1 MiB
+---    lines cost the event loop no pause a 20 ms timer notices: `tests/lua/gpu_output_flood_spec.lua`).
 ---  Every reply of a worker passes through `kagent.secrets.redact_tree` before the pool returns it.
 ---@return any
 function pool:devices() end
