@@ -131,6 +131,21 @@ if want("skill") then
       type(s.sol_pct) == "number" and string.format("%.0f", s.sol_pct) or "-"))
   end
 end
+-- softmax_beam(tag, port, db[, directions]) -> run folder, summary: agents/beam.lua on the trust
+-- checks' softmax (fp32) from the slow example kernel, one round, the FAKE LLM on port answering
+local function softmax_beam(tag, port, db, directions)
+  local T = root .. "/tests/fixtures/trust/"
+  local r = fake.run_agent("beam.lua", { "--problem", T .. "softmax_problem.py", "--kernel", root .. "/examples/kernels/softmax.py",
+    "--dtype", "fp32", "--rounds", "1", "--beam", "1", "--directions", tostring(directions or 4), "--refine", "0",
+    "--out", out .. "/" .. tag }, fake.env(port, { KAGENT_DB = db }), 1500)
+  io.write(r.stderr:sub(-4000))
+  check(r.code == 0, tag .. ": beam.lua exit code " .. tostring(r.code))
+  local rd = fake.newest_run(out .. "/" .. tag)
+  local s = rd and json.decode(fs.read(rd .. "/summary.json") or "null")
+  check(type(s) == "table", tag .. ": summary.json written")
+  return rd, s
+end
+
 -- 5. trust: softmax 4096 x 4096 (fp32) from a slow three-pass kernel; the FAKE LLM answers one
 -- direction with an honest one-pass kernel and the others with the same kernel launched on an
 -- unjoined side stream, with one short side-stream launch, and from a background thread. The
@@ -142,15 +157,8 @@ if want("trust") then
     T .. "softmax_thread.py" }
   local server, port = fake.start(fake.script({ n = 4, kernels = kernels }), out)
   local db = out .. "/trust.db"
-  local r = fake.run_agent("beam.lua", { "--problem", T .. "softmax_problem.py", "--kernel", root .. "/examples/kernels/softmax.py",
-    "--dtype", "fp32", "--rounds", "1", "--beam", "1", "--directions", "4", "--refine", "0", "--out", out .. "/trust" },
-    fake.env(port, { KAGENT_DB = db }), 1500)
+  local rd, s = softmax_beam("trust", port, db)
   server:kill()
-  io.write(r.stderr:sub(-4000))
-  check(r.code == 0, "trust: beam.lua exit code " .. tostring(r.code))
-  local rd = fake.newest_run(out .. "/trust")
-  local s = rd and json.decode(fs.read(rd .. "/summary.json") or "null")
-  check(type(s) == "table", "trust: summary.json written")
   if type(s) == "table" then
     check((fs.read(rd .. "/best_kernel.py") or ""):gsub("%s+$", "") == fs.read(kernels[1]):gsub("%s+$", ""),
       "trust: the honest one-pass kernel is best (best = " .. tostring(s.best.id) .. ")")
@@ -189,15 +197,8 @@ if want("stale") then
   local T = root .. "/tests/fixtures/trust/"
   local kernels = { T .. "softmax_stale_one_in_16.py", T .. "softmax_onepass.py" }
   local server, port = fake.start(fake.script({ n = 2, kernels = kernels }), out)
-  local r = fake.run_agent("beam.lua", { "--problem", T .. "softmax_problem.py", "--kernel", root .. "/examples/kernels/softmax.py",
-    "--dtype", "fp32", "--rounds", "1", "--beam", "1", "--directions", "2", "--refine", "0", "--out", out .. "/stale" },
-    fake.env(port, { KAGENT_DB = out .. "/stale.db" }), 1500)
+  local rd, s = softmax_beam("stale", port, out .. "/stale.db", #kernels)
   server:kill()
-  io.write(r.stderr:sub(-3000))
-  check(r.code == 0, "stale: beam.lua exit code " .. tostring(r.code))
-  local rd = fake.newest_run(out .. "/stale")
-  local s = rd and json.decode(fs.read(rd .. "/summary.json") or "null")
-  check(type(s) == "table", "stale: summary.json written")
   if type(s) == "table" then
     check((fs.read(rd .. "/best_kernel.py") or ""):gsub("%s+$", "") == fs.read(kernels[2]):gsub("%s+$", ""),
       "stale: the honest kernel is best (best = " .. tostring(s.best and s.best.id) .. ")")
