@@ -164,7 +164,8 @@ class Timer:
         """Timing summary in ms; reps chosen so the timed calls take about min_time.
 
         feed.before(i, reps), if given, runs untimed before timed call i (which input set it
-        runs on, timed_inputs.py); after_call(i) runs untimed after it (a sample of its output).
+        runs on, timed_inputs.py); after_call(i) runs untimed after it (a sample of its output),
+        in the same untimed stretch as the next call's feed (one wait between calls, not two).
         Both run on a stream of their own, outside every call's window. hardened: the
         persisting-L2 set-aside is reset before every call as well, so no data a candidate
         pinned in L2 survives the flush."""
@@ -191,15 +192,15 @@ class Timer:
         t_begin = _perf_counter()
         try:
             for i in range(reps):
-                if feed is not None:
-                    self._untimed(lambda: feed.before(i, reps), prep_stream)
+                if feed is not None or (after_call is not None and i > 0):
+                    self._untimed(lambda: _between(i, reps, feed, after_call), prep_stream)
                 if hardened and self._reset_persisting_l2 is not None:
                     self._reset_persisting_l2()
                 e, w = self.time_once(fn, mark)
                 events.append(e)
                 walls.append(w)
-                if after_call is not None:
-                    self._untimed(lambda: after_call(i), prep_stream)
+            if after_call is not None:
+                self._untimed(lambda: after_call(reps - 1), prep_stream)
             elapsed_ms = (_perf_counter() - t_begin) * 1e3
             if tracer is not None:
                 # work a thread launches after the last call still lands in the trace
@@ -229,6 +230,14 @@ class Timer:
         with self.torch.cuda.stream(stream):
             work()
         stream.synchronize()
+
+
+def _between(i, reps, feed, after_call):
+    """The untimed work before timed call i: the last call's output sampled, then call i's inputs."""
+    if after_call is not None and i > 0:
+        after_call(i - 1)
+    if feed is not None:
+        feed.before(i, reps)
 
 
 def _persisting_l2_reset():
