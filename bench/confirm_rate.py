@@ -1,0 +1,52 @@
+#!/usr/bin/env python3
+"""How often the final confirmation (a `confirm` job: the benchmark, then a hardened re-measure in
+a fresh process that must agree with it) passes an honest kernel: N jobs in a row on one worker.
+
+    python3 bench/confirm_rate.py [--n 6] [--problem P --kernel K] [--dtype fp32]
+
+Default kernel: the one-pass softmax of the trust checks (about 50 us on an H100). Prints one line
+per job (verdict, each figure's median and p90/p10) and the count refused. To compare with an
+earlier evaluator, run it with PYTHONPATH pointing at that evaluator's copy.
+"""
+import argparse
+import os
+import sys
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+sys.path.insert(0, os.path.join(ROOT, "tests", "eval"))
+TRUST = os.path.join(ROOT, "tests", "fixtures", "trust")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--n", type=int, default=6)
+    ap.add_argument("--problem", default=os.path.join(TRUST, "softmax_problem.py"))
+    ap.add_argument("--kernel", default=os.path.join(TRUST, "softmax_onepass.py"))
+    ap.add_argument("--dtype", default="fp32")
+    args = ap.parse_args()
+    from worker_client import Worker, have_cuda
+    if not have_cuda():
+        print("SKIP: no CUDA device here")
+        return 77
+    w = Worker(0)
+    refused = 0
+    try:
+        for k in range(args.n):
+            reply = w.request("benchmark", {"problem": os.path.abspath(args.problem),
+                                            "candidate": os.path.abspath(args.kernel),
+                                            "dtype": args.dtype, "confirm": True,
+                                            "bench": {"baselines": []}}, timeout=600)
+            r = reply.get("result") or reply
+            first, second = r.get("time_ms_first") or {}, r.get("time_ms") or {}
+            refused += 0 if r.get("ok") else 1
+            print("%d %-5s first %s (p90/p10 %s) hardened %s (p90/p10 %s) %s" % (
+                k, r.get("ok"), first.get("median"), first.get("spread"), second.get("median"),
+                second.get("spread"), (r.get("error") or "")[:100]), flush=True)
+    finally:
+        w.close()
+    print("refused %d of %d" % (refused, args.n))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
