@@ -25,7 +25,7 @@ local function worker(run, k, n, shared, lessons)
   phase("llm")
   local g = generator.propose(run, { k = k, n = n, lessons = lessons })
   run.rd:write(dir .. "/gen_prompt.txt", g.prompt)
-  run.rd:write(dir .. "/gen_reply.txt", g.reply or "")
+  run.rd:write(dir .. "/gen_reply.txt", run.reply_trace(g.reply))
   if g.error then
     out.outcome, out.error, out.llm_code = "llm_error", tostring(g.error), g.llm_code
     return
@@ -102,7 +102,10 @@ function M.run(run, n)
     local why, llm_down = {}, true
     for k, o in ipairs(shared.outcomes) do
       -- a question a strict replay had no answer to was never sent: the LLM is not down
-      if (o.outcome ~= "llm_error" or o.llm_code == "EREPLAY") and o.outcome ~= "canceled" then llm_down = false end
+      -- nor is it when it answered with no code (ENOCODE): it answered
+      if (o.outcome ~= "llm_error" or o.llm_code == "EREPLAY" or o.llm_code == "ENOCODE") and o.outcome ~= "canceled" then
+        llm_down = false
+      end
       why[#why + 1] = string.format("w%d %s%s", k, o.outcome,
         o.error and (": " .. tostring(o.error):sub(1, 160)) or "")
     end

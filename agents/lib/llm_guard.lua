@@ -1,7 +1,8 @@
 -- The run's watch over its LLM: every call a role makes (run.chat) goes through it.
 --   * A call that failed (after the LLM layer's own retries) with a failure that may pass with
 --     time (server down, overloaded, stalled, cut off) is tried again by its worker after
---     --llm-backoff seconds, then twice that.
+--     --llm-backoff seconds, then twice that. A reply too large (ETOOBIG) is not: the same
+--     request would bring it again.
 --   * --llm-failures calls failing in a row mean the LLM is down: no call is made after that,
 --     and the driver stops the run (exit 3) so that --resume can continue it later.
 --   * Failed calls are counted by code for summary.json and the status line; streamed replies
@@ -28,7 +29,7 @@ function M.new(o)
   o = o or {}
   local by_code = {}
   for k, v in pairs(o.by_code or {}) do by_code[k] = v end
-  return setmetatable({ limit = o.limit or 6, backoff = o.backoff or 30, sleep = o.sleep or task.sleep,
+  return setmetatable({ limit = o.limit or 6, backoff = o.backoff or 5, sleep = o.sleep or task.sleep,
     consecutive = 0, failures = o.failures or 0, by_code = by_code, streamed = false }, M)
 end
 
@@ -63,6 +64,27 @@ function M:call(fn, what)
     self.sleep(wait)
   end
   return res, err, code, info
+end
+
+-- worst_case_s{limit, backoff, llm} -> seconds: the longest a run takes to stop on a dead
+-- provider with these settings (limit: --llm-failures, backoff: --llm-backoff, llm: kagent.llm's
+-- DEFAULTS or the same fields), one worker asking at a time (more workers fail together, sooner).
+-- Each failed call costs the longest of its ways to fail: no headers within `start` (a stream
+-- request accepted and never answered), no connection within `connect`, or refused connections
+-- and 5xx replies retried `retries` times with the call's backoff; calls are tried again after
+-- this guard's backoff, then twice that, and every try counts toward the limit.
+function M.worst_case_s(o)
+  local l = o.llm
+  local retried = 0
+  for k = 1, l.retries do retried = retried + math.min(l.backoff.max, l.backoff.base * 2 ^ (k - 1)) end
+  local per_call = math.max(l.start, l.connect, retried)
+  local total = 0
+  for i = 1, o.limit do
+    total = total + per_call
+    local try = (i - 1) % (M.RETRIES + 1)  -- this call's try: 0 first, M.RETRIES last
+    if i < o.limit and try < M.RETRIES then total = total + o.backoff * 2 ^ try end
+  end
+  return total
 end
 
 -- summary() -> {calls, by_code} for summary.json and state.json

@@ -414,15 +414,42 @@ function M.add_helpers(r)
     return r.llm.extract_code(text, "python")
   end
 
+  -- code_from(text) -> code | nil, "ENOCODE: ...", "ENOCODE" (M.code_from)
+  function r.code_from(text) return M.code_from(r.extract_code, text) end
+
   function r.extract_json(text)
     if not text or not r.llm then return nil end
     return r.llm.extract_json(text)
   end
 
   r.full_prompt = M.full_prompt
+  r.reply_trace = M.reply_trace
   r.entry_point = M.entry_point
   r.timing_text = M.timing_text
   return r
+end
+
+-- A reply's copy in the run folder keeps at most this much: the head, then how much was cut
+-- (a 10 MB reply of junk is not worth 10 MB in every trace file that shows it).
+M.MAX_REPLY_TRACE = 1048576
+
+-- reply_trace(text) -> what a reply file in the run folder holds
+function M.reply_trace(text)
+  text = text or ""
+  if #text <= M.MAX_REPLY_TRACE then return text end
+  return text:sub(1, M.MAX_REPLY_TRACE) .. string.format("\n[kagent-rt: the reply was %d bytes; the %d after the "
+    .. "first %d are not kept here]\n", #text, #text - M.MAX_REPLY_TRACE, M.MAX_REPLY_TRACE)
+end
+
+-- code_from(extract, text) -> code | nil, "ENOCODE: ...", "ENOCODE". A reply with no usable code
+-- (a refusal, junk, nothing) is a failed reply, not a failed kernel: the caller hands the code
+-- on as an LLM failure (agents/lib/attempt.lua), so memory learns nothing from it.
+function M.code_from(extract, text)
+  local code = text and text ~= "" and extract(text) or nil
+  if code and code:match("%S") then return code end
+  local shown = text and text:sub(1, 120):gsub("%s+", " ") or ""
+  return nil, string.format("ENOCODE: the LLM's reply (%d bytes) has no code block%s", text and #text or 0,
+    shown ~= "" and (": " .. shown .. (#text > 120 and " ..." or "")) or ""), "ENOCODE"
 end
 
 -- full_prompt(text, shared) -> the text a call sends after the system prompt (what traces keep)

@@ -18,7 +18,7 @@ function M.repair(run, f)
   local base = string.format("%s/repair_%d", f.dir, f.try)
   run.rd:write(base .. "_audit_prompt.txt", run.full_prompt(audit, shared))
   local res, err, ecode = run.chat(audit, "audit", shared)
-  run.rd:write(base .. "_audit_reply.txt", res and res.text or ("LLM call failed: " .. tostring(err)))
+  run.rd:write(base .. "_audit_reply.txt", res and run.reply_trace(res.text) or ("LLM call failed: " .. tostring(err)))
   if not res then return { error = err, llm_code = ecode, prompt_path = base .. "_audit_prompt.txt" } end
   local d = run.extract_json(res.text)
   d = type(d) == "table" and d or { cause = res.text:sub(1, 400), evidence = "", fix = "" }
@@ -28,8 +28,10 @@ function M.repair(run, f)
   local patch = run.render("repair", pvars)
   run.rd:write(base .. "_prompt.txt", run.full_prompt(patch, shared))
   local res2, err2, ecode2 = run.chat(patch, "repair", shared)
-  run.rd:write(base .. "_reply.txt", res2 and res2.text or ("LLM call failed: " .. tostring(err2)))
-  return { code = res2 and run.extract_code(res2.text), error = not res2 and err2 or nil, llm_code = not res2 and ecode2 or nil,
+  run.rd:write(base .. "_reply.txt", res2 and run.reply_trace(res2.text) or ("LLM call failed: " .. tostring(err2)))
+  local code, cerr, ccode
+  if res2 then code, cerr, ccode = run.code_from(res2.text) else cerr, ccode = err2, ecode2 end
+  return { code = code, error = cerr, llm_code = ccode,
     diagnosis = pvars.cause .. " -> fix: " .. pvars.fix, prompt_path = base .. "_prompt.txt", reply_path = base .. "_reply.txt" }
 end
 

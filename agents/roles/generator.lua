@@ -36,7 +36,8 @@ function M.propose(run, w)
   local res, err, code = run.chat(prompt, "generate", shared)
   prompt = run.full_prompt(prompt, shared)
   if not res then return { prompt = prompt, reply = "LLM call failed: " .. tostring(err), error = err, llm_code = code } end
-  return { code = run.extract_code(res.text), prompt = prompt, reply = res.text }
+  local code, cerr, ccode = run.code_from(res.text)
+  return { code = code, prompt = prompt, reply = res.text, error = cerr, llm_code = ccode }
 end
 
 return M

@@ -32,7 +32,8 @@ function M.propose(run, parent, d, hints)
   if not res then
     return { prompt = prompt, reply = "LLM call failed: " .. tostring(err), skill = skill_name, error = err, llm_code = code }
   end
-  return { code = run.extract_code(res.text), prompt = prompt, reply = res.text, skill = skill_name }
+  local code, cerr, ccode = run.code_from(res.text)
+  return { code = code, prompt = prompt, reply = res.text, skill = skill_name, error = cerr, llm_code = ccode }
 end
 
 return M

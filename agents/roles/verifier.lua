@@ -56,9 +56,10 @@ function M.refine(run, f)
   local res, err, ecode = run.chat(prompt, "refine", shared)
   local pp, rp = f.dir .. "/refine_" .. f.try .. "_prompt.txt", f.dir .. "/refine_" .. f.try .. "_reply.txt"
   run.rd:write(pp, run.full_prompt(prompt, shared))
-  run.rd:write(rp, res and res.text or ("LLM call failed: " .. tostring(err)))
-  return { code = res and run.extract_code(res.text), error = not res and err or nil, llm_code = not res and ecode or nil,
-    prompt_path = pp, reply_path = rp }
+  run.rd:write(rp, res and run.reply_trace(res.text) or ("LLM call failed: " .. tostring(err)))
+  local code, cerr, ccode
+  if res then code, cerr, ccode = run.code_from(res.text) else cerr, ccode = err, ecode end
+  return { code = code, error = cerr, llm_code = ccode, prompt_path = pp, reply_path = rp }
 end
 
 -- run(run, code, w, opts) -> {ok, result, code, tries, chain, cached, stopped, llm_code, llm_error}

@@ -24,7 +24,8 @@ local CASES = {
   { "500", down({ status = 500, error_message = "upstream overloaded" }) },
   { "close", down({ fault = "close" }) },
   { "hang", down({ fault = "hang" }) },
-  { "truncate", down({ fault = "truncate" }) },
+  -- replies stream by default: a reply cut short is a stream that ends before its end event
+  { "truncate", down({ fault = "stream_cut", text = ("a reply cut short "):rep(20) }) },
 }
 
 local function env(dir, port)

@@ -31,7 +31,7 @@ describe("llm timeouts", function()
   it("reports a server that accepts and never answers as ETIMEDOUT, logging each retry", function()
     server{ replies = { { match = "hang", fault = "hang" } } }
     local out, r = run([[
-      kagent.llm.configure{ idle_timeout = 0.3, retries = 2, backoff = { base = 0.05, max = 0.1 } }
+      kagent.llm.configure{ stream = false, idle_timeout = 0.3, retries = 2, backoff = { base = 0.05, max = 0.1 } }
     ]] .. CHAT:format("hang"))
     expect.eq(out.code, "ETIMEDOUT")
     expect.match(out.err, "^ETIMEDOUT: the server accepted the request but sent no reply for 0%.3 s %(idle timeout%)")
@@ -53,7 +53,7 @@ describe("llm timeouts", function()
   it("bounds the whole call, retries and waits included, by its total timeout", function()
     server{ replies = { { match = "hang", fault = "hang" } } }
     local out = run([[
-      kagent.llm.configure{ timeout = 0.8, idle_timeout = 0.3, retries = 6, backoff = { base = 0.05, max = 0.1 } }
+      kagent.llm.configure{ stream = false, timeout = 0.8, idle_timeout = 0.3, retries = 6, backoff = { base = 0.05, max = 0.1 } }
     ]] .. CHAT:format("hang"))
     expect.eq(out.code, "ETIMEDOUT")
     expect.lt(out.dt, 1.3, "the 0.8 s total held")

@@ -111,7 +111,7 @@ describe("llm.chat", function()
       { match = "flaky", text = "recovered" }, { match = "busy", status = 529 },
       { match = "closed", fault = "close" } } }
     local out = run([[
-      kagent.llm.configure{ backoff = { base = 0.05, max = 0.1 }, retries = 3 }
+      kagent.llm.configure{ stream = false, backoff = { base = 0.05, max = 0.1 }, retries = 3 }
       local out = {}
       for _, w in ipairs({ "trunc", "badjson", "html", "bad400", "nf404", "flaky", "busy", "closed" }) do
         local r, err, code = kagent.llm.chat{ messages = { { role = "user", content = w } } }

@@ -57,10 +57,11 @@ std::string read_request(lua_State* L, HttpRequest& req) {
   req.timeout = opt_number_field(L, 1, "timeout", req.timeout);
   req.connect_timeout = opt_number_field(L, 1, "connect_timeout", req.connect_timeout);
   req.idle_timeout = opt_number_field(L, 1, "idle_timeout", req.idle_timeout);
+  req.start_timeout = opt_number_field(L, 1, "start_timeout", req.start_timeout);
   const double max_body = opt_number_field(L, 1, "max_body", static_cast<double>(req.max_body));
   if (max_body < 0) return "max_body must be >= 0";
   req.max_body = static_cast<size_t>(max_body);
-  if (req.timeout <= 0 || req.connect_timeout <= 0 || req.idle_timeout < 0)
+  if (req.timeout <= 0 || req.connect_timeout <= 0 || req.idle_timeout < 0 || req.start_timeout < 0)
     return "timeouts must be > 0";
   lua_getfield(L, 1, "headers");
   if (lua_istable(L, -1)) {
@@ -110,7 +111,7 @@ bool start_request(lua_State* L, char (&err)[256]) {
   return true;
 }
 
-// request_start{method,url,headers,body,timeout,connect_timeout,idle_timeout,max_body} -> op.
+// request_start{method,url,headers,body,timeout,connect_timeout,idle_timeout,start_timeout,max_body} -> op.
 // Completes with {status, headers, body, elapsed} or nil, "CODE: message", "CODE".
 int l_request_start(lua_State* L) {
   luaL_checktype(L, 1, LUA_TTABLE);
@@ -226,7 +227,7 @@ bool open_stream(lua_State* L, char (&err)[256]) {
   return true;
 }
 
-// stream_open{method,url,headers,body,timeout,connect_timeout,idle_timeout,max_body} -> stream.
+// stream_open{method,url,headers,body,timeout,connect_timeout,idle_timeout,start_timeout,max_body} -> stream.
 int l_stream_open(lua_State* L) {
   luaL_checktype(L, 1, LUA_TTABLE);
   char err[256] = {0};

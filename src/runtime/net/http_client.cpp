@@ -24,17 +24,19 @@ struct HttpClient::Transfer {
   bool too_big = false;
   bool head_done = false;  // the final header block has ended
   long head_status = 0;    // from the last status line
-  double timeout = 0, connect_timeout = 0, idle_timeout = 0;
+  double timeout = 0, connect_timeout = 0, idle_timeout = 0, start_timeout = 0;
   double t0 = 0;
   double last_activity = 0;  // monotonic time a byte last moved
   curl_off_t sent_seen = 0;
   uint64_t idle_timer = 0;
+  uint64_t start_timer = 0;  // cancelled when the headers are in
   std::string safe_url;
   Done done;
   char errbuf[CURL_ERROR_SIZE] = {0};
 
   ~Transfer() {
     if (idle_timer != 0) loop->cancel_timer(idle_timer);
+    if (start_timer != 0) loop->cancel_timer(start_timer);
     if (header_list != nullptr) curl_slist_free_all(header_list);
     if (easy != nullptr) curl_easy_cleanup(easy);
   }
@@ -82,6 +84,7 @@ size_t write_header(char* data, size_t size, size_t n, void* userp) {
   if (trim(line).empty()) {
     if (t->head_status >= 200 && !t->head_done) {
       t->head_done = true;
+      if (t->start_timer != 0) t->loop->cancel_timer(t->start_timer), t->start_timer = 0;
       if (t->sink.on_head) t->sink.on_head(t->head_status, t->resp.headers);
     }
     return len;
@@ -252,6 +255,8 @@ void HttpClient::finish(Transfer* t, CURLcode rc) {
     }
     std::string message = what;
     if (t->too_big) {
+      // its own code: a reply too large is no passing fault, so callers do not ask again
+      r.error_code = "ETOOBIG";
       message = "reply larger than max_body (" + std::to_string(t->max_body) + " bytes)";
     } else if (rc == CURLE_OPERATION_TIMEDOUT) {
       message = timeout_message(*t);
@@ -305,6 +310,21 @@ void HttpClient::arm_idle_timer(Transfer* t, double secs) {
   });
 }
 
+void HttpClient::arm_start_timer(Transfer* t, double secs) {
+  const uint64_t id = t->id;
+  t->start_timer = loop_.add_timer(secs, [this, id] {
+    auto it = transfers_.find(id);
+    if (it == transfers_.end()) return;
+    Transfer* tr = it->second.get();
+    tr->start_timer = 0;
+    if (tr->head_done) return;
+    const std::string s = seconds(tr->start_timeout);
+    fail(id, "ETIMEDOUT", connected(tr->easy)
+                              ? "the server accepted the request but sent no reply for " + s + " s (start timeout)"
+                              : "no connection after " + s + " s (start timeout)");
+  });
+}
+
 uint64_t HttpClient::start(HttpRequest req, Done done, HttpSink sink) {
   auto t = std::make_unique<Transfer>();
   t->id = next_id_++;
@@ -316,6 +336,7 @@ uint64_t HttpClient::start(HttpRequest req, Done done, HttpSink sink) {
   t->timeout = req.timeout;
   t->connect_timeout = req.connect_timeout;
   t->idle_timeout = req.idle_timeout;
+  t->start_timeout = req.start_timeout;
   t->safe_url = redact_url(req.url);
   t->done = std::move(done);
   t->sink = std::move(sink);
@@ -357,6 +378,7 @@ uint64_t HttpClient::start(HttpRequest req, Done done, HttpSink sink) {
   ++stats_.started;
   stats_.in_flight = transfers_.size();
   if (req.idle_timeout > 0) arm_idle_timer(raw, req.idle_timeout);
+  if (req.start_timeout > 0) arm_start_timer(raw, req.start_timeout);
   const CURLMcode mc = curl_multi_add_handle(multi_, raw->easy);
   if (mc != CURLM_OK) {
     // Deliver the failure from the loop: callers expect `done` after start returns.

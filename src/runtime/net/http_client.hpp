@@ -29,6 +29,9 @@ struct HttpRequest {
   double timeout = 600;         // whole transfer, seconds
   double connect_timeout = 10;  // connection set-up, seconds
   double idle_timeout = 0;      // seconds with no byte moving either way (a stall); 0: none
+  // seconds from the start until the reply's status and headers are in; 0: none. A server that
+  // streams answers with its headers at once, so their absence tells a dead server quickly.
+  double start_timeout = 0;
   size_t max_body = 256u << 20; // reply bytes, collected or streamed
 };
 
@@ -37,7 +40,8 @@ struct HttpResponse {
   HttpHeaders headers;  // names lower-cased
   std::string body;
   double elapsed = 0;
-  // Empty on success (any status); else ETIMEDOUT, ECONNECT or EHTTP with a message.
+  // Empty on success (any status); else ETIMEDOUT, ECONNECT, ETOOBIG (over max_body) or EHTTP
+  // with a message.
   std::string error_code;
   std::string error_message;
 };
@@ -79,6 +83,7 @@ class HttpClient {
   void collect_done();
   void finish(Transfer* t, CURLcode rc);
   void arm_idle_timer(Transfer* t, double seconds);
+  void arm_start_timer(Transfer* t, double seconds);
   // Ends a transfer that curl has not finished (idle timeout, refused by the multi handle).
   void fail(uint64_t id, const std::string& code, const std::string& message);
 

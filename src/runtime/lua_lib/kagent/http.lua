@@ -19,19 +19,20 @@ local function checked(fname, req)
   if req.headers ~= nil and type(req.headers) ~= "table" then
     error(fname .. ": headers must be a table", 3)
   end
-  for _, k in ipairs({ "timeout", "connect_timeout", "idle_timeout", "max_body" }) do
+  for _, k in ipairs({ "timeout", "connect_timeout", "idle_timeout", "start_timeout", "max_body" }) do
     if req[k] ~= nil and type(req[k]) ~= "number" then error(fname .. ": " .. k .. " must be a number", 3) end
   end
   task._running_task(fname)
   return {
     method = method, url = req.url, headers = req.headers, body = req.body, timeout = req.timeout,
-    connect_timeout = req.connect_timeout, idle_timeout = req.idle_timeout, max_body = req.max_body,
+    connect_timeout = req.connect_timeout, idle_timeout = req.idle_timeout, start_timeout = req.start_timeout,
+    max_body = req.max_body,
   }
 end
 
---- request{method, url, headers, body, timeout, connect_timeout, idle_timeout, max_body} ⏸
+--- request{method, url, headers, body, timeout, connect_timeout, idle_timeout, start_timeout, max_body} ⏸
 --- -> {status, headers, body, elapsed} | nil, "CODE: message", "CODE".
---- A 4xx/5xx reply is a result; failures are ETIMEDOUT, ECONNECT, EHTTP.
+--- A 4xx/5xx reply is a result; failures are ETIMEDOUT, ECONNECT, ETOOBIG, EHTTP.
 function M.request(req)
   local op = native.http.request_start(checked("http.request", req))
   return task._await(op, "http.request")

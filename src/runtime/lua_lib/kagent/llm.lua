@@ -18,10 +18,15 @@ local M = {}
 
 local unpack = unpack or table.unpack
 local PROVIDERS = { anthropic = require("kagent.llm.anthropic"), openai = require("kagent.llm.openai") }
--- Timeouts that suit remote APIs. A whole reply sends nothing until it is complete, so its idle
--- timeout bounds the generation of one attempt; a stream sends every few tokens (and Anthropic
--- pings), so silence there is a stall sooner.
-local DEFAULT_TIMEOUT, DEFAULT_IDLE, DEFAULT_STREAM_IDLE, DEFAULT_CONNECT = 600, 300, 60, 10
+-- Defaults that suit remote APIs and end a dead provider's run within about two minutes
+-- (agents/lib/llm_guard.lua adds them up; docs/lua-api.md, "Timeouts"). Replies stream by default:
+-- a live server answers a stream request with its headers at once (start), and sends every few
+-- tokens (Anthropic also pings), so silence there is a stall (stream_idle); a whole reply sends
+-- nothing until it is complete, so its idle timeout bounds the generation and cannot tell a dead
+-- server from a long reply. A reply over max_body is refused and not asked again.
+M.DEFAULTS = { timeout = 600, idle = 300, stream_idle = 60, connect = 10, start = 15, stream = true,
+  retries = 2, backoff = { base = 1.0, max = 60 }, max_body = 64 * 1048576 }
+local D = M.DEFAULTS
 local FLAGS = { ["1"] = true, ["true"] = true, yes = true, on = true,
                 ["0"] = false, ["false"] = false, no = false, off = false }
 local CACHE_MODES = { off = true, record = true, replay = true, auto = true }
@@ -41,7 +46,8 @@ local function zero_usage()
 end
 
 local function reset()
-  cfg = { retries = 6, backoff = { base = 1.0, max = 60 }, max_tokens = 8192, prices = {}, budget = {} }
+  cfg = { retries = D.retries, backoff = { base = D.backoff.base, max = D.backoff.max }, max_tokens = 8192,
+          max_body = D.max_body, prices = {}, budget = {} }
   semaphores, store, unpriced, served = {}, nil, {}, {}
 end
 reset()
@@ -59,7 +65,7 @@ end
 local function positive(v) return type(v) == "number" and v > 0 end
 
 --- configure{model, base_url, api_key_env, cache, db, concurrency, retries, backoff, timeout,
---- idle_timeout, connect_timeout, stream, max_tokens, prices, budget, reset} -> true.
+--- idle_timeout, connect_timeout, start_timeout, stream, max_tokens, max_body, prices, budget, reset} -> true.
 --- `timeout` may also be a string in the KAGENT_LLM_TIMEOUT form (it then sets what it names).
 function M.configure(opts)
   if type(opts) ~= "table" then error("llm.configure: expected a table", 2) end
@@ -75,7 +81,7 @@ function M.configure(opts)
   elseif opts.timeout ~= nil then
     limits.timeout = opts.timeout
   end
-  for _, k in ipairs({ "idle_timeout", "connect_timeout" }) do
+  for _, k in ipairs({ "idle_timeout", "connect_timeout", "start_timeout" }) do
     if opts[k] ~= nil then limits[k] = opts[k] end
   end
   for k, v in pairs(limits) do
@@ -83,8 +89,11 @@ function M.configure(opts)
     cfg[k] = v
   end
   if opts.stream ~= nil and type(opts.stream) ~= "boolean" then error("llm.configure: stream must be a boolean", 2) end
+  if opts.max_body ~= nil and not positive(opts.max_body) then
+    error("llm.configure: max_body must be a number of bytes > 0", 2)
+  end
   for _, k in ipairs({ "model", "base_url", "api_key_env", "cache", "concurrency", "retries", "stream",
-                       "max_tokens" }) do
+                       "max_tokens", "max_body" }) do
     if opts[k] ~= nil then cfg[k] = opts[k] end
   end
   if opts.api_key_env ~= nil then secrets.add_name(opts.api_key_env) end
@@ -124,7 +133,7 @@ local function split_model(spec)
 end
 
 -- The user's settings that are not the provider's: timeouts and streaming, from configure{},
--- else the environment. -> {timeout, idle_timeout (nil: by mode), connect_timeout, stream} or
+-- else the environment. -> {timeout, idle_timeout (nil: by mode), connect_timeout, start_timeout, stream} or
 -- nil, "ENOTSUP: ...", "ENOTSUP" when a variable cannot be read.
 local function settings()
   local envt = {}
@@ -144,9 +153,11 @@ local function settings()
       end
     end
   end
-  return { timeout = cfg.timeout or envt.timeout or DEFAULT_TIMEOUT,
+  if stream == nil then stream = D.stream end
+  return { timeout = cfg.timeout or envt.timeout or D.timeout,
            idle_timeout = cfg.idle_timeout or envt.idle_timeout,
-           connect_timeout = cfg.connect_timeout or envt.connect_timeout or DEFAULT_CONNECT,
+           connect_timeout = cfg.connect_timeout or envt.connect_timeout or D.connect,
+           start_timeout = cfg.start_timeout or envt.start_timeout or D.start,
            stream = stream == true }
 end
 
@@ -229,10 +240,13 @@ local function call_limits(r, req, set, body, streaming, t0)
   local timeout = req.timeout or set.timeout
   local idle = req.idle_timeout or set.idle_timeout
   if not idle then
-    idle = (streaming and not r.prov.silent_while_thinking(body or {})) and DEFAULT_STREAM_IDLE or DEFAULT_IDLE
+    idle = (streaming and not r.prov.silent_while_thinking(body or {})) and D.stream_idle or D.idle
   end
+  -- the start timeout is a stream's only: a whole reply's headers come when it is complete
+  local start = streaming and math.min(set.start_timeout, timeout) or nil
   return { timeout = timeout, deadline = (t0 or clock.now()) + timeout, idle = math.min(idle, timeout),
-           connect = set.connect_timeout, retries = req.retries or cfg.retries }
+           connect = set.connect_timeout, start = start, retries = req.retries or cfg.retries,
+           max_body = cfg.max_body }
 end
 
 --- configured() ⏸ (only to ask a local server its model) -> true, "provider:model" | false, why,
@@ -380,7 +394,8 @@ local function attempt(r, wire, limits, remaining, streaming, on_delta)
       .. "limit of %s) and the call's %g s timeout passed", clock.now() - t_wait, r.provider, limits.timeout), {})
   end
   remaining = remaining - (clock.now() - t_wait)
-  local lim = { remaining = math.max(remaining, 0.001), connect = limits.connect, idle = limits.idle }
+  local lim = { remaining = math.max(remaining, 0.001), connect = limits.connect, idle = limits.idle,
+                start = limits.start, max_body = limits.max_body }
   -- A killed task never reaches the release below; its kill hook gives the slot back and
   -- aborts a stream that was not parked on its transfer (e.g. killed inside on_token).
   local me = task.current()

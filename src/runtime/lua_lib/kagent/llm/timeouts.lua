@@ -1,14 +1,15 @@
 -- The text form of the LLM timeouts, shared by KAGENT_LLM_TIMEOUT, llm.configure{timeout="..."}
 -- and the agents' --llm-timeout: "SECONDS" (the total per call) or a comma-separated list of
--- total=DUR, idle=DUR, connect=DUR, where DUR is seconds with an optional unit (90, 90s, 10m, 1h).
+-- total=DUR, idle=DUR, connect=DUR, start=DUR, where DUR is seconds with an optional unit (90, 90s,
+-- 10m, 1h).
 local M = {}
 
-M.FORMAT = "SECONDS, or total=DUR,idle=DUR,connect=DUR (DUR: 90, 90s, 1.5m, 1h)"
+M.FORMAT = "SECONDS, or total=DUR,idle=DUR,connect=DUR,start=DUR (DUR: 90, 90s, 1.5m, 1h)"
 
 local UNITS = { [""] = 1, s = 1, m = 60, h = 3600 }
-local FIELDS = { total = "timeout", idle = "idle_timeout", connect = "connect_timeout" }
+local FIELDS = { total = "timeout", idle = "idle_timeout", connect = "connect_timeout", start = "start_timeout" }
 
---- parse(text) -> {timeout=, idle_timeout=, connect_timeout=} (the parts given), or nil, why.
+--- parse(text) -> {timeout=, idle_timeout=, connect_timeout=, start_timeout=} (the parts given), or nil, why.
 function M.parse(text)
   if type(text) ~= "string" then return nil, "expected a string (" .. M.FORMAT .. ")" end
   local out = {}

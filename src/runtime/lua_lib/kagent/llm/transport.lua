@@ -14,6 +14,7 @@ local M = {}
 
 local RETRY_STATUS = { [408] = true, [409] = true, [429] = true, [500] = true, [502] = true,
                        [503] = true, [504] = true, [529] = true }
+-- (ETOOBIG, a reply over max_body, is not: the same request would bring the same reply)
 local RETRY_CODE = { ETIMEDOUT = true, ECONNECT = true, EHTTP = true }
 
 --- A failed attempt: {code, message (without the code), status, server_error, retryable,
@@ -80,7 +81,8 @@ end
 
 local function request_fields(r, lim, method, url, body)
   return { method = method, url = url, headers = r.prov.headers(r.key), body = body, timeout = lim.remaining,
-           connect_timeout = math.min(lim.connect, lim.remaining), idle_timeout = lim.idle }
+           connect_timeout = math.min(lim.connect, lim.remaining), idle_timeout = lim.idle,
+           start_timeout = lim.start and math.min(lim.start, lim.remaining) or nil, max_body = lim.max_body }
 end
 
 --- get(r, lim, url) -> decoded JSON | nil, failure (GET with the call's key and limits).
@@ -107,7 +109,17 @@ end
 --- so that the caller can close it if the task is killed mid-way.
 function M.post_stream(r, wire, lim, on_delta)
   local s, err, code = http.stream(request_fields(r, lim, "POST", r.url, wire))
-  if not s then return nil, transport_failure(r, err, code) end
+  if not s then
+    local f = transport_failure(r, err, code)
+    if code == "ETIMEDOUT" then
+      -- no reply started (no connection, or no headers): the server is not answering, and the
+      -- same request a second later would wait as long again; the caller (the agents' guard)
+      -- decides when to ask again, so a dead provider is found in one timeout per call
+      f.retryable = false
+      f.no_reply = true
+    end
+    return nil, f
+  end
   lim.stream = s
   local ctype = s.headers["content-type"] or ""
   if s.status ~= 200 or not ctype:find("text/event-stream", 1, true) then
