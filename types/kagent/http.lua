@@ -5,7 +5,7 @@
 ---@class kagent.http
 local http = {}
 
----`http.request{method, url, headers, body, timeout, connect_timeout, idle_timeout, max_body}` ⏸ →
+---`http.request{method, url, headers, body, timeout, connect_timeout, idle_timeout, start_timeout, max_body}` ⏸ →
 ---  `{status, headers, body, elapsed}`, or `nil, "CODE: message", "CODE"`.
 ---  - `method`: `"GET"` (default), `"POST"`, `"PUT"`, `"DELETE"`, `"PATCH"`, `"HEAD"`.
 ---  - `url`: `http://` or `https://` (required; anything else raises).
@@ -13,13 +13,15 @@ local http = {}
 ---  - `body`: request body (string).
 ---  - `timeout`: total seconds for the transfer (default 600); `connect_timeout`: seconds to connect
 ---    (default 10); `idle_timeout`: seconds in which no byte moves either way before the transfer is
----    a stall (default none).
----  - `max_body`: reply bytes kept (default 256 MiB); a larger reply fails with `EHTTP`.
+---    a stall (default none); `start_timeout`: seconds until the reply's status and headers are in
+---    (default none; a server that streams sends them at once, so this tells a dead server quickly).
+---  - `max_body`: reply bytes kept (default 256 MiB); a larger reply fails with `ETOOBIG` (the same
+---    request would bring it again, so callers do not retry it).
 ---  - Result: `status` (number), `headers` (table keyed by lower-case name; a repeated header keeps
 ---    the last value), `body` (string), `elapsed` (seconds).
 ---  - A 4xx/5xx reply is a result, not a failure. Failures: `ETIMEDOUT` (its message says what ran
 ---    out: `could not connect within N s (connect timeout)`, `the server accepted the request but sent
----    no reply for N s (idle timeout)`, `the reply stalled: no data for N s after B body bytes (idle
+---    no reply for N s (idle timeout)` (or `(start timeout)`), `the reply stalled: no data for N s after B body bytes (idle
 ---    timeout)`, `no reply within the N s timeout`, `the reply was not complete within the N s
 ---    timeout`), `ECONNECT` (refused, DNS, TLS), `EHTTP` (any other transport error, e.g. the server
 ---    closed the connection mid-reply). Messages name the URL without its query or credentials.

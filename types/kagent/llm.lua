@@ -5,7 +5,7 @@
 ---@class kagent.llm
 local llm = {}
 
----`llm.parse_timeout(text)` → `{timeout=, idle_timeout=, connect_timeout=}` (the parts given) or
+---`llm.parse_timeout(text)` → `{timeout=, idle_timeout=, connect_timeout=, start_timeout=}` (the parts given) or
 ---  `nil, why` (the message shows the form, `llm.TIMEOUT_FORMAT`): the `KAGENT_LLM_TIMEOUT` form,
 ---  for scripts' own options.
 ---@type any
@@ -32,7 +32,7 @@ function llm.configured() end
 ---@return any
 function llm.models() end
 
----`llm.parse_timeout(text)` → `{timeout=, idle_timeout=, connect_timeout=}` (the parts given) or
+---`llm.parse_timeout(text)` → `{timeout=, idle_timeout=, connect_timeout=, start_timeout=}` (the parts given) or
 ---  `nil, why` (the message shows the form, `llm.TIMEOUT_FORMAT`): the `KAGENT_LLM_TIMEOUT` form,
 ---  for scripts' own options.
 ---@param text string
@@ -80,8 +80,9 @@ function llm.parse_timeout(text) end
 ---    the context length), `ENOTFOUND` (404: no such model; from a self-hosted server the message
 ---    adds the models it lists), `ERATELIMIT` (429/529 after the retries, or an overloaded/rate-limit
 ---    error event mid-stream), `EHTTP` (5xx after the retries, another status, the connection closed
----    mid-reply, or another error event mid-stream), `ETIMEDOUT` (the idle timeout after the
----    retries, or the call's total timeout; the message says what stalled), `ECONNECT` (refused, DNS,
+---    mid-reply, or another error event mid-stream), `ETIMEDOUT` (the start or connect timeout of a
+---    stream, at once; the idle timeout after the retries, or the call's total timeout; the message
+---    says what stalled), `ETOOBIG` (a reply over `max_body`, not retried), `ECONNECT` (refused, DNS,
 ---    TLS, after the retries), `EPARSE` (a reply that is not the expected JSON, or a stream that ended
 ---    before its end event: truncated), `EBUDGET` (a budget is spent: no request is made), `EREPLAY`
 ---    (mode `replay` and the request is not in the record), `EDB` (the record/replay database).
@@ -93,9 +94,10 @@ function llm.parse_timeout(text) end
 ---    relays, or a proxy page as short text), `attempts` the HTTP attempts made, `retryable` whether
 ---    the last failure was of a retried kind. No message, `info` field or log line contains the API
 ---    key, even when a server quotes the request back (it is replaced by `***`).
----  - Retried: 408, 409, 429, 500, 502, 503, 504, 529, `ETIMEDOUT`, `ECONNECT`, `EHTTP` transport
----    errors and error events mid-stream (as their status). Not retried: 400, 401, 403, 404,
----    `EPARSE`. A retry waits the reply's `Retry-After` (or `retry-after-ms`) capped at
+---  - Retried: 408, 409, 429, 500, 502, 503, 504, 529, `ETIMEDOUT` of a started reply (a stall),
+---    `ECONNECT`, `EHTTP` transport errors and error events mid-stream (as their status). Not
+---    retried: 400, 401, 403, 404, `EPARSE`, `ETOOBIG`, and a stream that did not start (no
+---    connection or no headers in time). A retry waits the reply's `Retry-After` (or `retry-after-ms`) capped at
 ---    `backoff.max`, else the backoff; no retry starts that the call's `timeout` would cut. Each
 ---    retry is logged as a warning when it happens (`llm: <provider> <model>: CODE: what; retry k/n
 ---    in S s`), and so is giving up on a retried kind. The concurrency slot is not held while
