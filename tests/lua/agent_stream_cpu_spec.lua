@@ -1,6 +1,6 @@
 -- agents/beam.lua end to end with streamed replies, on the CPU against the FAKE LLM server shaped
 -- like a vLLM and a llama.cpp server (tests/fixtures/fake_llm, --flavor): no KAGENT_MODEL (the
--- server lists one model, which the run uses), streaming on by --stream or KAGENT_LLM_STREAM=1,
+-- server lists one model, which the run uses), streaming on (the default, or --stream, or KAGENT_LLM_STREAM=1),
 -- every call streamed, and the status line showing tokens per second. Needs a python with torch.
 package.path = kagent.root .. "/tests/fixtures/agent/?.lua;" .. package.path
 local fs, json = kagent.fs, kagent.json
@@ -55,12 +55,12 @@ describe("agents/beam.lua streaming", function()
     end, { timeout = 600 })
   end
 
-  it("without streaming the status line shows no rate", function()
+  it("with streaming turned off (KAGENT_LLM_STREAM=0) the status line shows no rate", function()
     if not cpu.have_torch() then skip("no torch for " .. spec.python .. " (set KAGENT_PYTHON)") end
     local dir = spec.tmpdir("stream-off")
     local srv = fake_llm.start({ script = SCRIPT, flavor = "vllm" })
     local env = session.env(srv.port, { KAGENT_PYTHON = spec.python, KAGENT_DB = dir .. "/mem.db", KAGENT_MODEL = false,
-      OPENAI_API_KEY = false, OPENAI_BASE_URL = false, ANTHROPIC_BASE_URL = false, KAGENT_LLM_STREAM = false })
+      OPENAI_API_KEY = false, OPENAI_BASE_URL = false, ANTHROPIC_BASE_URL = false, KAGENT_LLM_STREAM = "0" })
     local r = session.run_agent("beam.lua", { "--problem", cpu.problem, "--kernel", cpu.fx .. "slow.py", "--devices", "cpu",
       "--out", dir .. "/runs", "--rounds", "1", "--beam", "1", "--directions", "1", "--refine", "0" }, env, 600)
     srv:stop()
