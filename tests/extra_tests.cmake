@@ -1,9 +1,10 @@
-# Python tests of the evaluator (CPU mode) and GPU checks.
+# Python tests of the evaluator (CPU mode), labelled `eval` (.ci/run runs them a second time with
+# ATEN_CPU_CAPABILITY=default), and GPU checks.
 if(EXISTS "${CMAKE_CURRENT_SOURCE_DIR}/eval")
   add_test(NAME eval.python
            COMMAND ${KAGENT_TEST_PYTHON} -m unittest discover -s tests/eval -v
            WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
-  set_tests_properties(eval.python PROPERTIES
+  set_tests_properties(eval.python PROPERTIES LABELS eval
     ENVIRONMENT "PYTHONPATH=${CMAKE_SOURCE_DIR}/src/gpu/eval;KAGENT_BUILD_DIR=${CMAKE_BINARY_DIR}"
     SKIP_RETURN_CODE 77 TIMEOUT 900)
 endif()

@@ -20,7 +20,9 @@ describe("kagent.secrets", function()
   end)
 
   it("passes workers only the allow-list, never a secret name", function()
-    for _, n in ipairs({ "PATH", "LC_ALL", "CUDA_VISIBLE_DEVICES", "TRITON_CACHE_DIR", "KAGENT_EVAL_SPARE", "PYTHONPATH" }) do
+    -- ATEN_CPU_CAPABILITY: .ci/run runs the evaluator tests with PyTorch's baseline CPU kernels
+    for _, n in ipairs({ "PATH", "LC_ALL", "CUDA_VISIBLE_DEVICES", "TRITON_CACHE_DIR", "KAGENT_EVAL_SPARE", "PYTHONPATH",
+      "ATEN_CPU_CAPABILITY" }) do
       expect.truthy(secrets.allowed(n), n)
     end
     for _, n in ipairs({ "OPENAI_API_KEY", "KAGENT_EVAL_API_KEY", "TRITON_TOKEN", "SSH_AUTH_SOCK", "KAGENT_DB", "AWS_PROFILE" }) do
