@@ -214,3 +214,26 @@ describe("bench.lua outputs", function()
     expect.eq(lines, 3)
   end)
 end)
+
+describe("a summary of an unconfirmed run written before such runs had no figures", function()
+  it("shows no speedup on the run's page nor in the index", function()
+    local report = require("agents.lib.report")
+    local dir = spec.tmpdir("old-unconfirmed")
+    local rd = dir .. "/runs/old_run_20261101-000000_abcd"
+    fs.mkdir_p(rd)
+    -- what a run whose final re-measure failed wrote before: verified false, search-time figures
+    fs.write(rd .. "/summary.json", json.encode({ run_id = "old_run_20261101-000000_abcd", status = "done",
+      problem = "p.py", policy = "beam", mode = "llm", dtype = "bf16", device = "cpu", verified = false,
+      best_ms = 0.5, input_ms = 1.2, speedup_vs_input = 2.4, speedup_vs_eager = 2.4, speedup_vs_compile = 1.9,
+      best = { id = "r1w1", round = 1 }, rounds = 1, attempts = 2 }))
+    local page_path = assert(report.run_page(rd))
+    local page = fs.read(page_path)
+    expect.match(page, "not confirmed")
+    expect.no_match(page, "2.400x")
+    local index_path = assert(report.runs_index(dir .. "/runs"))
+    local index = fs.read(index_path)
+    expect.no_match(index, "2.400")
+    expect.no_match(index, "1.900")
+  end)
+end)
+

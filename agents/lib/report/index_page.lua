@@ -17,11 +17,13 @@ local function link(href, text) return string.format('<a href="%s">%s</a>', esc(
 
 -- run_row(name, summary) -> one row of the runs table
 local function run_row(name, s, has_report)
+  -- figures only from a confirmed run (a summary from before may carry search-time ones)
+  local f = confirm.reportable(s) and s or {}
   return { name = name, run = has_report and link(name .. "/report.html", name) or esc(name),
     started = run_data.started(s.run_id or name) or "-", problem = fs.basename(tostring(s.problem or "?")),
     policy = s.policy or "-", mode = s.mode or "-", dtype = s.dtype or "-", device = s.device or "-",
-    best_ms = num(s.best_ms), x_input = num(s.speedup_vs_input), x_eager = num(s.speedup_vs_eager),
-    x_compile = num(s.speedup_vs_compile), verified = confirm.verdict_word(s),
+    best_ms = num(f.best_ms), x_input = num(f.speedup_vs_input), x_eager = num(f.speedup_vs_eager),
+    x_compile = num(f.speedup_vs_compile), verified = confirm.verdict_word(s),
     rounds = s.rounds or "-", tokens = s.tokens and s.tokens.total or 0,
     replay = s.replay and s.replay.mode ~= "off" and string.format("%s %d/%d", s.replay.mode, s.replay.hits or 0,
       s.replay.calls or 0) or "-" }

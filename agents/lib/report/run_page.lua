@@ -4,6 +4,7 @@
 local html = require("agents.lib.report.html")
 local charts = require("agents.lib.report.charts")
 local run_data = require("agents.lib.report.run_data")
+local confirm = require("agents.lib.confirm")
 
 local M = {}
 
@@ -14,7 +15,10 @@ local function x(v) return type(v) == "number" and string.format("%.3fx", v) or 
 local function header(d)
   local s = d.summary
   local r = s.replay or {}
-  local best = s.best or {}
+  -- a summary written before unconfirmed runs had none may still carry search-time figures:
+  -- they are shown only for a confirmed run (agents/lib/confirm.lua, reportable)
+  local shown = confirm.reportable(s) and s or { run_id = s.run_id }
+  local best = shown.best or {}
   local confirmed = s.verified == true and "yes (re-measured in a fresh process beside the baselines)"
     or '<span class="err">not confirmed: ' .. esc(s.error or "no finalist passed the final confirmation")
       .. "; no figure is reported</span>"
@@ -24,11 +28,12 @@ local function header(d)
     { "policy / mode", esc(s.policy) .. " / " .. esc(s.mode) },
     { "device, dtype", esc(s.device) .. ", " .. esc(s.dtype) },
     { "model", esc(s.model == nil and "-" or s.model) },
-    { "best kernel", esc(best.id or "-") .. string.format(" (round %s): %s ms", tostring(best.round or "-"), fmt(s.best_ms)) },
-    { "input kernel", fmt(s.input_ms) .. " ms (re-timed beside the best)" },
+    { "best kernel", esc(best.id or "-") .. string.format(" (round %s): %s ms", tostring(best.round or "-"), fmt(shown.best_ms)) },
+    { "input kernel", fmt(shown.input_ms) .. " ms (re-timed beside the best)" },
     { "speedup", string.format("%s vs input, %s vs eager, %s vs torch.compile, %s vs max-autotune",
-      x(s.speedup_vs_input), x(s.speedup_vs_eager), x(s.speedup_vs_compile), x(s.speedup_vs_compile_max_autotune)) },
-    { "speed of light", type(s.sol_pct) == "number" and string.format("%.1f%%", s.sol_pct) or "- (no roofline: CPU mode or no profile)" },
+      x(shown.speedup_vs_input), x(shown.speedup_vs_eager), x(shown.speedup_vs_compile),
+      x(shown.speedup_vs_compile_max_autotune)) },
+    { "speed of light", type(shown.sol_pct) == "number" and string.format("%.1f%%", shown.sol_pct) or "- (no roofline: CPU mode or no profile)" },
     { "confirmed", confirmed },
     { "rounds", string.format("%s of %s; stopped: %s", tostring(s.rounds), tostring(s.rounds_requested or "-"), esc(s.stop_reason or "-")) },
     { "attempts", string.format("%s (best reached after %s)", tostring(s.attempts or 0), tostring(s.attempts_to_best or "-")) },
