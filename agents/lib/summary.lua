@@ -6,6 +6,7 @@ local ktime = require("kagent.time")
 local fs = require("kagent.fs")
 local log = require("kagent.log")
 local calls = require("agents.lib.calls")
+local confirm = require("agents.lib.confirm")
 
 local M = {}
 
@@ -112,6 +113,7 @@ function M.add_search_counts(s, run, st, reason)
   s.attempts, s.outcomes = #st.attempts, outcomes
 end
 
+-- replay_line(s) -> the last line's note of what a record/replay cache answered, or ""
 function M.replay_line(s)
   return s.replay.mode ~= "off" and string.format("\n  LLM replay: %d hit(s), %d miss(es) of %d call(s)",
     s.replay.hits, s.replay.misses, s.replay.calls) or ""
@@ -122,7 +124,6 @@ end
 -- that was not confirmed is not a result), the finalists' confirmation outcomes, and nothing
 -- archived. Their kernels stay in the rounds' folders.
 function M.unconfirmed(run, st, reason, fin)
-  local confirm = require("agents.lib.confirm")
   local s = M.base(run)
   s.status, s.verified = "unconfirmed", false
   s.input_kernel = run.opts.kernel or st.input.label

@@ -64,14 +64,15 @@ def run(ch, spec, state):
             for k in order:
                 times = []
                 for _ in range(per_block):
-                    timer._untimed(lambda: sets.before(len(owner), total), prep)
+                    # one untimed stretch between calls: the last call's sample, this one's set
+                    timer._untimed(lambda: _between(owner, sets, samplers, holders, total), prep)
                     e, _ = timer.time_once(calls[k], mark)
-                    timer._untimed(lambda: samplers[k].take(holders[k][0]), prep)
                     times.append(e)
                     owner.append(k)
                     all_events.append(e)
                 events[k].extend(times)
                 block_medians[k].append(sorted(times)[len(times) // 2])
+        timer._untimed(lambda: samplers[owner[-1]].take(holders[owner[-1]][0]), prep)
         elapsed_ms = (_perf_counter() - t0) * 1e3
         end_mark = None
         if tracer is not None:
@@ -97,6 +98,14 @@ def run(ch, spec, state):
                       calls=[c for c, o in zip(sets.calls, owner) if o == k])
         ch.send({"type": "timed", "index": k, "time_ms": summary, "blocks": block_medians[k],
                  "last_outputs": metas, "timed_outputs": report}, arrays + sample_arrays)
+
+
+def _between(owner, sets, samplers, holders, total):
+    """Before call len(owner): the previous call's output sampled (by its candidate's sampler),
+    then the input set this call runs on."""
+    if owner:
+        samplers[owner[-1]].take(holders[owner[-1]][0])
+    sets.before(len(owner), total)
 
 
 def _caller(torch, cand, sets, holder):

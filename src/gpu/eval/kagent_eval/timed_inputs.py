@@ -117,7 +117,7 @@ class Rotation:
     contents one slot along at ROTATE_AT (needs one set's memory more while it happens)."""
 
     def __init__(self, torch, problem, spec, dtype, device, trials, rotate=True):
-        self.torch, self.device = torch, device
+        self.torch = torch
         self.trials, self.slots = [], []
         for t in trials:
             # the trial's own inputs, bit for bit (the same contract: inputs.py)
