@@ -47,6 +47,15 @@ kagent.path = nil
 ---@return any
 function kagent.resolve(rel) end
 
+---`kagent.sha256(s)` → the lower-case hex SHA-256 digest of the string `s`. It is the one hash of
+---  the agents' fingerprints: `problem_hash` in memory is `kagent.sha256(problem code)`, and a
+---  kernel's fallback fingerprint is `"src:" .. kagent.sha256(its code without comments and blank
+---  lines)` (`agents/lib/fingerprint.lua`). Rows that an older kagent-rt wrote with its earlier
+---  16-digit hash take the new one when a run of their problem next opens the database.
+---@param s any
+---@return any
+function kagent.sha256(s) end
+
 ---`kagent.files(subdir, suffix)` → sorted array of the paths of `<dir>/<subdir>/*<suffix>` over
 ---  `kagent.path`, one per file name (the first folder that has a name wins); `suffix` is optional.
 ---@param subdir string

@@ -1,17 +1,14 @@
--- Fallback kernel fingerprint when the evaluator gives none: a hash of the source with comments,
--- blank lines and trailing spaces removed, so reformatting does not make a "new" kernel.
+-- Fingerprints of problems and kernels: SHA-256 (kagent.sha256), the one hash scheme of the
+-- project. A kernel's fallback fingerprint, used when the evaluator gives none, hashes the source
+-- with comments, blank lines and trailing spaces removed, so reformatting does not make a "new"
+-- kernel. Databases written with the earlier hash are brought over by agents/lib/memory.lua.
+local sha256 = require("kagent").sha256
+
 local M = {}
 
-local bit = require("bit")
-
-local function fnv1a(s)
-  local a, b = 2166136261, 0
-  for i = 1, #s do
-    local c = s:byte(i)
-    a = bit.tobit(bit.bxor(a, c) * 16777619)
-    b = bit.tobit(bit.bxor(b + c, bit.rol(a, 7)) * 0x01000193)
-  end
-  return string.format("%08x%08x", bit.band(a, 0xffffffff) % 2^32, bit.band(b, 0xffffffff) % 2^32)
+-- hash(s) -> 64 lower-case hex digits
+function M.hash(s)
+  return sha256(s)
 end
 
 function M.normalize(code)
@@ -23,11 +20,9 @@ function M.normalize(code)
   return table.concat(lines, "\n")
 end
 
--- of(code) -> "src:<hex>"
+-- of(code) -> "src:<64 hex>"
 function M.of(code)
-  return "src:" .. fnv1a(M.normalize(code))
+  return "src:" .. sha256(M.normalize(code))
 end
-
-M.hash = fnv1a
 
 return M

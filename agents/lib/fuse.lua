@@ -108,6 +108,7 @@ local function session(run, u, progress)
   local dir = "fuse/" .. u.dir
   local path = run.rd:path(dir .. "/problem.py")
   run.rd:write(path, u.code)
+  memory.adopt_legacy_hashes(run.db, u.code)
   local mem = memory.open(run.db, { problem = path, problem_hash = fingerprint.hash(u.code), gpu = run.mem.info.gpu,
     policy = "fuse-subgraph", config = { fuse_run = run.mem.run_id, subgraph = u.dir, dtype = run.dtype } })
   local sub = subrun.derive(run, { problem_path = path, problem_code = u.code, dir = dir, mem = mem, progress = progress,

@@ -12,6 +12,23 @@ M.__index = M
 -- record; no query below learns from them.
 M.EVIDENCE = "COALESCE(c.stage, '') NOT IN ('llm_error', 'superseded')"
 
+-- adopt_legacy_hashes(db, problem_code) -> rows rewritten. Rows written before fingerprints became
+-- SHA-256 (agents/lib/fingerprint_legacy.lua) carry the old 16-digit hash of their problem; they
+-- take the new one when a run of that problem opens the database, so what earlier runs learned
+-- (lessons, archived kernels, past fuse routes) is still found. A hash cannot be inverted, so the
+-- rows of a problem are rewritten when its code is at hand, which is when they are next read.
+function M.adopt_legacy_hashes(db, problem_code)
+  local old = require("agents.lib.fingerprint_legacy").hash(problem_code)
+  local new = require("agents.lib.fingerprint").hash(problem_code)
+  return db:transaction(function(d)
+    local n = 0
+    for _, t in ipairs({ "runs", "lessons", "archive" }) do
+      n = n + d:exec("UPDATE " .. t .. " SET problem_hash = ? WHERE problem_hash = ?", { new, old })
+    end
+    return n
+  end)
+end
+
 -- open(db, {problem, problem_hash, gpu, policy, config}) -> memory (starts a run row), or nil, err
 function M.open(db, info)
   local self = setmetatable({ db = db, info = info }, M)

@@ -236,6 +236,7 @@ function M.setup(prog, opts, how)
   if not problem_code then return die(prog .. ": cannot read the problem file " .. opts.problem) end
   local db, dberr, dbcode = open_memory(prog, opts.db)
   if not db then return nil, dberr, dbcode end
+  memory.adopt_legacy_hashes(db, problem_code)
   local devices, derr, dcode = M.pool_devices(prog, opts)
   if derr then return nil, derr, dcode end
 

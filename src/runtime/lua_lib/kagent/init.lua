@@ -25,6 +25,13 @@ function kagent.resolve(rel)
   return search_path.resolve(kagent.path, rel)
 end
 
+--- sha256(s) -> lower-case hex SHA-256 digest of the string s (OpenSSL's): the one hash of the
+--- project's fingerprints (agents/lib/fingerprint.lua).
+function kagent.sha256(s)
+  if type(s) ~= "string" then error("kagent.sha256: s must be a string", 2) end
+  return native.http.sha256(s)
+end
+
 --- files(subdir, suffix) -> sorted paths of "<dir>/<subdir>/*<suffix>" on kagent.path, one per name.
 function kagent.files(subdir, suffix)
   if type(subdir) ~= "string" then error("kagent.files: subdir must be a string", 2) end
