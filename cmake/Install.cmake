@@ -25,6 +25,13 @@ install(FILES README.md docs/lua-api.md docs/agents.md docs/install.md docs/swee
 # the licence of the command-line parser compiled into the binary (lua-argparse)
 install(FILES "${CMAKE_BINARY_DIR}/licenses/argparse.copyright"
         DESTINATION "${CMAKE_INSTALL_DOCDIR}/licenses" COMPONENT runtime)
+# what a Debian user looks for: the copyright file, the licence and citation, a man page written
+# from the help texts (scripts/gen_man.lua, at build time), bash completion of entry scripts,
+# options and policy names
+install(FILES packaging/copyright LICENSE CITATION.cff DESTINATION "${CMAKE_INSTALL_DOCDIR}" COMPONENT runtime)
+install(FILES "${KAGENT_MAN_PAGE}" DESTINATION "${CMAKE_INSTALL_MANDIR}/man1" COMPONENT runtime)
+install(FILES packaging/kagent-rt.bash-completion DESTINATION "${CMAKE_INSTALL_DATADIR}/bash-completion/completions"
+        RENAME kagent-rt COMPONENT runtime)
 if(TARGET kagent_prof)
   install(TARGETS kagent_prof LIBRARY DESTINATION lib COMPONENT profiler)
 endif()

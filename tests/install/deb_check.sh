@@ -43,6 +43,24 @@ for f in "$bin" "$share/agents/beam.lua" "$share/skills/coalescing.lua" "$share/
   [ -e "$f" ] || fail "the packages lack ${f#"$root"}"
 done
 
+step "copyright, licence, citation, man page"
+doc="$root/usr/share/doc/kagent-rt"
+head -1 "$doc/copyright" | grep -q '^Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/' \
+  || fail "usr/share/doc/kagent-rt/copyright is not in Debian's machine-readable format"
+grep -q '^MIT License' "$doc/LICENSE" || fail "no LICENSE in usr/share/doc/kagent-rt"
+grep -q "^version: $(cat "$src/src/gpu/eval/kagent_eval/VERSION")\$" "$doc/CITATION.cff" \
+  || fail "CITATION.cff does not name version $(cat "$src/src/gpu/eval/kagent_eval/VERSION")"
+man1="$root/usr/share/man/man1/kagent-rt.1"
+[ -f "$man1" ] || fail "no man page usr/share/man/man1/kagent-rt.1"
+if command -v groff >/dev/null; then
+  warnings=$(groff -man -Tutf8 -ww -z "$man1" 2>&1) && [ -z "$warnings" ] || fail "groff on the man page: $warnings"
+  page=$(groff -man -Tutf8 "$man1" 2>/dev/null | sed 's/.\x08//g')
+  for want in "--problem" "--log-level" "agents/beam.lua"; do
+    [[ "$page" == *"$want"* ]] || fail "the man page does not mention $want"
+  done
+fi
+echo ok
+
 # a user outside the checkout, with a folder of their own
 user="$work/user"
 mkdir -p "$user/cwd" "$user/home/skills"
@@ -67,6 +85,21 @@ EOF
 where=$("$bin" --env-file /dev/null where.lua)
 [ "$(echo "$where" | sed -n 1p)" = "$share" ] || fail "kagent.root is not $share: $where"
 [ "$(echo "$where" | sed -n 2p)" = "$KAGENT_HOME:$share" ] || fail "kagent.path: $where"
+echo ok
+
+step "bash completion: entry scripts, options, policy names"
+mkdir -p "$KAGENT_HOME/agents/policies"
+echo 'return {}' >"$KAGENT_HOME/agents/policies/mine.lua"
+completion=$(PATH="$root/usr/bin:$PATH" bash -c '
+  source "$1"
+  comp() { COMP_WORDS=("$@"); COMP_CWORD=$(( $# - 1 )); COMPREPLY=(); _kagent_rt; echo "${COMPREPLY[*]}"; }
+  comp kagent-rt agents/b; comp kagent-rt agents/beam.lua --pol; comp kagent-rt agents/beam.lua --policy ""
+' _ "$root/usr/share/bash-completion/completions/kagent-rt")
+[ "$(echo "$completion" | sed -n 1p)" = "agents/beam.lua agents/bench.lua" ] || fail "completing agents/b: $completion"
+[ "$(echo "$completion" | sed -n 2p)" = "--policy" ] || fail "completing --pol: $completion"
+# the policy names, then .lua files here (a policy may be a path)
+[ "$(echo "$completion" | sed -n 3p)" = "beam greedy mine skill tune where.lua" ] || fail "completing --policy: $completion"
+rm -r "$KAGENT_HOME/agents"
 echo ok
 
 # The user's skill never fires (nil score) but leaves a mark each time a run consults it.
@@ -124,4 +157,4 @@ cmake --build "$work/consumer/build" >>"$work/consumer.log" 2>&1 || { cat "$work
 got=$(KAGENT_ROOT="$share" "$work/consumer/build/embed_kagent" "$work/consumer/hello.lua" a b)
 [ "$got" = "$(cat "$src/src/gpu/eval/kagent_eval/VERSION") {\"args\":[\"a\",\"b\"]}" ] || fail "embedded run printed: $got"
 echo "ok ($(took))"
-echo "install check: 7 steps passed"
+echo "install check: 9 steps passed"
