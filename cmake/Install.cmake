@@ -30,7 +30,7 @@ install(FILES "${CMAKE_BINARY_DIR}/licenses/argparse.copyright"
 # options and policy names
 install(FILES packaging/copyright LICENSE CITATION.cff DESTINATION "${CMAKE_INSTALL_DOCDIR}" COMPONENT runtime)
 install(FILES "${KAGENT_MAN_PAGE}" DESTINATION "${CMAKE_INSTALL_MANDIR}/man1" COMPONENT runtime)
-install(FILES packaging/kagent-rt.bash-completion DESTINATION "${CMAKE_INSTALL_DATADIR}/bash-completion/completions"
+install(FILES "${KAGENT_BASH_COMPLETION}" DESTINATION "${CMAKE_INSTALL_DATADIR}/bash-completion/completions"
         RENAME kagent-rt COMPONENT runtime)
 if(TARGET kagent_prof)
   install(TARGETS kagent_prof LIBRARY DESTINATION lib COMPONENT profiler)

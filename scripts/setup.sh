@@ -8,10 +8,10 @@ packages=(build-essential cmake ninja-build pkg-config luajit libluajit-5.1-dev 
           libcli11-dev catch2 libspdlog-dev libfmt-dev libcurl4-openssl-dev libsqlite3-dev
           libssl-dev python3 python3-numpy python3-torch
           python3-pip python3-setuptools python3-wheel dpkg-dev file slurm-wlm munge
-          lua-argparse zsh fish chromium)
+          lua-argparse lua-check zsh fish chromium)
 # dpkg-dev and file: CPack's .deb (dpkg-shlibdeps); pip, setuptools, wheel: `pip install
 # ./src/gpu/eval` offline; slurm-wlm, munge: the single-node Slurm of tests/slurm/; lua-argparse:
-# the agents' option parser, compiled into the binary; zsh, fish: the completion scripts' checks;
+# the agents' option parser, compiled into the binary; lua-check: tests/tools/luacheck_check.sh; zsh, fish: the completion scripts' checks;
 # chromium (and node, below): the headless browser test of the HTML reports (tests/browser/).
 # node with npm from Debian unless one is installed already (another packaging of node may
 # conflict with Debian's npm)

@@ -223,16 +223,39 @@ end
 -- every script, hands `kagent-rt <script>.lua ...` to the function of that script.
 
 local BASH_DISPATCH = [==[
-# kagent-rt runs many scripts: complete the options of the first *.lua word
+# kagent-rt runs many scripts: complete the options of the first *.lua word; before it, the entry
+# scripts; after --policy, the policy names. Names come from the folders kagent-rt searches, the
+# user's first (docs/lua-api.md, kagent.path): its own root is found from the binary's location.
+_kagent_rt_dirs() {
+    local exe root=${KAGENT_ROOT:-}
+    printf '%s\n' "${KAGENT_HOME:-${XDG_DATA_HOME:-$HOME/.local/share}/kagent-rt}"
+    if [[ -z $root ]] && exe=$(command -v "${COMP_WORDS[0]}") && exe=$(readlink -f "$exe"); then
+        if [[ -d ${exe%/*}/../share/kagent-rt/agents ]]; then root=${exe%/*}/../share/kagent-rt
+        elif [[ -d ${exe%/*}/../agents ]]; then root=${exe%/*}/..
+        fi
+    fi
+    [[ -n $root ]] && printf '%s\n' "$root"
+}
+_kagent_rt_names() {
+    local d f
+    while read -r d; do
+        for f in "$d/$1"/*.lua; do [[ -e $f ]] && f=${f##*/} && printf '%s\n' "${f%.lua}"; done
+    done < <(_kagent_rt_dirs) | sort -u
+}
 _kagent_rt() {
-    local i fn
+    local i fn cur=${COMP_WORDS[COMP_CWORD]}
+    if [[ ${COMP_WORDS[COMP_CWORD-1]} == --policy ]]; then
+        COMPREPLY=($(compgen -W "$(_kagent_rt_names agents/policies)" -- "$cur") $(compgen -f -X '!*.lua' -- "$cur"))
+        return 0
+    fi
     for (( i = 1; i < COMP_CWORD; i++ )); do
         if [[ "${COMP_WORDS[i]}" == *.lua ]]; then
             fn="_kagent_rt_$(basename "${COMP_WORDS[i]}" .lua)"
             if declare -F "$fn" >/dev/null; then "$fn"; return 0; fi
         fi
     done
-    COMPREPLY=($(compgen -f -- "${COMP_WORDS[COMP_CWORD]}"))
+    COMPREPLY=($(compgen -W "$(_kagent_rt_names agents | sed 's|^|agents/|; s|$|.lua|')" -- "$cur")
+               $(compgen -f -- "$cur"))
 }
 complete -F _kagent_rt -o bashdefault -o default kagent-rt
 ]==]

@@ -388,13 +388,13 @@ function M.add_helpers(r)
       messages = { { role = "user", content = M.full_prompt(text, shared) } }
     end
     -- the call's place and replay key are taken once: the guard's retries are the same call
-    local system = r.system_prompt()
+    local system_text = r.system_prompt()
     local place, key
-    if r.calls then place, key = r.calls:key(tag, system, M.full_prompt(text, shared)) end
+    if r.calls then place, key = r.calls:key(tag, system_text, M.full_prompt(text, shared)) end
     local slot = {}
     streams[slot] = true
     local res, err, code = guard:call(function()
-      return r.llm.chat({ model = r.model, system = system, messages = messages,
+      return r.llm.chat({ model = r.model, system = system_text, messages = messages,
         max_tokens = opts.max_tokens, temperature = opts.temperature, tag = tag, replay_key = key,
         on_token = function(_, p) slot.p = p; show(false) end })
     end, tag)

@@ -33,9 +33,9 @@ function M.propose(run, w)
     lessons = w.lessons or "(none)",
   })
   local shared = run.problem_block()
-  local res, err, code = run.chat(prompt, "generate", shared)
+  local res, err, llm_code = run.chat(prompt, "generate", shared)
   prompt = run.full_prompt(prompt, shared)
-  if not res then return { prompt = prompt, reply = "LLM call failed: " .. tostring(err), error = err, llm_code = code } end
+  if not res then return { prompt = prompt, reply = "LLM call failed: " .. tostring(err), error = err, llm_code = llm_code } end
   local code, cerr, ccode = run.code_from(res.text)
   return { code = code, prompt = prompt, reply = res.text, error = cerr, llm_code = ccode }
 end

@@ -27,10 +27,10 @@ function M.propose(run, parent, d, hints)
     entry_point = run.entry_point(parent.code),
   })
   local shared = run.parent_block(parent)
-  local res, err, code = run.chat(prompt, "optimize", shared)
+  local res, err, llm_code = run.chat(prompt, "optimize", shared)
   prompt = run.full_prompt(prompt, shared)
   if not res then
-    return { prompt = prompt, reply = "LLM call failed: " .. tostring(err), skill = skill_name, error = err, llm_code = code }
+    return { prompt = prompt, reply = "LLM call failed: " .. tostring(err), skill = skill_name, error = err, llm_code = llm_code }
   end
   local code, cerr, ccode = run.code_from(res.text)
   return { code = code, prompt = prompt, reply = res.text, skill = skill_name, error = cerr, llm_code = ccode }

@@ -16,7 +16,7 @@ local transport = require("kagent.llm.transport")
 
 local M = {}
 
-local unpack = unpack or table.unpack
+local unpack = unpack  -- LuaJIT's (Lua 5.1)
 local PROVIDERS = { anthropic = require("kagent.llm.anthropic"), openai = require("kagent.llm.openai") }
 -- Defaults that suit remote APIs and end a dead provider's run within about two minutes
 -- (agents/lib/llm_guard.lua adds them up; docs/lua-api.md, "Timeouts"). Replies stream by default:
