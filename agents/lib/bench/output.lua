@@ -1,8 +1,9 @@
--- agents/bench.lua's outputs: the terminal table (Markdown; KernelAgent's benchmark.py columns
--- first: eager, torch.compile, input, optimized), the --json rows (benchmark.py --json's keys,
--- then ours) and --csv (one flat line per problem).
+-- agents/bench.lua's outputs: the tables printed at the end (aligned, or Markdown with
+-- --markdown), the --json rows (benchmark.py --json's keys, then ours) and --csv (one flat line
+-- per problem).
 local json = require("kagent.json")
 local calls = require("agents.lib.calls")
+local grid = require("agents.lib.grid")
 
 local M = {}
 
@@ -30,47 +31,72 @@ function M.json_rows(rows)
   return out
 end
 
--- table_text(rows, meta) -> the Markdown tables printed at the end. meta: device, dtype.
+-- table_text(rows, meta) -> the tables printed at the end, aligned for a terminal or Markdown
+-- (meta.markdown). meta: device, dtype. A reason shared by several figures (a Triton kernel in CPU
+-- mode, say) is printed once with the problems it applies to.
 function M.table_text(rows, meta)
-  local out = {
-    string.format("dtype %s on %s; medians in ms, all timed by the evaluator's one method%s", meta.dtype or "?",
-      meta.device or "?", meta.device == "cpu" and " (CPU mode: wall clock)" or " (L2 flush, launch pad, CUDA events, device-wide sync)"),
-    "",
-    "| problem | eager | compile | input | optimized | max-autotune | opt vs eager | opt vs compile | opt vs max-autotune | opt vs input (interleaved) | SOL % input → opt | correct input, opt |",
-    "|---|---|---|---|---|---|---|---|---|---|---|---|",
-  }
+  local md = { markdown = meta.markdown }
+  local times, ratios, spreads = {}, {}, {}
   for _, r in ipairs(rows) do
     local il = r.interleaved and r.interleaved.optimized_vs_input
       and string.format("%.2fx (%.2f-%.2f)", r.interleaved.optimized_vs_input, r.interleaved.p10 or 0, r.interleaved.p90 or 0)
       or x(r.speedup.optimized_vs_input)
     local function yn(k) return r.correct[k] == nil and "-" or (r.correct[k] and "yes" or "NO") end
-    out[#out + 1] = string.format("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s → %s | %s, %s |", r.problem,
-      f(r.eager_ms), f(r.compile_ms), f(r.input_kernel_ms), f(r.optimized_ms), f(r.compile_max_autotune_ms),
-      x(r.speedup.optimized_vs_eager), x(r.speedup.optimized_vs_compile), x(r.speedup.optimized_vs_compile_max_autotune), il,
-      f(r.sol_pct.input_kernel, "%.0f"), f(r.sol_pct.optimized, "%.0f"), yn("input_kernel"), yn("optimized"))
-  end
-  out[#out + 1] = ""
-  out[#out + 1] = "| problem | eager p10-p90 | compile p10-p90 | input p10-p90 | optimized p10-p90 | max-autotune p10-p90 | do_bench eager | do_bench compile | do_bench max-autotune |"
-  out[#out + 1] = "|---|---|---|---|---|---|---|---|---|"
-  for _, r in ipairs(rows) do
+    times[#times + 1] = { r.problem, f(r.eager_ms), f(r.compile_ms), f(r.compile_max_autotune_ms), f(r.input_kernel_ms),
+      f(r.optimized_ms), yn("input_kernel") .. ", " .. yn("optimized") }
+    ratios[#ratios + 1] = { r.problem, x(r.speedup.optimized_vs_eager), x(r.speedup.optimized_vs_compile),
+      x(r.speedup.optimized_vs_compile_max_autotune), il,
+      f(r.sol_pct.input_kernel, "%.0f") .. " → " .. f(r.sol_pct.optimized, "%.0f") }
     local s, d = r.spread, r.do_bench_ms
-    out[#out + 1] = string.format("| %s | %s | %s | %s | %s | %s | %s | %s | %s |", r.problem, range(s.eager), range(s.compile),
-      range(s.input_kernel), range(s.optimized), range(s.compile_max_autotune), f(d.eager), f(d.compile), f(d.compile_max_autotune))
+    spreads[#spreads + 1] = { r.problem, range(s.eager), range(s.compile), range(s.compile_max_autotune),
+      range(s.input_kernel), range(s.optimized), f(d.eager), f(d.compile), f(d.compile_max_autotune) }
   end
-  local notes = {}
+  local out = {
+    string.format("dtype %s on %s; medians in ms, all timed by the evaluator's one method%s", meta.dtype or "?",
+      meta.device or "?", meta.device == "cpu" and " (CPU mode: wall clock)" or " (L2 flush, launch pad, CUDA events, device-wide sync)"),
+  }
+  local measured = false
+  for _, row in ipairs(times) do for i = 2, 6 do if row[i] ~= "-" then measured = true end end end
+  if not measured then
+    out[#out + 1] = "No figure was measured, for the reasons below."
+  else
+    for _, l in ipairs({ "",
+    grid.render({ "problem", "eager", "compile", "max-autotune", "input", "optimized", "correct input, opt" }, times, md),
+    "",
+    "The optimized kernel against each:",
+    grid.render({ "problem", "vs eager", "vs compile", "vs max-autotune", "vs input (interleaved)", "SOL % input → opt" },
+      ratios, md),
+    "",
+    "Spreads (p10-p90) and do_bench means:",
+    grid.render({ "problem", "eager", "compile", "max-autotune", "input", "optimized", "do_bench eager",
+      "do_bench compile", "do_bench max-autotune" }, spreads, md) }) do out[#out + 1] = l end
+  end
+  -- each reason once, with the figures it applies to: per figure, the problems (or "every problem")
+  local reasons, order = {}, {}
+  local function note(text, key, problem)
+    local r = reasons[text]
+    if not r then r = { keys = {}, by_key = {} }; reasons[text] = r; order[#order + 1] = text end
+    if not r.by_key[key] then r.by_key[key] = {}; r.keys[#r.keys + 1] = key end
+    table.insert(r.by_key[key], problem)
+  end
   for _, r in ipairs(rows) do
     local keys = {}
     for k in pairs(r.errors) do keys[#keys + 1] = k end
     table.sort(keys)
-    for _, k in ipairs(keys) do notes[#notes + 1] = string.format("- %s %s: %s", r.problem, k, tostring(r.errors[k]):sub(1, 300)) end
-    if r.interleaved and r.interleaved.error then
-      notes[#notes + 1] = string.format("- %s interleaved: %s", r.problem, r.interleaved.error:sub(1, 300))
-    end
+    for _, k in ipairs(keys) do note(tostring(r.errors[k]):sub(1, 300), k, r.problem) end
+    if r.interleaved and r.interleaved.error then note(r.interleaved.error:sub(1, 300), "interleaved", r.problem) end
   end
-  if #notes > 0 then
+  if #order > 0 then
     out[#out + 1] = ""
     out[#out + 1] = "Not measured or failed:"
-    for _, n in ipairs(notes) do out[#out + 1] = n end
+    for _, text in ipairs(order) do
+      local where = {}
+      for _, k in ipairs(reasons[text].keys) do
+        local ps = reasons[text].by_key[k]
+        where[#where + 1] = k .. " of " .. ((#rows > 1 and #ps == #rows) and "every problem" or table.concat(ps, ", "))
+      end
+      out[#out + 1] = string.format("- %s: %s", table.concat(where, "; "), text)
+    end
   end
   return table.concat(out, "\n")
 end
