@@ -44,12 +44,7 @@ local function wake(self, list)
   for _, s in ipairs(waiting) do s:release() end
 end
 
--- The evaluator package's folder: src/gpu/eval in a checkout, eval/ in an installed share/kagent-rt.
-local function eval_dir()
-  local root = require("kagent").root
-  if fs.is_dir(root .. "/eval/kagent_eval") then return root .. "/eval" end
-  return root .. "/src/gpu/eval"
-end
+local function eval_dir() return require("kagent.search_path").eval_dir(require("kagent").root) end
 
 -- The worker must be the evaluator shipped with this binary: its protocol and checks move together.
 local function version_error(ready, python)
@@ -656,5 +651,4 @@ function Pool:close()
 end
 
 M._strip_nulls = strip_nulls
-M._eval_dir = eval_dir
 return M

@@ -78,4 +78,12 @@ function M.script(dirs, arg)
   return nil, string.format("cannot open %s: no such file here nor in %s", arg, table.concat(dirs, ", "))
 end
 
+--- eval_dir(root) -> the evaluator package's folder: eval/ in an installed share/kagent-rt, else
+--- src/gpu/eval of a checkout. kagent.gpu starts its workers from there and kagent.secrets reads
+--- the variables they may inherit (kagent_eval/env_allow.txt) there.
+function M.eval_dir(root)
+  if native.fs.is_dir(root .. "/eval/kagent_eval") then return root .. "/eval" end
+  return root .. "/src/gpu/eval"
+end
+
 return M

@@ -19,7 +19,7 @@ for _, n in ipairs(KNOWN) do names[n] = true end
 local policy, values
 
 local function list_path()
-  return require("kagent.gpu")._eval_dir() .. "/kagent_eval/env_allow.txt"
+  return require("kagent.search_path").eval_dir(require("kagent").root) .. "/kagent_eval/env_allow.txt"
 end
 
 -- {names = set, prefixes = array, words = set} from env_allow.txt (empty where it is missing)
