@@ -67,7 +67,6 @@ function M.run(run, n)
   local t0 = ktime.now()
   local lessons = M.lessons_text(run.mem)
   local shared = { phase = {}, outcomes = {}, finished = 0 }
-  local finished = task.semaphore(0)
   local tasks = {}
   log.info("generating a first kernel: %d workers, up to %d refinements each", n, run.opts.refine)
   run.progress:update({ phase = "generate", workers = n, busy = n })
@@ -82,10 +81,11 @@ function M.run(run, n)
       shared.phase[k] = "done"
       shared.finished = shared.finished + 1
       run.progress:update({ busy = n - shared.finished })
-      finished:release()
     end })
   end
-  while not shared.winner and shared.finished < n do finished:acquire() end
+  -- the first verified kernel ends the race; until then each worker that ends is taken off
+  local pending = { unpack(tasks) }
+  while not shared.winner and #pending > 0 do table.remove(pending, (task.any(pending))) end
   for k, t in ipairs(tasks) do
     if shared.phase[k] == "llm" and task.kill(t) then
       shared.outcomes[k].outcome = "canceled"

@@ -48,6 +48,40 @@ describe("task", function()
     expect.eq(r[5].ok, false); expect.match(r[5][1], "five")
   end)
 
+  it("any() returns the first task to finish, then the next, in finishing order", function()
+    local list = {}
+    for i, d in ipairs({ 0.06, 0.02, 0.04 }) do
+      list[i] = task.spawn(function() task.sleep(d) if i == 3 then error("third") end return "r" .. i end)
+    end
+    local i, ok, v = task.any(list)
+    expect.eq(i, 2); expect.eq(ok, true); expect.eq(v, "r2")
+    local rest = { list[1], list[3] }
+    i, ok, v = task.any(rest)
+    expect.eq(i, 2, "the third task, second in the rest"); expect.eq(ok, false); expect.match(v, "third")
+    i, ok, v = task.any({ list[1] })
+    expect.eq(i, 1); expect.eq(v, "r1")
+    -- all finished: the lowest index at once
+    i, ok, v = task.any(list)
+    expect.eq(i, 1); expect.eq(v, "r1")
+    expect.errors(function() task.any({}) end, "non%-empty list")
+    expect.errors(function() task.any({ 1 }) end, "not a task")
+  end)
+
+  it("any() wakes once when several tasks finish in the same turn, and a killed waiter unhooks", function()
+    local a = task.spawn(function() task.sleep(0.02) return "a" end)
+    local b = task.spawn(function() task.sleep(0.02) return "b" end)
+    local woke = 0
+    local waiter = task.spawn(function() local i = task.any({ a, b }); woke = woke + 1; task.sleep(0.05); return i end)
+    local ok, i = task.wait(waiter)
+    expect.eq(ok, true); expect.truthy(i == 1 or i == 2); expect.eq(woke, 1)
+    local c = task.spawn(function() task.sleep(0.03) return "c" end)
+    local w2 = task.spawn(function() return task.any({ c }) end)
+    task.sleep(0.01)
+    expect.eq(task.kill(w2), true)
+    expect.eq(next(c.watchers or {}), nil, "the killed waiter left no watcher on the task")
+    expect.eq(task.wait(c), true, "the watched task finishes although its watcher was killed")
+  end)
+
   it("kill cancels a sleeping task and its waiters see ECANCELED", function()
     local t = task.spawn(function() task.sleep(10) return "late" end)
     task.sleep(0.01)

@@ -18,6 +18,14 @@ function task.spawn(fn, ...) end
 ---@return any
 function task.wait(t) end
 
+---`task.any(list)` ⏸ → `i, true, results...` or `i, false, err`: the first of the tasks in `list`
+---  (a non-empty array of tasks) to finish, by its index. One that has already finished counts at
+---  once (the lowest index first). The others keep running; a later `task.any` over the rest waits
+---  for the next, so a loop of them takes the tasks in the order they finish.
+---@param list table
+---@return any
+function task.any(list) end
+
 ---`task.all(list, {limit=n})` ⏸ → array in input order of `{ok=true, r1, r2, ...}` or
 ---  `{ok=false, err}`. Items are functions (run as tasks, at most `limit` at once; default no limit)
 ---  or tasks (waited).

@@ -57,6 +57,9 @@ local function finish(t, ok, ...)
   for _, w in ipairs(waiters) do
     if t.ok then schedule(w, true, unpack(t.results, 1, t.results.n)) else schedule(w, false, t.err) end
   end
+  local watchers = t.watchers
+  t.watchers = nil
+  for _, w in pairs(watchers or {}) do w(t) end
 end
 
 --- Spawns fn(...) as a new task. `fn` may be a table {fn=, name=}.
@@ -146,6 +149,43 @@ function M.wait(t)
   end
   t.waiters[#t.waiters + 1] = me
   return park()
+end
+
+--- any(list) ⏸ -> i, ok, results... (or i, false, err) of the first of the tasks in `list` to
+--- finish; one that has already finished counts at once (the lowest index first).
+function M.any(list)
+  if type(list) ~= "table" or #list == 0 then error("task.any: expected a non-empty list of tasks", 2) end
+  for i, t in ipairs(list) do
+    if getmetatable(t) ~= Task then error("task.any: item " .. i .. " is not a task", 2) end
+  end
+  local me = running_task("task.any")
+  for i, t in ipairs(list) do
+    if t == me then error("task.any: a task cannot wait for itself", 2) end
+    if t.status == "dead" then
+      if t.ok then return i, true, unpack(t.results, 1, t.results.n) end
+      return i, false, t.err
+    end
+  end
+  -- one watcher per task; the first to fire wakes this task, and every watcher goes when it wakes
+  -- (or is killed), so a later finish cannot schedule it a second time
+  local key, first = {}, nil
+  local function unwatch()
+    for _, t in ipairs(list) do if t.watchers then t.watchers[key] = nil end end
+  end
+  for i, t in ipairs(list) do
+    t.watchers = t.watchers or {}
+    t.watchers[key] = function()
+      if first then return end
+      first = i
+      unwatch()
+      if t.ok then schedule(me, i, true, unpack(t.results, 1, t.results.n)) else schedule(me, i, false, t.err) end
+    end
+  end
+  local prev = me.on_kill
+  me.on_kill = function() unwatch(); if prev then prev() end end
+  local r = pack(park())
+  me.on_kill = prev
+  return unpack(r, 1, r.n)
 end
 
 function M.kill(t)
