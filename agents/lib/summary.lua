@@ -78,6 +78,9 @@ function M.search(run, st, reason, fin)
   s.baselines = { eager_ms = eager or json.null, compile_ms = comp or json.null,
     compile_max_autotune_ms = mat or json.null, times = final.baseline_times or json.null }
   s.input_ms, s.best_ms, s.best_time = fin.input_ms, t.median, t
+  -- the best's figure during the search (the status line's), before the confirmation re-measured it
+  local search_ms = best.result and best.result.time_ms and best.result.time_ms.median
+  s.search_best_ms = search_ms or json.null
   s.best = { id = best.id, round = best.round, worker = best.worker or json.null, fingerprint = best.fingerprint, path = "best_kernel.py" }
   s.speedup_vs_input = fin.input_ms / t.median
   s.speedup_vs_eager = eager and eager / t.median or json.null
@@ -97,12 +100,31 @@ function M.search(run, st, reason, fin)
   M.write_report(run)
   run.mem:archive({ code = best.code, result = final, attempt_id = best.attempt_id }, run.dtype)
   run.mem:finish("done", s)
-  run.progress:finish(string.format("run %s: best %.4f ms (%.2fx input%s%s) after %d round(s): %s\n  %s",
+  run.progress:finish(string.format("run %s: confirmed best %.4f ms (%.2fx input%s%s) after %d round(s): %s\n  %s\n  %s",
     run.rd.id, t.median, s.speedup_vs_input,
     eager and string.format(", %.2fx eager", eager / t.median) or "",
     comp and string.format(", %.2fx torch.compile", comp / t.median) or "", st.round, s.stop_reason,
-    run.rd.dir .. M.replay_line(s)))
+    M.figures_line(search_ms, t.median, final.trust), run.rd.dir .. M.replay_line(s)))
   return s
+end
+
+-- figures_line(search_ms, confirmed_ms, trust) -> the line under the last one that says which
+-- figure is the result and why it may differ from the best figure the status line showed: the
+-- search times a kernel in a warm worker on inputs reused call after call; the confirmation
+-- re-measures it in a fresh process with new input values before every call (no result can
+-- come from a cache), next to the baselines, and every speedup uses that figure.
+function M.figures_line(search_ms, confirmed_ms, trust)
+  local fresh = type(trust) == "table" and trust.remeasured == true
+  local how = fresh and "a fresh process with new input values before every call, next to the baselines"
+    or "a fresh job next to the baselines"
+  if not search_ms then return "confirmed by " .. how .. "; the speedups use it" end
+  local ratio = confirmed_ms / search_ms
+  if ratio > 0.95 and ratio < 1.05 then
+    return string.format("the search measured %.4f ms; the confirmation (%s) agrees", search_ms, how)
+  end
+  return string.format("the search measured %.4f ms (%.2fx %s), with inputs reused call after call in a warm "
+    .. "worker; the result is the confirmation's figure (%s), and the speedups use it", search_ms,
+    ratio > 1 and ratio or 1 / ratio, ratio > 1 and "faster than the confirmed figure" or "slower than the confirmed figure", how)
 end
 
 -- add_search_counts(s, run, st, reason): rounds, stop reason and the attempts' outcomes
