@@ -5,6 +5,11 @@
 ---@class kagent.llm
 local llm = {}
 
+---`llm.NOT_CONFIGURED` — the message (a string) `configured()` gives when nothing at all is
+---  configured: no key, no URL, no model.
+---@type any
+llm.NOT_CONFIGURED = nil
+
 ---`llm.parse_timeout(text)` → `{timeout=, idle_timeout=, connect_timeout=, start_timeout=}` (the parts given) or
 ---  `nil, why` (the message shows the form, `llm.TIMEOUT_FORMAT`): the `KAGENT_LLM_TIMEOUT` form,
 ---  for scripts' own options.
@@ -21,9 +26,13 @@ function llm.configure(args) end
 
 ---`llm.configured()` → `true, "anthropic:claude-..."` or `false, "<what to set or fix>", code`
 ---  (`ENOTSUP` or `EAUTH` for settings; the failure's code, e.g. `ECONNECT`, when a local server
----  asked for its model did not answer). Agents use it to fall back to the LLM-free tuner, or to
+---  asked for its model did not answer). When nothing at all is configured the message is
+---  llm.NOT_CONFIGURED (below). Agents use it to fall back to the LLM-free tuner (only then), or to
 ---  stop when the server does not answer. ⏸ when it asks a local server for its model (then
----  with the retries and timeouts of a call; the answer is kept for the run).
+---  with the retries and timeouts of a call; the answer is kept for the run), and when the server
+---  is on this machine (`localhost`, `127.x`, `[::1]`) with a model named: its model list is asked
+---  once, and only a refused connection fails (`ECONNECT`, "nothing listens at URL (connection
+---  refused)"). A refused connection to this machine is never retried: nothing listens there.
 ---@return any
 function llm.configured() end
 
