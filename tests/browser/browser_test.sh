@@ -6,16 +6,16 @@
 # chart is drawn, every table has rows and the diff is drawn (and, for the fake run, highlighted;
 # the CPU run's best may be its input when a loaded machine fails the final re-measure).
 # Screenshots: $KAGENT_BUILD_DIR/test-output/browser/.
-# Skipped (77) without chromium, node, playwright-core (npm ci in tests/browser; scripts/setup.sh
+# Skipped (77) without chromium, node, playwright-core (npm ci in tests/browser; scripts/setup.sh --tests
 # does both), with a node older than playwright-core needs, or without a python with torch.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=${KAGENT_BUILD_DIR:-$root/build}
 chromium=${KAGENT_CHROMIUM:-/usr/bin/chromium}
-[ -x "$chromium" ] || { echo "SKIP: no chromium at $chromium (scripts/setup.sh installs it)"; exit 77; }
-command -v node >/dev/null || { echo "SKIP: no node (scripts/setup.sh installs it)"; exit 77; }
+[ -x "$chromium" ] || { echo "SKIP: no chromium at $chromium (scripts/setup.sh --tests installs it)"; exit 77; }
+command -v node >/dev/null || { echo "SKIP: no node (scripts/setup.sh --tests installs it)"; exit 77; }
 pw=$root/tests/browser/node_modules/playwright-core
-[ -d "$pw" ] || { echo "SKIP: no playwright-core: run 'npm ci' in tests/browser (scripts/setup.sh does)"; exit 77; }
+[ -d "$pw" ] || { echo "SKIP: no playwright-core: run 'npm ci' in tests/browser (scripts/setup.sh --tests does)"; exit 77; }
 # playwright-core names the node it needs (engines.node, ">=N"); an older node cannot run it
 need=$(node -p "(require('$pw/package.json').engines || {}).node || ''" | sed -n 's/^>=\([0-9]*\).*/\1/p')
 have=$(node -p 'process.versions.node.split(".")[0]')
