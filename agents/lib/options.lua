@@ -76,5 +76,6 @@ return setmetatable({
   ["budget-tokens"] = { type = "integer", min = 1, group = LLM, llm = true, help = "stop after this many LLM tokens" },
   out = { type = "string", metavar = "dir", default = "runs", group = RUN, help = "folder of run directories" },
   db = { type = "string", metavar = "file", group = RUN, help = "memory database (default KAGENT_DB or runs/kagent.db)" },
+  config = { type = "string", metavar = "run.yaml", group = RUN, help = "options from a file (YAML subset or JSON; keys are these long names, KernelAgent's accepted where they mean the same); the command line wins (docs/agents.md)" },
   resume = { type = "string", metavar = "run", group = RUN, help = "continue the run in this folder (or run id under --out) with its own options; options given here replace them" },
 }, { groups = { START, SEARCH, GATE, EVAL, LLM, RUN } })

@@ -41,6 +41,10 @@ function M.parse(prog, argv, spec, how)
     io.write(args.completion(how, spec, opts.completion))
     return nil, "completion", 0
   end
+  if opts.config then
+    local merged, why = require("agents.lib.config").merge(opts, spec, how)
+    if not merged then return die(prog .. ": " .. why) end
+  end
   return opts
 end
 
