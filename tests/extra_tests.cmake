@@ -46,3 +46,5 @@ set_tests_properties(lua.compare_cpu_spec PROPERTIES TIMEOUT 900)
 # in the plain setup)
 add_test(NAME tools.setup_lists COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/tools/setup_lists_test.sh
          WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+add_test(NAME tools.examples_provenance COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/tools/examples_provenance_test.sh
+         WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
