@@ -66,6 +66,7 @@ function M.search(run, st, reason, fin)
   if not fin.confirmed then return M.unconfirmed(run, st, reason, fin) end
   local best, final = fin.kernel, fin.result
   run.rd:write("best_kernel.py", best.code)
+  M.ka_names(run.rd)
   run.rd:write("best_eval.json", final)
   local t = final.time_ms
   local eager = final.eager_ms or st.baselines.eager_ms
@@ -125,6 +126,15 @@ function M.figures_line(search_ms, confirmed_ms, trust)
   return string.format("the search measured %.4f ms (%.2fx %s), with inputs reused call after call in a warm "
     .. "worker; the result is the confirmation's figure (%s), and the speedups use it", search_ms,
     ratio > 1 and ratio or 1 / ratio, ratio > 1 and "faster than the confirmed figure" or "slower than the confirmed figure", how)
+end
+
+-- ka_names(rd): KernelAgent's name of the result beside ours, as a link (one file), so its
+-- scripts (benchmark.py: problem.py, input_kernel.py, optimized_kernel_beam_search.py) read a run
+-- folder as one of its problem folders.
+function M.ka_names(rd)
+  local r = require("kagent.proc").run({ "ln", "-sfn", "best_kernel.py", rd:path("optimized_kernel_beam_search.py") },
+    { timeout = 10 })
+  if not (r and r.code == 0) then log.warn("run folder: no optimized_kernel_beam_search.py link: %s", tostring(r and r.stderr)) end
 end
 
 -- add_search_counts(s, run, st, reason): rounds, stop reason and the attempts' outcomes
