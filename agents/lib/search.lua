@@ -294,6 +294,7 @@ function M.search(run, pol, st)
     reason = stop_reason(run, pol, st)
     st.stop_reason = reason
     state_file.save(run, st)
+    summary.write_report(run, true)  -- the page of a running run, which reloads itself
   end
   return reason
 end
@@ -390,6 +391,7 @@ local function drive(run, pol, saved)
       return M.replay_status(run.prog, summary.failed(run, why), M.EXIT.input)
     end
     state_file.save(run, st)
+    summary.write_report(run, true)
   end
   local reason = M.search(run, pol, st)
   if run.llm_guard.down then return M.llm_stop(run) end

@@ -48,13 +48,14 @@ function M.attempts_to_best(attempts, best)
   return n
 end
 
--- write_report(run): report.html of the run and the index of its folder of runs. A report that
+-- write_report(run, running): report.html of the run and the index of its folder of runs (only
+-- the run's page while it runs: it shows the rounds so far and reloads itself). A report that
 -- cannot be written is a warning: the run's results are in summary.json already.
-function M.write_report(run)
+function M.write_report(run, running)
   local ok, err = pcall(function()
     local report = require("agents.lib.report")
     local path, why = report.run_page(run.rd.dir)
-    if path then path, why = report.runs_index(fs.dirname(run.rd.dir)) end
+    if path and not running then path, why = report.runs_index(fs.dirname(run.rd.dir)) end
     if not path then error(why, 0) end
   end)
   if not ok then log.warn("report: %s", tostring(err)) end
