@@ -61,7 +61,7 @@ describe("agents/bench.lua on the CPU", function()
     expect.truthy(p["01_rmsnorm"].interleaved.optimized_vs_input > 1.5,
       "interleaved speedup of the one-pass kernel: " .. tostring(p["01_rmsnorm"].interleaved.optimized_vs_input))
     expect.eq(p.softmax.dtype, "fp32", "a run folder's own dtype")
-    expect.match(r.stdout, "| problem | eager | compile | input | optimized | max%-autotune |")
+    expect.match(r.stdout, "| problem +| eager +| compile +| input +| optimized +| max%-autotune +|", "Markdown into a pipe")
     local csv = calls.read_csv(dir .. "/out.csv")
     expect.eq(#csv, 3)
     expect.eq(csv[1].problem, "01_rmsnorm")
@@ -96,5 +96,9 @@ describe("agents/bench.lua on the CPU", function()
       expect.match(row.errors.optimized, "needs a GPU")
       expect.eq(row.correct.optimized, nil, "not judged")
     end
+    -- one line says why, not a table of dashes and a note per figure
+    expect.match(r.stdout, "\nTriton kernels need a GPU: the kernels of the 5 problem%(s%) are Triton")
+    expect.falsy(r.stdout:find("not reported", 1, true), "no note per figure:\n" .. r.stdout)
+    expect.falsy(r.stdout:find("| problem", 1, true), "no table of dashes")
   end, { timeout = 300 })
 end)
