@@ -116,8 +116,7 @@ function M.to_argv(flat, spec, path)
     if name == "config" or name == "resume" then
       return nil, string.format("%s: '%s' cannot be set from a config file", path, k)
     elseif s then
-      if v == json.null then
-        -- nothing set: the default stays
+      if v == json.null then  -- luacheck: ignore 542 (nothing set: the default stays)
       elseif s.type == "boolean" then
         if v ~= true and v ~= false then return nil, string.format("%s: %s must be true or false", path, k) end
         if v then argv[#argv + 1] = "--" .. name end

@@ -131,8 +131,8 @@ end
 -- order(subgraphs) -> ids in an order where each runs after the ones it reads from, or nil and
 -- a cycle as text. Ties go to the subgraph whose first op comes first.
 local function order(sgs)
-  local indeg, by_id = {}, {}
-  for _, s in ipairs(sgs) do indeg[s.id], by_id[s.id] = 0, s end
+  local indeg = {}
+  for _, s in ipairs(sgs) do indeg[s.id] = 0 end
   for _, s in ipairs(sgs) do for _ in pairs(s.deps) do indeg[s.id] = indeg[s.id] + 1 end end
   local out, done = {}, {}
   while #out < #sgs do

@@ -39,9 +39,21 @@ bin="$root/usr/bin/kagent-rt"
 share="$root/usr/share/kagent-rt"
 for f in "$bin" "$share/agents/beam.lua" "$share/skills/coalescing.lua" "$share/prompts/diagnose.md" \
          "$share/eval/kagent_eval/worker.py" "$share/eval/kagent_eval/VERSION" "$share/types/kagent.lua" "$share/third_party/report/vega.min.js" \
-         "$share/demo.sh" "$root/usr/lib/cmake/kagent/kagentConfig.cmake" "$root/usr/include/kagent/lua/runtime.hpp"; do
+         "$share/demo.sh" "$root/usr/lib/cmake/kagent/kagentConfig.cmake" "$root/usr/include/kagent/lua/runtime.hpp" \
+         "$root/usr/share/doc/kagent-rt/copyright" "$root/usr/share/doc/kagent-rt/LICENSE" \
+         "$root/usr/share/doc/kagent-rt/CITATION.cff" "$root/usr/share/man/man1/kagent-rt.1" \
+         "$root/usr/share/bash-completion/completions/kagent-rt" "$root/usr/share/zsh/vendor-completions/_kagent-rt" \
+         "$root/usr/share/fish/vendor_completions.d/kagent-rt.fish"; do
   [ -e "$f" ] || fail "the packages lack ${f#"$root"}"
 done
+step "man page and completion say what --help says"
+grep -q '^\.SH AGENTS/BEAM\.LUA' "$root/usr/share/man/man1/kagent-rt.1" || fail "the man page has no agents/beam.lua section"
+grep -q -- '--problem' "$root/usr/share/man/man1/kagent-rt.1" || fail "the man page lacks --problem"
+head -1 "$root/usr/share/doc/kagent-rt/copyright" | grep -q '^Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/' \
+  || fail "copyright is not in Debian's format"
+bash -c "source '$root/usr/share/bash-completion/completions/kagent-rt'; COMP_WORDS=(kagent-rt agents/beam.lua --dt); COMP_CWORD=2;
+  _kagent_rt; [ \"\${COMPREPLY[*]}\" = --dtype ]" || fail "the installed bash completion does not complete --dtype"
+echo ok
 
 # a user outside the checkout, with a folder of their own
 user="$work/user"

@@ -22,7 +22,8 @@ local function num(v) return type(v) == "number" and v or nil end
 -- timed(pool, job) -> the benchmark result; a timing the evaluator could not trust (stage
 -- "timing", on a loaded machine) is measured again, up to TIMING_TRIES times in all
 local function timed(pool, job, what)
-  local r, tries = nil, 0
+  local r
+  local tries = 0
   repeat
     tries = tries + 1
     r = pool:benchmark(job)

@@ -25,7 +25,6 @@ Pool.__index = Pool
 
 local DEFAULT_TIMEOUT = 900
 local DEFAULT_START_TIMEOUT = 120
-local OPS = { verify = true, benchmark = true, profile = true, evaluate = true }
 
 -- json.null inside objects becomes nil, so `if r.error then` means what it says
 local strip_nulls = json.strip_nulls
@@ -48,7 +47,6 @@ end
 -- The evaluator package's folder: src/gpu/eval in a checkout, eval/ in an installed share/kagent-rt.
 local function eval_dir()
   local root = require("kagent").root
-  local fs = require("kagent.fs")
   if fs.is_dir(root .. "/eval/kagent_eval") then return root .. "/eval" end
   return root .. "/src/gpu/eval"
 end

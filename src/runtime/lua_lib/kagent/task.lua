@@ -25,7 +25,6 @@ local by_co = setmetatable({}, { __mode = "k" }) -- coroutine -> task
 local live = {}                                   -- task -> true while not dead
 local ready = {}                                  -- tasks to resume at the next turn
 local parked_on = {}                              -- op id -> task
-local current = nil
 local main_task = nil
 local next_id = 0
 
@@ -286,14 +285,12 @@ function M._start_main(path)
 end
 
 local function resume(t)
-  current = t
   t.status = "running"
   local args = t.resume_args
   t.resume_args = nil
   local t0 = now()
   local r = pack(coroutine.resume(t.co, unpack(args, 1, args.n)))
   local dt = now() - t0
-  current = nil
   if dt > HOG_WARN then
     log_about(t, "warn", "ran %.2f s without yielding (every other task waited)", dt)
   end
