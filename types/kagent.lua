@@ -44,14 +44,14 @@ kagent.path = nil
 
 ---`kagent.resolve(rel)` → the first `<dir>/<rel>` on `kagent.path` that exists, or `nil`.
 ---@param rel string
----@return any
+---@return string?
 function kagent.resolve(rel) end
 
 ---`kagent.files(subdir, suffix)` → sorted array of the paths of `<dir>/<subdir>/*<suffix>` over
 ---  `kagent.path`, one per file name (the first folder that has a name wins); `suffix` is optional.
 ---@param subdir string
 ---@param suffix? string
----@return any
+---@return string[]
 function kagent.files(subdir, suffix) end
 
 return kagent

@@ -5,6 +5,7 @@ local json = require("kagent.json")
 local ktime = require("kagent.time")
 local fs = require("kagent.fs")
 local log = require("kagent.log")
+local proc = require("kagent.proc")
 local calls = require("agents.lib.calls")
 local confirm = require("agents.lib.confirm")
 
@@ -133,9 +134,10 @@ end
 -- scripts (benchmark.py: problem.py, input_kernel.py, optimized_kernel_beam_search.py) read a run
 -- folder as one of its problem folders.
 function M.ka_names(rd)
-  local r = require("kagent.proc").run({ "ln", "-sfn", "best_kernel.py", rd:path("optimized_kernel_beam_search.py") },
-    { timeout = 10 })
-  if not (r and r.code == 0) then log.warn("run folder: no optimized_kernel_beam_search.py link: %s", tostring(r and r.stderr)) end
+  local res = proc.run({ "ln", "-sfn", "best_kernel.py", rd:path("optimized_kernel_beam_search.py") }, { timeout = 10 })
+  if not (res and res.code == 0) then
+    log.warn("run folder: no optimized_kernel_beam_search.py link: %s", tostring(res and res.stderr))
+  end
 end
 
 -- add_search_counts(s, run, st, reason): rounds, stop reason and the attempts' outcomes

@@ -42,7 +42,7 @@ function log.error(fmt, ...) end
 
 ---`log.trace/debug/info/warn/error(fmt, ...)` — `string.format` then log, tagged with the task's
 ---  name. `log.level()` → current level; `log.set_level(name)`.
----@return any
+---@return string
 function log.level() end
 
 ---`log.trace/debug/info/warn/error(fmt, ...)` — `string.format` then log, tagged with the task's

@@ -15,7 +15,7 @@ function task.spawn(fn, ...) end
 ---`task.wait(t)` ⏸ → `true, results...` or `false, err` (err carries the traceback text). Waiting
 ---  for a finished task returns at once; several tasks may wait for one.
 ---@param t kagent.task.Task
----@return any
+---@return boolean, any
 function task.wait(t) end
 
 ---`task.all(list, {limit=n})` ⏸ → array in input order of `{ok=true, r1, r2, ...}` or
@@ -23,7 +23,7 @@ function task.wait(t) end
 ---  or tasks (waited).
 ---@param list table
 ---@param opts? table
----@return any
+---@return table[]
 function task.all(list, opts) end
 
 ---`task.sleep(s)` ⏸ → `true`. `s >= 0`.
@@ -45,7 +45,7 @@ function task.semaphore(n) end
 ---  (timer removed, HTTP transfer aborted, child process group killed). Waiters get
 ---  `false, "ECANCELED: killed"`.
 ---@param t kagent.task.Task
----@return any
+---@return boolean
 function task.kill(t) end
 
 ---`task.current()` → the running task or `nil`; `task.name()` → its name.
@@ -53,7 +53,7 @@ function task.kill(t) end
 function task.current() end
 
 ---`task.current()` → the running task or `nil`; `task.name()` → its name.
----@return any
+---@return string?
 function task.name() end
 
 ---@class kagent.task.Task
@@ -66,7 +66,7 @@ local sem = {}
 ---`task.semaphore(n)` → `sem`; `sem:acquire(timeout)` ⏸ → `true` or `nil, "ETIMEDOUT: ...",
 ---  "ETIMEDOUT"`; `sem:release()`; `sem:available()` → count.
 ---@param timeout? number
----@return any
+---@return boolean?, string?, string?
 function sem:acquire(timeout) end
 
 ---`task.semaphore(n)` → `sem`; `sem:acquire(timeout)` ⏸ → `true` or `nil, "ETIMEDOUT: ...",
@@ -76,7 +76,7 @@ function sem:release() end
 
 ---`task.semaphore(n)` → `sem`; `sem:acquire(timeout)` ⏸ → `true` or `nil, "ETIMEDOUT: ...",
 ---  "ETIMEDOUT"`; `sem:release()`; `sem:available()` → count.
----@return any
+---@return integer
 function sem:available() end
 
 return task
