@@ -355,8 +355,10 @@ function M.llm_stop(run)
   local g = run.llm_guard
   local saved = run.rd:read_json("state.json")
   if type(saved) == "table" then
-    saved.usage, saved.llm_failures = run.usage(), g:summary()
+    -- stopped: the run's page says so (until --resume saves the state again)
+    saved.usage, saved.llm_failures, saved.stopped = run.usage(), g:summary(), g.down
     run.rd:write("state.json", saved)
+    summary.write_report(run, true)
   end
   run.mem:finish("stopped", { stop_reason = "llm_down", error = g.down, llm_failures = g:summary() })
   run.progress:finish()

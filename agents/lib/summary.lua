@@ -36,6 +36,7 @@ function M.failed(run, why)
   s.status, s.error = "failed", why
   run.rd:write("summary.json", s)
   run.mem:finish("failed", s)
+  if fs.exists(run.rd:path("report.html")) then M.write_report(run, true) end  -- no longer "running"
   run.progress:finish()
   return s
 end

@@ -164,9 +164,9 @@ end
 -- its options and the rounds done (state.json, saved after every round); status "running"
 local function running_summary(dir, st)
   local o = st.opts or {}
-  return { run_id = fs.basename(dir), status = "running", problem = o.problem, policy = o.policy, dtype = o.dtype,
+  return { run_id = fs.basename(dir), status = st.stopped and "stopped" or "running", problem = o.problem, policy = o.policy, dtype = o.dtype,
     device = "-", mode = o.tuner and "tuner" or "-", rounds = num(st.round) or 0, rounds_requested = o.rounds,
-    stop_reason = "(running)", attempts = #(st.attempts or {}), baselines = st.baselines,
+    stop_reason = st.stopped or "(running)", attempts = #(st.attempts or {}), baselines = st.baselines,
     tokens = { total = st.usage and st.usage.tokens }, llm_calls = st.usage and st.usage.calls,
     cost_usd = st.usage and st.usage.cost_usd }
 end
@@ -213,7 +213,7 @@ function M.load(dir)
   local running = false
   if not s then
     if not (st and st.opts) then return nil, dir .. " has no summary.json nor state.json (not a run folder)" end
-    s, running = running_summary(dir, st), true
+    s, running = running_summary(dir, st), not st.stopped
   end
   local input_eval, best_eval = read_json(dir, "input_eval.json"), read_json(dir, "best_eval.json")
   local input_ms = st and st.input and median(st.input.result and st.input.result.time_ms)
@@ -231,6 +231,7 @@ function M.load(dir)
   d.side = side_by_side(input_eval, best_eval, s)
   d.rounds = num(s.rounds) or 0
   d.running = running
+  d.stopped = st and st.stopped or nil  -- a run stopped on an LLM failure (--resume continues it)
   d.options = st and st.opts or nil
   d.codes = attempt_links(dir, rows)
   return d

@@ -126,7 +126,11 @@ local USAGE_COLUMNS = { { key = "role" }, { key = "calls" }, { key = "input_toke
 function M.render(d)
   local s = d.summary
   local body = {}
-  if d.running then
+  if d.stopped and not d.summary.verified then
+    body[1] = string.format('<p class="running" id="stopped">Stopped after round %s: %s. '
+      .. "<code>kagent-rt %s --resume %s</code> continues it.</p>", tostring(s.rounds), esc(d.stopped),
+      "agents/beam.lua", esc(d.dir))
+  elseif d.running then
     body[1] = string.format('<p class="running" id="running">Running: round %s of %s done. This page reloads '
       .. 'every %d s; the run rewrites it after every round.</p>', tostring(s.rounds), tostring(s.rounds_requested or "?"),
       M.REFRESH_S)
