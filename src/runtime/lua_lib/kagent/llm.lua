@@ -263,9 +263,10 @@ function M.configured()
     task._running_task("llm.configured")
     local ok, f = pick_served_model(r, call_limits(r, {}, set, nil, false))
     if not ok then return false, f.message, f.code end
-  elseif r.compat and transport.loopback(r.base) then
+  elseif r.compat and transport.loopback(r.base) and cache_mode() ~= "replay" then
     -- a server on this machine is asked whether it listens (its model list, once per run): one
     -- that is not running is found now, in milliseconds, not after a run's worth of retries
+    -- (a strict replay sends nothing, so asks nothing)
     task._running_task("llm.configured")
     local _, f = served_models(r, call_limits(r, {}, set, nil, false))
     if f and f.refused then return false, f.message, f.code end
