@@ -41,6 +41,8 @@ set_tests_properties(browser.report_pages PROPERTIES LABELS browser SKIP_RETURN_
   ENVIRONMENT "KAGENT_PYTHON=${KAGENT_TEST_PYTHON};KAGENT_BUILD_DIR=${CMAKE_BINARY_DIR};KAGENT_BIN=$<TARGET_FILE:kagent-rt>")
 # two policies over three problems, live then replayed: longer than the other specs
 set_tests_properties(lua.compare_cpu_spec PROPERTIES TIMEOUT 900)
+# five policies run and resumed, then a kill and a move: some 50 s a case on a loaded 2-core machine
+set_tests_properties(lua.agent_resume_cpu_spec PROPERTIES TIMEOUT 900)
 
 # scripts/setup.sh's package lists against the README and .ci/run (no package only tests need
 # in the plain setup)
