@@ -26,7 +26,7 @@ local SPEC = {
   ["no-compare"] = { type = "boolean", default = false, help = "leave out the interleaved timing of input and optimized in one job (pool:compare)" },
   ["job-timeout"] = { type = "number", above = 0, default = 600, help = "seconds per evaluator stage" },
   resume = { type = "boolean", default = false, help = "keep the problems already in the --json file and measure the rest" },
-  markdown = { type = "boolean", default = false, help = "print the tables as Markdown (default: columns aligned for a terminal)" },
+  markdown = { type = "boolean", default = false, help = "print the tables as Markdown (the default where the output is not a terminal; on one, plain aligned columns)" },
 }
 
 local function fail(msg, code)
@@ -154,7 +154,7 @@ local function main(argv)
   local ok, werr = write_outputs(ordered, opts)
   if not ok then return fail("cannot write the outputs: " .. tostring(werr), 1) end
   print(output.table_text(ordered, { dtype = opts.dtype or (list[1] and list[1].dtype) or "fp32", device = device,
-    markdown = opts.markdown }))
+    markdown = opts.markdown or not fs.isatty(1) }))
   if opts.json then print("\nrows: " .. opts.json) end
   if opts.csv then print("csv: " .. opts.csv) end
   for _, r in ipairs(ordered) do

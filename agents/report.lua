@@ -17,7 +17,8 @@ local HOW = { usage = "kagent-rt agents/report.lua DIR [DIR...]",
     .. "1 a page could not be written, 2 bad input. Details: docs/reports.md",
   positional = "DIR" }
 
-local function is_run(dir) return fs.exists(fs.join(dir, "summary.json")) end
+-- a finished run (summary.json) or one still running (state.json: its page so far)
+local function is_run(dir) return fs.exists(fs.join(dir, "summary.json")) or fs.exists(fs.join(dir, "state.json")) end
 
 -- run_dirs(folder) -> run folders directly under folder
 local function run_dirs(folder)

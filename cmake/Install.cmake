@@ -2,8 +2,11 @@
 #   P/bin/kagent-rt
 #   P/share/kagent-rt/{agents,skills,prompts,examples,types}/, eval/kagent_eval/ (the evaluator,
 #     put on the workers' PYTHONPATH by kagent/gpu.lua), demo.sh
-#   P/share/doc/kagent-rt/          README and the scripting contract; licenses/ of the Lua
-#                                   libraries compiled in (argparse)
+#   P/share/doc/kagent-rt/          README and the scripting contract, LICENSE, CITATION.cff,
+#                                   copyright (Debian's format); licenses/ of the Lua libraries
+#                                   compiled in (argparse)
+#   P/share/man/man1/kagent-rt.1, P/share/{bash-completion,zsh,fish}/...: generated from --help
+#                                   and --completion (scripts/gen_man.lua, gen_completion.lua)
 #   P/lib/libkagent_prof.so         when built (CUPTI; component profiler); the evaluator looks
 #                                   in <prefix>/lib
 #   P/lib/libkagent_core.a, P/include/kagent/, P/lib/cmake/kagent/ (component devel: embedding)
@@ -25,13 +28,30 @@ install(FILES README.md docs/lua-api.md docs/agents.md docs/install.md docs/swee
 # the licence of the command-line parser compiled into the binary (lua-argparse)
 install(FILES "${CMAKE_BINARY_DIR}/licenses/argparse.copyright"
         DESTINATION "${CMAKE_INSTALL_DOCDIR}/licenses" COMPONENT runtime)
-# what a Debian user looks for: the copyright file, the licence and citation, a man page written
-# from the help texts (scripts/gen_man.lua, at build time), bash completion of entry scripts,
-# options and policy names
-install(FILES packaging/copyright LICENSE CITATION.cff DESTINATION "${CMAKE_INSTALL_DOCDIR}" COMPONENT runtime)
-install(FILES "${KAGENT_MAN_PAGE}" DESTINATION "${CMAKE_INSTALL_MANDIR}/man1" COMPONENT runtime)
-install(FILES "${KAGENT_BASH_COMPLETION}" DESTINATION "${CMAKE_INSTALL_DATADIR}/bash-completion/completions"
+# the licence, how to cite, and the Debian copyright file (third-party licences stay beside their
+# files: third_party/report/LICENSE.*, examples/problems/LICENSE.KernelBench, licenses/)
+install(FILES LICENSE CITATION.cff packaging/copyright DESTINATION "${CMAKE_INSTALL_DOCDIR}" COMPONENT runtime)
+# the man page and shell completion, generated from the binary's own --help and --completion
+set(KAGENT_GEN "${CMAKE_BINARY_DIR}/generated")
+file(GLOB KAGENT_ENTRY_POINTS CONFIGURE_DEPENDS "${CMAKE_SOURCE_DIR}/agents/*.lua" "${CMAKE_SOURCE_DIR}/agents/lib/*.lua")
+set(KAGENT_GEN_FILES "${KAGENT_GEN}/kagent-rt.1" "${KAGENT_GEN}/kagent-rt.bash" "${KAGENT_GEN}/_kagent-rt"
+  "${KAGENT_GEN}/kagent-rt.fish")
+add_custom_command(OUTPUT ${KAGENT_GEN_FILES}
+  COMMAND ${CMAKE_COMMAND} -E make_directory "${KAGENT_GEN}"
+  COMMAND $<TARGET_FILE:kagent-rt> --log-level warn --env-file /dev/null scripts/gen_man.lua "${KAGENT_GEN}/kagent-rt.1"
+  COMMAND $<TARGET_FILE:kagent-rt> --log-level warn --env-file /dev/null scripts/gen_completion.lua bash "${KAGENT_GEN}/kagent-rt.bash"
+  COMMAND $<TARGET_FILE:kagent-rt> --log-level warn --env-file /dev/null scripts/gen_completion.lua zsh "${KAGENT_GEN}/_kagent-rt"
+  COMMAND $<TARGET_FILE:kagent-rt> --log-level warn --env-file /dev/null scripts/gen_completion.lua fish "${KAGENT_GEN}/kagent-rt.fish"
+  WORKING_DIRECTORY "${CMAKE_SOURCE_DIR}"
+  DEPENDS kagent-rt scripts/gen_man.lua scripts/gen_completion.lua ${KAGENT_ENTRY_POINTS}
+  COMMENT "man page and shell completion from --help and --completion" VERBATIM)
+add_custom_target(kagent_man_completion ALL DEPENDS ${KAGENT_GEN_FILES})
+install(FILES "${KAGENT_GEN}/kagent-rt.1" DESTINATION "${CMAKE_INSTALL_MANDIR}/man1" COMPONENT runtime)
+install(FILES "${KAGENT_GEN}/kagent-rt.bash" DESTINATION "${CMAKE_INSTALL_DATADIR}/bash-completion/completions"
         RENAME kagent-rt COMPONENT runtime)
+install(FILES "${KAGENT_GEN}/_kagent-rt" DESTINATION "${CMAKE_INSTALL_DATADIR}/zsh/vendor-completions" COMPONENT runtime)
+install(FILES "${KAGENT_GEN}/kagent-rt.fish" DESTINATION "${CMAKE_INSTALL_DATADIR}/fish/vendor_completions.d"
+        COMPONENT runtime)
 if(TARGET kagent_prof)
   install(TARGETS kagent_prof LIBRARY DESTINATION lib COMPONENT profiler)
 endif()

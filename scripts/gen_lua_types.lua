@@ -5,7 +5,9 @@
 --   kagent-rt scripts/gen_lua_types.lua --check    exit 1, naming the differences, when types/
 --                                                  is not what the docs give (a ctest test)
 -- Every function written as `mod.fn(...)`/`mod.fn{...}` or `obj:method(...)` anywhere in the
--- docs is annotated, and every field written as `mod.name` in a bullet or table row. Types come
+-- docs is annotated, and every field written as `mod.name` in a bullet or table row. Return
+-- types come from the docs' "Result types (LuaCATS)" section (its ```lua block of classes,
+-- written to types/kagent/results.lua, and its table of function -> returns), the other types
 -- from the small tables below (constructors, objects, parameter names); the rest is `any`.
 local fs = kagent.fs
 
@@ -93,6 +95,19 @@ local function params(sig)
   return out
 end
 
+-- results(text) -> the LuaCATS classes of the "Result types" section (its ```lua block) and
+-- {"recv.name" -> returns} from its table
+local function results(text)
+  local section = text:match("\n## Result types[^\n]*\n(.*)$") or ""
+  section = section:match("^(.-)\n## ") or section
+  local classes = section:match("```lua\n(.-)\n```") or ""
+  local returns = {}
+  for name, ret in section:gmatch("\n| `([%w_]+[.:][%w_]+)` | `([^`]+)` |") do
+    returns[(name:gsub(":", "."))] = ret
+  end
+  return classes, returns
+end
+
 -- parse(text) -> {functions = {key -> entry}, fields = {key -> entry}} keyed "recv.name"/"recv:name"
 local function parse(text)
   local functions, fields, order = {}, {}, 0
@@ -121,7 +136,8 @@ local function parse(text)
   for key, f in pairs(fields) do -- a name written both ways is a function
     if functions[key] or functions[f.recv .. ":" .. f.name] then fields[key] = nil end
   end
-  return { functions = functions, fields = fields }
+  local classes, returns = results(text)
+  return { functions = functions, fields = fields, classes = classes, returns = returns }
 end
 
 -- ---- writing the annotations --------------------------------------------------------------------
@@ -139,7 +155,7 @@ local function sorted(tbl, pred)
   return out
 end
 
-local function emit_function(out, owner, f)
+local function emit_function(out, owner, f, returns)
   out[#out + 1] = comment(f.doc)
   local names = {}
   for _, p in ipairs(f.params) do
@@ -150,7 +166,7 @@ local function emit_function(out, owner, f)
     end
     names[#names + 1] = p.name
   end
-  local ret = RETURNS[f.recv .. "." .. f.name]
+  local ret = RETURNS[f.recv .. "." .. f.name] or (returns or {})[f.recv .. "." .. f.name]
   out[#out + 1] = "---@return " .. (ret or "any")
   out[#out + 1] = string.format("function %s%s%s(%s) end\n", owner, f.sep, f.name, table.concat(names, ", "))
 end
@@ -168,7 +184,7 @@ local function render(api)
       out[#out + 1] = comment(f.doc)
       out[#out + 1] = string.format("---@type %s\n%s.%s = nil\n", FIELD_TYPES[m .. "." .. f.name] or "any", m, f.name)
     end
-    for _, f in ipairs(sorted(api.functions, function(e) return e.recv == m end)) do emit_function(out, m, f) end
+    for _, f in ipairs(sorted(api.functions, function(e) return e.recv == m end)) do emit_function(out, m, f, api.returns) end
     for _, recv in ipairs(OBJECT_ORDER) do
       local class = OBJECTS[recv]
       if OBJECT_MODULE[recv] == m then
@@ -178,7 +194,9 @@ local function render(api)
             (f.doc:gsub("\n.*", ""):gsub("^%- ", "")))
         end
         out[#out + 1] = string.format("local %s = {}\n", recv)
-        for _, f in ipairs(sorted(api.functions, function(e) return e.recv == recv end)) do emit_function(out, recv, f) end
+        for _, f in ipairs(sorted(api.functions, function(e) return e.recv == recv end)) do
+          emit_function(out, recv, f, api.returns)
+        end
       end
     end
     out[#out + 1] = "return " .. m .. "\n"
@@ -192,9 +210,12 @@ local function render(api)
     out[#out + 1] = comment(f.doc)
     out[#out + 1] = string.format("---@type %s\nkagent.%s = nil\n", FIELD_TYPES["kagent." .. f.name] or "any", f.name)
   end
-  for _, f in ipairs(sorted(api.functions, function(e) return e.recv == "kagent" end)) do emit_function(out, "kagent", f) end
+  for _, f in ipairs(sorted(api.functions, function(e) return e.recv == "kagent" end)) do
+    emit_function(out, "kagent", f, api.returns)
+  end
   out[#out + 1] = "return kagent\n"
   files["kagent.lua"] = table.concat(out, "\n")
+  if api.classes ~= "" then files["kagent/results.lua"] = HEADER .. "\n" .. api.classes .. "\n" end
   return files
 end
 

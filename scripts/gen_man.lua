@@ -1,62 +1,47 @@
--- Writes the man page kagent-rt(1) from the help texts themselves (the runtime's --help and the
--- main job's --help), so the page says what the binary says. Run by the build:
+-- Writes kagent-rt's man page (roff) from the --help texts of the runtime and of every entry point
+-- (agents/*.lua), so the page says what the binary says.
 --   kagent-rt scripts/gen_man.lua OUT.1
-local proc, fs = kagent.proc, kagent.fs
+-- Run by the build (cmake/Install.cmake); nothing in the page is written by hand but its frame.
+local fs, proc = kagent.fs, kagent.proc
 
-local out = kagent.args[1] or error("usage: kagent-rt scripts/gen_man.lua OUT.1")
-
-local function help(argv)
-  local res = assert(proc.run(argv, { timeout = 60 }))
-  if res.code ~= 0 then error(table.concat(argv, " ") .. " exited " .. tostring(res.code) .. ": " .. res.stderr) end
-  return res.stdout
+local out = kagent.args[1]
+if not out then
+  io.stderr:write("usage: kagent-rt scripts/gen_man.lua OUT.1\n")
+  return 2
+end
+-- this binary (a child started from /proc/self/exe runs the same program)
+local self = "/proc/self/exe"
+local function run(argv)
+  local r = proc.run(argv, { timeout = 60 })
+  return r and r.code == 0 and r.stdout or nil
 end
 
--- roff: backslashes escaped, hyphens that are options made minus signs, no line starting a request
+-- roff(text) -> text safe in a no-fill block: backslashes doubled, a leading . or ' escaped
 local function roff(text)
-  local lines = {}
-  for line in (text .. "\n"):gmatch("([^\n]*)\n") do
-    line = line:gsub("\\", "\\e"):gsub("%-", "\\-")
-    if line:match("^[.']") then line = "\\&" .. line end
-    lines[#lines + 1] = line
-  end
-  return table.concat(lines, "\n")
+  text = text:gsub("\\", "\\e")
+  return (text:gsub("\n([.'])", "\n\\&%1"):gsub("^([.'])", "\\&%1"))
 end
 
-local env = { "--log-level", "off", "--env-file", "/dev/null" }
-local runtime = help({ kagent.exe, "--help" })
-local beam = help({ kagent.exe, env[1], env[2], env[3], env[4], "agents/beam.lua", "--help" })
-local entries = {}
-for _, p in ipairs(kagent.files("agents", ".lua")) do entries[#entries + 1] = "agents/" .. fs.basename(p) end
-
-local page = table.concat({
-  '.TH KAGENT\\-RT 1 "" "kagent-rt ' .. kagent.version .. '" "User Commands"',
-  ".SH NAME",
-  "kagent\\-rt \\- run LLM agents, written in Lua, that make GPU kernels faster",
-  ".SH SYNOPSIS",
-  ".B kagent\\-rt",
-  "[\\fIOPTIONS\\fR] \\fISCRIPT\\fR [\\fISCRIPT ARGUMENTS\\fR]",
-  ".br",
-  ".B kagent\\-rt agents/beam.lua \\-\\-problem",
-  "\\fIPROBLEM.py\\fR [\\fB\\-\\-kernel\\fR \\fIKERNEL.py\\fR] [\\fIoptions\\fR]",
-  ".SH DESCRIPTION",
-  ".nf",
-  roff(runtime),
-  ".fi",
-  ".SH ENTRY SCRIPTS",
-  "Each takes \\fB\\-\\-help\\fR. Shipped: " .. table.concat(entries, ", "):gsub("%-", "\\-") .. ".",
-  ".SH THE MAIN JOB",
-  ".nf",
-  roff(beam),
-  ".fi",
-  ".SH FILES",
-  ".TP",
-  ".I runs/",
-  "run folders (every prompt, reply, kernel and figure), runs/kagent.db (memory), runs/index.html",
-  ".TP",
-  ".I ${KAGENT_HOME:\\-${XDG_DATA_HOME:\\-~/.local/share}/kagent\\-rt}/",
-  "the user's agents, policies, roles, skills and prompts, which shadow the installed ones",
-  ".SH SEE ALSO",
-  "The scripting contract and the agents' guide: /usr/share/doc/kagent\\-rt/lua\\-api.md, agents.md.",
-  "",
-}, "\n")
-assert(fs.write(out, page))
+local runtime = assert(run({ self, "--help" }), "kagent-rt --help failed")
+local version = (run({ self, "--version" }) or ""):match("(%d+%.%d+%.%d+)") or ""
+local parts = {
+  string.format('.TH KAGENT-RT 1 "" "kagent-rt %s" "User Commands"', version),
+  ".SH NAME", "kagent-rt \\- an embedded LuaJIT runtime in which LLM agents make GPU kernels faster",
+  ".SH SYNOPSIS", ".B kagent-rt", "[\\fIoptions\\fR] \\fISCRIPT.lua\\fR [\\fIscript arguments\\fR]",
+  ".SH DESCRIPTION", ".nf", roff((runtime:gsub("%s+$", ""))), ".fi",
+}
+for _, path in ipairs(kagent.files("agents", ".lua")) do
+  local name = "agents/" .. path:match("([^/]+)$")
+  local text = run({ self, "--env-file", "/dev/null", name, "--help" })
+  if text and text:find("usage:", 1, true) then
+    parts[#parts + 1] = ".SH " .. name:upper()
+    parts[#parts + 1] = ".nf"
+    parts[#parts + 1] = roff((text:gsub("%s+$", "")))
+    parts[#parts + 1] = ".fi"
+  end
+end
+parts[#parts + 1] = ".SH SEE ALSO"
+parts[#parts + 1] = "/usr/share/doc/kagent-rt/ (README.md, agents.md, lua-api.md, install.md)"
+local ok, err = fs.write(out, table.concat(parts, "\n") .. "\n")
+if not ok then io.stderr:write(tostring(err) .. "\n"); return 1 end
+return 0

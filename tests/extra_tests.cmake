@@ -34,10 +34,23 @@ foreach(check IN LISTS KAGENT_SLURM_TESTS)
 endforeach()
 
 # The HTML reports in headless Chromium (tests/browser/): skipped (77) without chromium, node and
-# playwright-core (scripts/setup.sh installs them); screenshots in build/test-output/browser/.
+# playwright-core (scripts/setup.sh --tests installs them); screenshots in build/test-output/browser/.
 add_test(NAME browser.report_pages COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/browser/browser_test.sh
          WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
 set_tests_properties(browser.report_pages PROPERTIES LABELS browser SKIP_RETURN_CODE 77 TIMEOUT 600
   ENVIRONMENT "KAGENT_PYTHON=${KAGENT_TEST_PYTHON};KAGENT_BUILD_DIR=${CMAKE_BINARY_DIR};KAGENT_BIN=$<TARGET_FILE:kagent-rt>")
 # two policies over three problems, live then replayed: longer than the other specs
 set_tests_properties(lua.compare_cpu_spec PROPERTIES TIMEOUT 900)
+# five policies run and resumed, then a kill and a move: some 50 s a case on a loaded 2-core machine
+set_tests_properties(lua.agent_resume_cpu_spec PROPERTIES TIMEOUT 900)
+
+# scripts/setup.sh's package lists against the README and .ci/run (no package only tests need
+# in the plain setup)
+add_test(NAME tools.setup_lists COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/tools/setup_lists_test.sh
+         WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+add_test(NAME tools.examples_provenance COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/tools/examples_provenance_test.sh
+         WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+add_test(NAME tools.license_files COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/tools/license_files_test.sh
+         WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+add_test(NAME lint.luacheck COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/tools/luacheck_test.sh WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+set_tests_properties(lint.luacheck PROPERTIES SKIP_RETURN_CODE 77)

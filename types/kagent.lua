@@ -44,7 +44,7 @@ kagent.path = nil
 
 ---`kagent.resolve(rel)` → the first `<dir>/<rel>` on `kagent.path` that exists, or `nil`.
 ---@param rel string
----@return any
+---@return string?
 function kagent.resolve(rel) end
 
 ---`kagent.sha256(s)` → the lower-case hex SHA-256 digest of the string `s`. It is the one hash of
@@ -60,7 +60,7 @@ function kagent.sha256(s) end
 ---  `kagent.path`, one per file name (the first folder that has a name wins); `suffix` is optional.
 ---@param subdir string
 ---@param suffix? string
----@return any
+---@return string[]
 function kagent.files(subdir, suffix) end
 
 return kagent

@@ -2,7 +2,8 @@
 -- binary). A spec maps each long option name to
 --   {type = "string"|"number"|"integer"|"boolean", default =, help =, choices = {...},
 --    min =, max =, above = (exclusive lower bound), check = fn(value) -> value | nil, why,
---    metavar =, group =, llm = true (an LLM setting: hidden from an LLM-free script's help)}
+--    metavar =, group =, llm = true (an LLM setting: hidden from an LLM-free script's help),
+--    complete = fn() -> words (offered by shell completion besides file names: --policy's names)}
 -- Every value is converted and checked while parsing, so a bad option stops the script before
 -- any work with one line that says what is wrong, what is allowed, and "did you mean" for a typo.
 -- Booleans are flags (`--tuner`). Defaults are filled after parsing, so a caller knows which
@@ -222,40 +223,28 @@ end
 -- entry point's function is registered under its own name and a small dispatcher, the same in
 -- every script, hands `kagent-rt <script>.lua ...` to the function of that script.
 
+-- Before a script is named, the dispatchers offer the entry points (@ENTRY@) besides files.
 local BASH_DISPATCH = [==[
-# kagent-rt runs many scripts: complete the options of the first *.lua word; before it, the entry
-# scripts; after --policy, the policy names. Names come from the folders kagent-rt searches, the
-# user's first (docs/lua-api.md, kagent.path): its own root is found from the binary's location.
-_kagent_rt_dirs() {
-    local exe root=${KAGENT_ROOT:-}
-    printf '%s\n' "${KAGENT_HOME:-${XDG_DATA_HOME:-$HOME/.local/share}/kagent-rt}"
-    if [[ -z $root ]] && exe=$(command -v "${COMP_WORDS[0]}") && exe=$(readlink -f "$exe"); then
-        if [[ -d ${exe%/*}/../share/kagent-rt/agents ]]; then root=${exe%/*}/../share/kagent-rt
-        elif [[ -d ${exe%/*}/../agents ]]; then root=${exe%/*}/..
-        fi
-    fi
-    [[ -n $root ]] && printf '%s\n' "$root"
+# after --policy, also the policies in the user's folder now (this file may predate them)
+_kagent_rt_user_policies() {
+    [[ ${COMP_WORDS[COMP_CWORD-1]} == --policy ]] || return 0
+    local f d=${KAGENT_HOME:-${XDG_DATA_HOME:-$HOME/.local/share}/kagent-rt}/agents/policies
+    for f in "$d"/*.lua; do
+        [[ -e $f ]] || continue
+        f=${f##*/}; f=${f%.lua}
+        [[ $f == "${COMP_WORDS[COMP_CWORD]}"* && " ${COMPREPLY[*]} " != *" $f "* ]] && COMPREPLY+=("$f")
+    done
 }
-_kagent_rt_names() {
-    local d f
-    while read -r d; do
-        for f in "$d/$1"/*.lua; do [[ -e $f ]] && f=${f##*/} && printf '%s\n' "${f%.lua}"; done
-    done < <(_kagent_rt_dirs) | sort -u
-}
+# kagent-rt runs many scripts: complete the options of the first *.lua word
 _kagent_rt() {
-    local i fn cur=${COMP_WORDS[COMP_CWORD]}
-    if [[ ${COMP_WORDS[COMP_CWORD-1]} == --policy ]]; then
-        COMPREPLY=($(compgen -W "$(_kagent_rt_names agents/policies)" -- "$cur") $(compgen -f -X '!*.lua' -- "$cur"))
-        return 0
-    fi
+    local i fn
     for (( i = 1; i < COMP_CWORD; i++ )); do
         if [[ "${COMP_WORDS[i]}" == *.lua ]]; then
             fn="_kagent_rt_$(basename "${COMP_WORDS[i]}" .lua)"
-            if declare -F "$fn" >/dev/null; then "$fn"; return 0; fi
+            if declare -F "$fn" >/dev/null; then "$fn"; _kagent_rt_user_policies; return 0; fi
         fi
     done
-    COMPREPLY=($(compgen -W "$(_kagent_rt_names agents | sed 's|^|agents/|; s|$|.lua|')" -- "$cur")
-               $(compgen -f -- "$cur"))
+    COMPREPLY=($(compgen -W "@ENTRY@" -- "${COMP_WORDS[COMP_CWORD]}") $(compgen -f -- "${COMP_WORDS[COMP_CWORD]}"))
 }
 complete -F _kagent_rt -o bashdefault -o default kagent-rt
 ]==]
@@ -275,10 +264,34 @@ _kagent_rt() {
       fi
     fi
   done
+  compadd -- @ENTRY@
   _files
 }
 compdef _kagent_rt kagent-rt
 ]==]
+
+local FISH_ENTRY = "complete -c kagent-rt -n 'not string match -qr -- \"\\\\.lua\\$\" (commandline -opc)' -a '@ENTRY@'\n"
+
+-- entry_points() -> the shipped and the user's agent scripts, as `kagent-rt` takes them
+function M.entry_points()
+  local out = {}
+  for _, path in ipairs(kagent.files("agents", ".lua")) do out[#out + 1] = "agents/" .. path:match("([^/]+)$") end
+  return out
+end
+
+-- with_words(text, shell, name, words) -> the completion script with `words` offered for option
+-- --name besides files (argparse completes only fixed choices)
+local function with_words(text, shell, name, words)
+  local w = table.concat(words, " ")
+  local opt = ("--" .. name):gsub("%-", "%%-")
+  if shell == "bash" then
+    return (text:gsub("(\n%s+" .. opt .. "%)\n%s+COMPREPLY=%()(%$%(compgen %-f %-%- \"%$cur\"%))",
+      "%1$(compgen -W \"" .. w .. "\" -- \"$cur\") %2"))
+  elseif shell == "zsh" then
+    return (text:gsub("(\"" .. opt .. "%[[^\n]-%]: :)_files\"", "%1{compadd -- " .. w .. "; _files}\""))
+  end
+  return (text:gsub("( %-l " .. name:gsub("%-", "%%-") .. " %-r)", "%1 -a '" .. w .. "'"))
+end
 
 -- completion(how, spec, shell) -> the completion script of a script for bash, zsh or fish
 function M.completion(how, spec, shell)
@@ -286,14 +299,18 @@ function M.completion(how, spec, shell)
   local name = p._name
   local stem = how.prog:match("([^/]+)%.lua$") or how.prog
   local text = p["get_" .. shell .. "_complete"](p)
+  local entry = table.concat(M.entry_points(), " ")
   if shell == "bash" then
-    text = text:gsub("\ncomplete %-F [^\n]*\n*$", "\n") .. "\n" .. BASH_DISPATCH
+    text = text:gsub("\ncomplete %-F [^\n]*\n*$", "\n") .. "\n" .. BASH_DISPATCH:gsub("@ENTRY@", entry)
   elseif shell == "zsh" then
-    text = text:gsub("^#compdef [^\n]*\n", ""):gsub("\n" .. name .. "\n*$", "\n") .. "\n" .. ZSH_DISPATCH
+    text = text:gsub("^#compdef [^\n]*\n", ""):gsub("\n" .. name .. "\n*$", "\n") .. "\n" .. ZSH_DISPATCH:gsub("@ENTRY@", entry)
   else
     -- each line applies only while the command line names this script
     local cond = string.format("-n 'string match -qr -- \"(^|/)%s\\\\.lua\\$\" (commandline -opc)'", stem)
-    text = text:gsub("complete %-c " .. name .. " ", "complete -c kagent-rt " .. cond .. " ")
+    text = text:gsub("complete %-c " .. name .. " ", "complete -c kagent-rt " .. cond .. " ") .. FISH_ENTRY:gsub("@ENTRY@", entry)
+  end
+  for n, s in pairs(spec) do
+    if s.complete then text = with_words(text, shell, n, s.complete()) end
   end
   return "# " .. shell .. " completion for kagent-rt " .. how.prog .. " (generated by --completion " .. shell .. ")\n" .. text
 end

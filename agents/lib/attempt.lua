@@ -82,10 +82,11 @@ local function write_trace(run, parent, d, a)
   rd:write(dir .. "/kernel.py", a.code)
   rd:write(dir .. "/optimized_ncu_metrics.json", rd.ncu_json(a.ok and a.result or nil, dir .. "/kernel.py", run.problem_path, a.round))
   local t = a.result.time_ms or {}
+  -- KernelAgent's key (one kernel per round's folder); the worker is in the folder name and here
   rd:write(dir .. "/benchmark_results.json", rd.benchmark_json(run.problem_path, run.device_name, run.dtype,
-    { [string.format("kernel_round_%d_w%d", a.round, a.worker)] = { time_ms = a.child_ms or json.null,
+    { [string.format("kernel_round_%d", a.round)] = { time_ms = a.child_ms or json.null, worker = a.worker,
       p10 = t.p10, p90 = t.p90, path = dir .. "/kernel.py", ok = a.ok, outcome = a.outcome, stage = a.stage,
-      error = a.error, parent = parent.id, parent_ms = a.parent_ms } }))
+      error = a.error, parent = parent.id, parent_ms = a.parent_ms } }, { ["repeat"] = t.n }))
   if a.cached then
     rd:write(dir .. "/duplicate.json", { source_fingerprint = fingerprint.of(a.code), evaluated = false,
       reason = "same source as a kernel already evaluated in this run" })

@@ -74,8 +74,19 @@ end
 function M.final_job(run, code)
   local extra = { bench = { baselines = M.FINAL_BASELINES }, confirm = true, generalize = true,
     require_generalize = run.opts.require_generalize or nil }
-  if run.can_profile and (run.opts.sanitize or "final") ~= "none" then extra.sanitize = true end
+  if M.sanitizes(run) then extra.sanitize = true end
   return run.job(code, extra)
+end
+
+-- sanitizes(run) -> whether the final confirmation runs compute-sanitizer (on a GPU, unless
+-- --sanitize none)
+function M.sanitizes(run)
+  return run.can_profile and (run.opts.sanitize or "final") ~= "none"
+end
+
+-- phase(run) -> the status line's name for the final confirmation
+function M.phase(run)
+  return M.sanitizes(run) and "confirmation + sanitizer" or "confirmation"
 end
 
 -- final(run, finalists, input) -> {kernel, result, confirmed, input_ms, tried}. finalists: kernel

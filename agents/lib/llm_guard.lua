@@ -5,6 +5,8 @@
 --     request would bring it again.
 --   * --llm-failures calls failing in a row mean the LLM is down: no call is made after that,
 --     and the driver stops the run (exit 3) so that --resume can continue it later.
+--   * A refused API key (EAUTH) stops it at the first such call (exit 2: the key is to be fixed,
+--     then --resume continues).
 --   * Failed calls are counted by code for summary.json and the status line; streamed replies
 --     give the decoding rate (tokens per second) the status line shows.
 -- An LLM failure is never a kernel's: the attempt it ends is recorded as `llm_error`
@@ -20,6 +22,9 @@ M.TRANSIENT = { ETIMEDOUT = true, ECONNECT = true, EHTTP = true, ERATELIMIT = tr
 -- not failures of the LLM: the budget is spent (a stop rule), the call was canceled (its task
 -- ended), a strict replay had no recorded answer (nothing was sent; the run lists it and exits 4)
 M.NOT_FAILURES = { EBUDGET = true, ECANCELED = true, EREPLAY = true }
+-- failures no later call can pass: the provider refused the API key. The first one brings the
+-- LLM down at once (and says so), instead of --llm-failures calls in a row.
+M.FATAL = { EAUTH = true }
 -- tries of a failed call after the first
 M.RETRIES = 2
 
@@ -42,7 +47,10 @@ function M:record(ok, code, err)
   self.failures = self.failures + 1
   self.by_code[code] = (self.by_code[code] or 0) + 1
   self.last_error, self.last_code = tostring(err), code
-  if self.consecutive >= self.limit and not self.down then
+  if M.FATAL[code] and not self.down then
+    self.down, self.fatal = tostring(err):gsub("^%u+: ", ""), code
+    log.error("%s; the run stops once the workers in flight are done", self.down)
+  elseif self.consecutive >= self.limit and not self.down then
     self.down = string.format("%d LLM calls failed in a row (the last: %s)", self.consecutive, self.last_error)
     log.error("the LLM is down: %s; the run stops once the workers in flight are done", self.down)
   end

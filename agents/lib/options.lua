@@ -35,6 +35,13 @@ local function llm_timeout(v)
   return v
 end
 
+-- policy_names() -> the policies shipped and the user's (agents/policies/*.lua), for completion
+local function policy_names()
+  local out = {}
+  for _, path in ipairs(kagent.files("agents/policies", ".lua")) do out[#out + 1] = path:match("([^/]+)%.lua$") end
+  return out
+end
+
 local START, SEARCH, GATE, EVAL, LLM, RUN = "Problem and start", "Search", "Promotion and the final choice",
   "Evaluation", "LLM", "Run"
 
@@ -47,7 +54,7 @@ return setmetatable({
   rounds = { type = "integer", min = 0, default = 8, group = SEARCH, help = "rounds of search (0: only measure the start kernel)" },
   beam = { type = "integer", min = 1, default = 2, group = SEARCH, help = "kernels kept (N)" },
   directions = { type = "integer", min = 1, default = 2, group = SEARCH, help = "directions (workers) per parent (M)" },
-  policy = { type = "string", metavar = "name|path.lua", group = SEARCH, help = "search policy: beam|greedy|skill|tune (agents/policies/) or a path.lua (default: the entry point's)" },
+  policy = { type = "string", metavar = "name|path.lua", group = SEARCH, complete = policy_names, help = "search policy: beam|greedy|skill|tune (agents/policies/) or a path.lua (default: the entry point's)" },
   tuner = { type = "boolean", default = false, group = SEARCH, help = "same as --policy tune (no LLM)" },
   refine = { type = "integer", min = 0, default = 3, group = SEARCH, help = "repairs of a failing kernel" },
   plateau = { type = "integer", min = 0, default = 3, group = SEARCH, help = "stop after this many rounds without a gain beyond noise (0: never)" },
@@ -76,5 +83,6 @@ return setmetatable({
   ["budget-tokens"] = { type = "integer", min = 1, group = LLM, llm = true, help = "stop after this many LLM tokens" },
   out = { type = "string", metavar = "dir", default = "runs", group = RUN, help = "folder of run directories" },
   db = { type = "string", metavar = "file", group = RUN, help = "memory database (default KAGENT_DB or runs/kagent.db)" },
+  config = { type = "string", metavar = "run.yaml", group = RUN, help = "options from a file (YAML subset or JSON; keys are these long names, KernelAgent's accepted where they mean the same); the command line wins (docs/agents.md)" },
   resume = { type = "string", metavar = "run", group = RUN, help = "continue the run in this folder (or run id under --out) with its own options; options given here replace them" },
 }, { groups = { START, SEARCH, GATE, EVAL, LLM, RUN } })

@@ -41,6 +41,10 @@ function M.parse(prog, argv, spec, how)
     io.write(args.completion(how, spec, opts.completion))
     return nil, "completion", 0
   end
+  if opts.config then
+    local merged, why = require("agents.lib.config").merge(opts, spec, how)
+    if not merged then return die(prog .. ": " .. why) end
+  end
   return opts
 end
 
@@ -111,11 +115,15 @@ function M.require_llm(prog, opts, needs, hint)
   local llm, configured, which, code = M.configure_llm(opts)
   if configured then return llm end
   if llm_guard.TRANSIENT[code] then
-    io.stderr:write(prog .. ": the LLM does not answer: " .. tostring(which) .. ". Nothing was started; try again later.\n")
+    io.stderr:write(prog .. ": the LLM does not answer: " .. tostring(which) .. ". Nothing was started.\n")
     return nil, 3
   end
-  io.stderr:write(prog .. ": no LLM is configured, and " .. needs .. " needs one: " .. tostring(which) .. "\n"
-    .. (hint and (hint .. "\n") or ""))
+  if which == llm.NOT_CONFIGURED then
+    io.stderr:write(prog .. ": " .. needs .. " needs an LLM, and " .. which .. "\n" .. (hint and (hint .. "\n") or ""))
+  else
+    io.stderr:write(prog .. ": " .. (opts.model and ("--model " .. opts.model .. ": ") or "") .. tostring(which)
+      .. ". Nothing was started.\n")
+  end
   return nil, 2
 end
 

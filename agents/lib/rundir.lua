@@ -76,10 +76,18 @@ function M.ncu_json(result, kernel_file, problem_file, round)
   }
 end
 
--- benchmark_json(problem, device, dtype, kernels) -> benchmark_results.json table;
--- kernels = {name = {time_ms, path, p10, p90}}
-function M.benchmark_json(problem, device, dtype, kernels, extra)
-  local t = { problem = problem, device = device or "unknown", dtype = dtype, kernels = kernels }
+-- KernelAgent's dtype names (torch's), which its trace readers expect
+M.TORCH_DTYPE = { fp32 = "torch.float32", bf16 = "torch.bfloat16", fp16 = "torch.float16" }
+
+-- benchmark_json(problem, device_name, dtype, kernels, extra) -> benchmark_results.json table in
+-- KernelAgent's layout, so its scripts read our traces: problem, device ("cuda" or "cpu"),
+-- dtype as torch names it, warmup, repeat, size, kernels = {kernel_round_<r> = {time_ms, path,
+-- ...}}. Our timing has no fixed warm-up or repeat count, and a problem no single size: warmup
+-- and size are null, repeat is the number of timed calls (extra.repeat); gpu is the device's name.
+function M.benchmark_json(problem, device_name, dtype, kernels, extra)
+  local t = { problem = problem, device = (device_name == nil or device_name == "cpu") and "cpu" or "cuda",
+    gpu = device_name or "unknown", dtype = M.TORCH_DTYPE[dtype] or dtype, warmup = json.null,
+    ["repeat"] = json.null, size = json.null, kernels = kernels }
   for k, v in pairs(extra or {}) do t[k] = v end
   return t
 end

@@ -89,8 +89,9 @@ function M.start(run)
   end
   run.rd:write("problem.py", run.problem_code)
   run.rd:write("input_kernel.py", code)
-  run.progress:update({ round = 0 })
+  run.progress:update({ round = 0, phase = "baselines" })
   local r = confirm.input(run, code)
+  run.progress:update({ phase = false })
   run.rd:write("input_eval.json", r)
   if not attempt.verified(r) then
     local ref = tostring(r.error):match("^EREFERENCE: (.*)$")
@@ -293,6 +294,7 @@ function M.search(run, pol, st)
     reason = stop_reason(run, pol, st)
     st.stop_reason = reason
     state_file.save(run, st)
+    summary.write_report(run, true)  -- the page of a running run, which reloads itself
   end
   return reason
 end
@@ -300,7 +302,7 @@ end
 -- finish(run, st, reason) -> summary: the best kernel (or, when its fresh measurement fails, the
 -- next finalist) confirmed next to the baselines, then summary.json
 function M.finish(run, st, reason)
-  run.progress:update({ busy = 0 })
+  run.progress:update({ busy = 0, workers = 0, phase = confirm.phase(run) })
   local finalists = { st.best }
   for _, k in ipairs(st.beam) do if k ~= st.best then finalists[#finalists + 1] = k end end
   return summary.search(run, st, reason, confirm.final(run, finalists, st.input))
@@ -329,14 +331,20 @@ end
 
 -- llm_for(prog, opts) -> the kagent.llm module configured from the options; nil when nothing is
 -- configured (the tuner runs instead); or false, exit status when the LLM cannot be used.
+-- Only when nothing at all is configured does the tuner run instead; an LLM that was asked for
+-- (--model, KAGENT_MODEL, a key or URL) and cannot be used is an error that names what to set.
 local function llm_for(prog, opts)
   local llm, configured, which, code = run_lib.configure_llm(opts)
   if configured then return llm end
   if require("agents.lib.llm_guard").TRANSIENT[code] then
-    say(prog, "the LLM does not answer: " .. tostring(which) .. ". Nothing was started; try again later.")
+    say(prog, "the LLM does not answer: " .. tostring(which) .. ". Nothing was started.")
     return false, M.EXIT.llm_down
   end
-  io.stderr:write(prog .. ": no LLM is configured (" .. tostring(which) .. ").\n"
+  if which ~= llm.NOT_CONFIGURED or opts.model then
+    say(prog, (opts.model and ("--model " .. opts.model .. ": ") or "") .. tostring(which) .. ". Nothing was started.")
+    return false, M.EXIT.input
+  end
+  io.stderr:write(prog .. ": " .. tostring(which) .. ".\n"
     .. "Falling back to the LLM-free tuner (policy tune): same run directory and memory records.\n")
   return nil
 end
@@ -347,11 +355,18 @@ function M.llm_stop(run)
   local g = run.llm_guard
   local saved = run.rd:read_json("state.json")
   if type(saved) == "table" then
-    saved.usage, saved.llm_failures = run.usage(), g:summary()
+    -- stopped: the run's page says so (until --resume saves the state again)
+    saved.usage, saved.llm_failures, saved.stopped = run.usage(), g:summary(), g.down
     run.rd:write("state.json", saved)
+    summary.write_report(run, true)
   end
   run.mem:finish("stopped", { stop_reason = "llm_down", error = g.down, llm_failures = g:summary() })
   run.progress:finish()
+  if g.fatal then
+    say(run.prog, string.format("stopped: %s. Once the key is fixed, the run continues with:\n  kagent-rt %s --resume %s",
+      g.down, run.prog, run.rd.dir))
+    return M.EXIT.input
+  end
   say(run.prog, string.format("stopped: %s. Nothing was learned from the failed calls; the unfinished round "
     .. "is redone when the run continues:\n  kagent-rt %s --resume %s", g.down, run.prog, run.rd.dir))
   return M.EXIT.llm_down
@@ -378,6 +393,7 @@ local function drive(run, pol, saved)
       return M.replay_status(run.prog, summary.failed(run, why), M.EXIT.input)
     end
     state_file.save(run, st)
+    summary.write_report(run, true)
   end
   local reason = M.search(run, pol, st)
   if run.llm_guard.down then return M.llm_stop(run) end
@@ -393,7 +409,8 @@ end
 -- database, devices); a run that fails after its run row exists is marked failed with the reason.
 function M.main(prog, argv, default_policy, how)
   how = how or {}
-  how.epilog = "Exit status: 0 done, 1 internal error, 2 bad input or a failed start"
+  how.epilog = "Exit status: 0 done, 1 internal error, 2 bad input, a failed start"
+    .. (how.llm_free and "" or " or a refused API key")
     .. (how.llm_free and "" or ", 3 the LLM stopped answering (--resume continues the run), 4 a strict replay "
       .. "(KAGENT_LLM_CACHE=replay) had no recorded answer to some question")
     .. ", 5 no finalist passed the final confirmation (no confirmed kernel, no figure). "

@@ -24,8 +24,33 @@ if r.code ~= 0 then
   return 1
 end
 local run = fake.newest_run(out .. "/runs")
-local gpu = require("synthetic_run").write(out .. "/gpu_runs/fake_20261123-120000_abcd")
+local synthetic = require("synthetic_run")
+local gpu = synthetic.write(out .. "/gpu_runs/fake_20261123-120000_abcd")
 assert(report.run_page(gpu))
 assert(report.runs_index(out .. "/gpu_runs"))
+
+-- A run still going: the CPU run's folder as it was before its summary, its state put back to
+-- round 0 (check_live.js moves it on and rewrites the page, which must reload itself).
+local live = out .. "/live/" .. fs.basename(run)
+fs.mkdir_p(out .. "/live")
+assert(kagent.proc.run({ "cp", "-r", run, live }).code == 0)
+for _, f in ipairs({ "summary.json", "report.html", "best_kernel.py", "best_eval.json", "optimized_kernel_beam_search.py" }) do
+  fs.remove(live .. "/" .. f)
+end
+local st = kagent.json.decode(assert(fs.read(live .. "/state.json")))
+st.round = 0
+fs.write(live .. "/state.json", kagent.json.encode(st))
+assert(report.run_page(live))
+
+-- Three FAKE finished runs whose best times differ, for sorting, filtering and the overlay.
+for i, best in ipairs({ 3.0, 1.0, 2.0 }) do
+  local id = string.format("fake_20261123-12000%d_abcd", i)
+  local dir = synthetic.write(out .. "/many/" .. id)
+  local s = kagent.json.decode(assert(fs.read(dir .. "/summary.json")))
+  s.run_id, s.best_ms, s.speedup_vs_input = id, best, 3.5 / best
+  fs.write(dir .. "/summary.json", kagent.json.encode(s))
+  assert(report.run_page(dir))
+end
+assert(report.runs_index(out .. "/many"))
 print(run)
 return 0

@@ -456,26 +456,3 @@ class Roofline(unittest.TestCase):
 if __name__ == "__main__":
     unittest.main()
 
-
-class PeaksCachePathTest(unittest.TestCase):
-    """The measured peaks are cached where the XDG base directory rule says, unless the sandbox
-    gives the process a folder of its own."""
-
-    def path_with(self, **env):
-        from unittest import mock
-        keep = {k: v for k, v in os.environ.items() if k not in ("KAGENT_CACHE_DIR", "XDG_CACHE_HOME")}
-        with mock.patch.dict(os.environ, dict(keep, **env), clear=True):
-            return roofline._cache_path("NVIDIA H100 80GB HBM3")
-
-    def test_xdg_cache_home_is_honoured(self):
-        self.assertEqual(self.path_with(XDG_CACHE_HOME="/x/cache", HOME="/h"),
-                         "/x/cache/kagent/peaks-v2-NVIDIA_H100_80GB_HBM3.json")
-
-    def test_home_cache_when_unset_or_relative(self):
-        want = "/h/.cache/kagent/peaks-v2-NVIDIA_H100_80GB_HBM3.json"
-        self.assertEqual(self.path_with(HOME="/h"), want)
-        self.assertEqual(self.path_with(XDG_CACHE_HOME="rel/cache", HOME="/h"), want)
-
-    def test_the_sandbox_folder_wins(self):
-        self.assertEqual(self.path_with(KAGENT_CACHE_DIR="/jail/kagent", XDG_CACHE_HOME="/x/cache", HOME="/h"),
-                         "/jail/kagent/peaks-v2-NVIDIA_H100_80GB_HBM3.json")

@@ -146,7 +146,7 @@ if want("beam") and composed.gemm then
   local s = rd and json.decode(fs.read(rd .. "/summary.json") or "null")
   if check(type(s) == "table", "beam: summary.json written") then
     local b = json.decode(fs.read(rd .. "/rounds/round_1/w1/benchmark_results.json") or "null") or { kernels = {} }
-    local k = b.kernels.kernel_round_1_w1 or {}
+    local k = b.kernels.kernel_round_1 or {}
     check(k.ok == true, "beam: the retiled composed program verifies as the round's child")
     check(s.verified == true, "beam: the best program is confirmed")
     print(string.format("FIGURE fuse beam %s: composed input %.4f ms -> best %.4f ms (%s); eager %.4f ms, torch.compile %.4f ms",

@@ -18,5 +18,8 @@ got=$(cd "$work" && PYTHONPATH="$work/site" "$python" -c \
 want=$(cat "$src/src/gpu/eval/kagent_eval/VERSION")
 [ "$got" = "$want $work/site/kagent_eval" ] || { echo "FAIL: imported '$got', want version $want from $work/site"; exit 1; }
 [ -x "$work/site/bin/kagent-eval-worker" ] || { echo "FAIL: no kagent-eval-worker script"; exit 1; }
+[ -x "$work/site/bin/kagent-eval" ] || { echo "FAIL: no kagent-eval script"; exit 1; }
+(cd "$work" && PYTHONPATH="$work/site" "$python" "$work/site/bin/kagent-eval" check --help | grep -q "verify\|problem") ||
+  { echo "FAIL: kagent-eval check --help"; exit 1; }
 ls "$work/site" | grep -q "^kagent_eval-$want.dist-info$" || { echo "FAIL: no kagent_eval-$want.dist-info"; exit 1; }
 echo "pip install ./src/gpu/eval: kagent_eval $want installed and importable"

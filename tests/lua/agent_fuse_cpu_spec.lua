@@ -167,7 +167,7 @@ describe("agents/fuse.lua on CPU with the fake LLM server", function()
     expect.eq(bs.rounds, 1)
     expect.eq(bs.attempts, 1)
     expect.eq(read_json(bd .. "/input_eval.json").ok, true, "the composed program verifies as beam's input")
-    expect.eq(read_json(bd .. "/rounds/round_1/w1/benchmark_results.json").kernels.kernel_round_1_w1.ok, true,
+    expect.eq(read_json(bd .. "/rounds/round_1/w1/benchmark_results.json").kernels.kernel_round_1.ok, true,
       "the round's child verifies")
     expect.truthy(type(bs.best_ms) == "number")
   end, { timeout = 900 })

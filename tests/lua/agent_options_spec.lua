@@ -169,6 +169,12 @@ COMP_WORDS=(%s); COMP_CWORD=$((${#COMP_WORDS[@]} - 1)); _kagent_rt; printf '%%s\
     expect.eq(complete("kagent-rt agents/beam.lua --dtype bf"), "bf16\n")
     expect.eq(complete("kagent-rt --log-level warn agents/skill.lua --gate ''"), "interleaved\nnoise\n")
     expect.truthy(complete("kagent-rt agents/beam.lua --llm-t"):find("--llm-timeout", 1, true), "the LLM options")
+    -- --policy offers the policies' names (and files), kagent-rt the entry points (and files)
+    expect.eq(complete("kagent-rt agents/beam.lua --policy gr"), "greedy\n")
+    expect.truthy(complete("kagent-rt agents/beam.lua --policy ''"):find("beam\ngreedy\nskill\ntune\n", 1, true), "policy names")
+    local entry = complete("kagent-rt agents/be")
+    expect.truthy(entry:find("^agents/beam.lua\nagents/bench.lua\n"), "the entry points first: " .. entry)
+    expect.no_match(entry, "tune", "only those that match")
     -- fish: the options of beam.lua are offered only after agents/beam.lua
     local fish = fs.read(dir .. "/beam.fish")
     expect.truthy(fish:find("complete -c kagent-rt -n 'string match -qr", 1, true), fish:sub(1, 300))
@@ -180,6 +186,11 @@ COMP_WORDS=(%s); COMP_CWORD=$((${#COMP_WORDS[@]} - 1)); _kagent_rt; printf '%%s\
       r = assert(proc.run({ "fish", "-c", "source " .. dir .. "/beam.fish; complete -C 'kagent-rt agents/tune.lua --dty'" },
         { timeout = 30 }))
       expect.no_match(r.stdout, "--dtype", "not after another script")
+      r = assert(proc.run({ "fish", "-c", "source " .. dir .. "/beam.fish; complete -C 'kagent-rt agents/beam.lua --policy gr'" },
+        { timeout = 30 }))
+      expect.truthy(r.stdout:find("greedy", 1, true), "fish completes --policy names: " .. r.stdout .. r.stderr)
+      r = assert(proc.run({ "fish", "-c", "source " .. dir .. "/beam.fish; complete -C 'kagent-rt agents/sk'" }, { timeout = 30 }))
+      expect.truthy(r.stdout:find("agents/skill.lua", 1, true), "fish completes the entry points: " .. r.stdout .. r.stderr)
     end
   end)
 

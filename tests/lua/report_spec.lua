@@ -203,10 +203,32 @@ describe("bench.lua outputs", function()
     for _, k in ipairs(output.KA_KEYS) do expect.truthy(j[2][k] ~= nil, "key " .. k .. " present") end
     expect.eq(j[2].optimized_ms, json.null)
     expect.eq(j[2].eager_ms, 4.0, "eager came with the input kernel's job")
-    local text = output.table_text({ ok, bad }, { dtype = "bf16", device = "FAKE" })
-    expect.match(text, "| problem | eager | compile | input | optimized |", "benchmark.py's four columns first")
-    expect.match(text, "| 01_ok | 4%.0000 | %- | 2%.0000 | 1%.0000 |")
-    expect.match(text, "02_bad optimized: correctness: EMISMATCH")
+    local text = output.table_text({ ok, bad }, { dtype = "bf16", device = "FAKE", markdown = true })
+    expect.match(text, "| problem +| eager +| compile +| input +| optimized +|", "benchmark.py's four columns first")
+    expect.match(text, "| 01_ok +| 4%.0000 | %- +| 2%.0000 | 1%.0000 +|")
+    expect.match(text, "02_bad, optimized: correctness: EMISMATCH")
+    -- Markdown and the terminal's plain columns: every line of a table as wide as its header,
+    -- each column starting where its header does
+    local plain = output.table_text({ ok, bad }, { dtype = "bf16", device = "FAKE" })
+    expect.falsy(plain:find("|", 1, true), "no pipes on a terminal")
+    for _, t in ipairs({ text, plain }) do
+      local head = t:match("\n([^\n]*problem[^\n]*)")
+      local col = head:find("optimized", 1, true)
+      for l in t:gmatch("[^\n]+") do
+        if l:find("^|? ?01_ok") or l:find("^|? ?02_bad") then
+          expect.truthy(l:sub(col - 1, col - 1):match("[ |]"), "aligned: " .. l)
+        end
+      end
+    end
+    -- a note that holds for every problem is one line
+    local cpu_row = function(name)
+      return { problem = name, errors = { eager = "not reported: neither verified", compile = "not reported: neither verified" },
+        correct = {}, speedup = {}, sol_pct = {}, spread = {}, do_bench_ms = {} }
+    end
+    local many = output.table_text({ cpu_row("a"), cpu_row("b"), cpu_row("c") }, { device = "cpu", markdown = true })
+    local _, n = many:gsub("not reported", "")
+    expect.eq(n, 1, many)
+    expect.match(many, "every problem %(3%), compile and eager: not reported")
     local csv = output.csv_text({ ok, bad })
     local header = csv:match("^[^\n]+")
     expect.eq(header, table.concat(output.CSV_COLUMNS, ","))

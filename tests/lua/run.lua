@@ -113,8 +113,10 @@ local function remove_tree(path)
       if not ok then return nil, err end
     end
   end
-  if not fs.exists(path) then return true end
-  return fs.remove(path)
+  -- (a link whose target went first does not "exist", but is there to remove)
+  local ok, err = fs.remove(path)
+  if ok or not fs.exists(path) then return true end
+  return nil, err
 end
 
 io.stdout:setvbuf("line")

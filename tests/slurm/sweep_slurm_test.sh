@@ -13,7 +13,7 @@ PY="${KAGENT_PYTHON:-python3}"
 
 for cmd in munged mungekey slurmctld slurmd sbatch squeue scancel scontrol sinfo; do
   if ! command -v "$cmd" >/dev/null 2>&1; then
-    echo "SKIP: $cmd not found (install slurm-wlm and munge: scripts/setup.sh does)"
+    echo "SKIP: $cmd not found (install slurm-wlm and munge: scripts/setup.sh --tests does)"
     exit 77
   fi
 done

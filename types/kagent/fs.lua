@@ -7,14 +7,14 @@ local fs = {}
 
 ---`fs.read(path)` → string or `nil, "EIO: ...", "EIO"`.
 ---@param path string
----@return any
+---@return string?, string?, string?
 function fs.read(path) end
 
 ---`fs.write(path, data)` → `true` or `nil, err`: written to a temporary file in the same folder,
 ---  flushed, and renamed over `path` (readers see the old or the new file, never half).
 ---@param path string
 ---@param data string
----@return any
+---@return boolean?, string?
 function fs.write(path, data) end
 
 ---`fs.append(path, data)` → `true` or `nil, err`.
@@ -30,24 +30,24 @@ function fs.mkdir_p(path) end
 
 ---`fs.list(path)` → sorted array of names (no `.`/`..`) or `nil, err`.
 ---@param path string
----@return any
+---@return string[]?, string?
 function fs.list(path) end
 
 ---`fs.exists(path)` → boolean. `fs.is_dir(path)` → boolean.
 ---@param path string
----@return any
+---@return boolean
 function fs.exists(path) end
 
 ---`fs.exists(path)` → boolean. `fs.is_dir(path)` → boolean.
 ---@param path string
----@return any
+---@return boolean
 function fs.is_dir(path) end
 
 ---`fs.join(a, b, ...)` → path. `fs.dirname(p)`, `fs.basename(p)`, `fs.abspath(p)`.
 ---@param a any
 ---@param b any
 ---@param ... any
----@return any
+---@return string
 function fs.join(a, b, ...) end
 
 ---`fs.join(a, b, ...)` → path. `fs.dirname(p)`, `fs.basename(p)`, `fs.abspath(p)`.
@@ -72,7 +72,7 @@ function fs.remove(path) end
 
 ---`fs.isatty(fd)` → boolean: whether file descriptor `fd` (0, 1, 2) is a terminal.
 ---@param fd integer
----@return any
+---@return boolean
 function fs.isatty(fd) end
 
 return fs

@@ -84,7 +84,7 @@ function gpu.pool(opts) end
 ---    and how many bytes were dropped, and reading it is linear in its length (50 MiB of 1 MiB
 ---    lines cost the event loop no pause a 20 ms timer notices: `tests/lua/gpu_output_flood_spec.lua`).
 ---  Every reply of a worker passes through `kagent.secrets.redact_tree` before the pool returns it.
----@return any
+---@return kagent.gpu.Gpu[]
 function gpu.gpus() end
 
 ---`gpu.pool(opts)` → `pool`. Does not yield: workers start on first use. Options:
@@ -176,7 +176,7 @@ function pool:devices() end
 ---  `s` seconds held); a Triton compile inside a shared hold gives it up meanwhile (stage
 ---  `compile_host`), and a candidate that ran out of GPU memory beside the other workers' processes
 ---@param job table
----@return any
+---@return kagent.gpu.Result
 function pool:verify(job) end
 
 ---`pool:verify(job)` ⏸, `pool:benchmark(job)` ⏸ (verify, then time), `pool:profile(job)` ⏸
@@ -196,7 +196,7 @@ function pool:verify(job) end
 ---  `s` seconds held); a Triton compile inside a shared hold gives it up meanwhile (stage
 ---  `compile_host`), and a candidate that ran out of GPU memory beside the other workers' processes
 ---@param job table
----@return any
+---@return kagent.gpu.Result
 function pool:benchmark(job) end
 
 ---`pool:verify(job)` ⏸, `pool:benchmark(job)` ⏸ (verify, then time), `pool:profile(job)` ⏸
@@ -216,7 +216,7 @@ function pool:benchmark(job) end
 ---  `s` seconds held); a Triton compile inside a shared hold gives it up meanwhile (stage
 ---  `compile_host`), and a candidate that ran out of GPU memory beside the other workers' processes
 ---@param job table
----@return any
+---@return kagent.gpu.Result
 function pool:profile(job) end
 
 ---`pool:verify(job)` ⏸, `pool:benchmark(job)` ⏸ (verify, then time), `pool:profile(job)` ⏸
@@ -236,7 +236,7 @@ function pool:profile(job) end
 ---  `s` seconds held); a Triton compile inside a shared hold gives it up meanwhile (stage
 ---  `compile_host`), and a candidate that ran out of GPU memory beside the other workers' processes
 ---@param job table
----@return any
+---@return kagent.gpu.Result
 function pool:evaluate(job) end
 
 ---`pool:compare(job)` ⏸ → interleaved timing of `job.candidates` (2 to 8 paths or sources,
@@ -252,7 +252,7 @@ function pool:evaluate(job) end
 ---  (the spread is reported for the caller's gate: `time_ms.cv`, `speedup.p10..p90`). Takes the
 ---  job fields `problem`, `dtype`, `seed`, `bench`, `timeout(s)`.
 ---@param job table
----@return any
+---@return kagent.gpu.Result
 function pool:compare(job) end
 
 ---`pool:sanitize(job)` ⏸ → compute-sanitizer on one forward of `job.candidate`:
@@ -263,7 +263,7 @@ function pool:compare(job) end
 ---  seconds per tool (default 600). PyTorch's caching allocator is off in the checked process and
 ---  PyTorch's own kernels are left out of the check.
 ---@param job table
----@return any
+---@return kagent.gpu.Result
 function pool:sanitize(job) end
 
 ---`pool:analyze(job)` ⏸ → static analysis in a sandboxed child (what `agents/fuse.lua` routes,
@@ -310,7 +310,7 @@ function pool:sanitize(job) end
 ---    `error = "EMERGE: ..."` when a part does not parse, defines no entry point, or two parts
 ---    import different modules under one name.
 ---@param job table
----@return any
+---@return kagent.gpu.Result
 function pool:analyze(job) end
 
 ---`pool:peaks(device)` ⏸ → measured GPU peaks from the worker (`{ok, ...}`), used by the roofline.

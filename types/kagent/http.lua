@@ -27,7 +27,7 @@ local http = {}
 ---    closed the connection mid-reply). Messages name the URL without its query or credentials.
 ---    Killing the task aborts the transfer at once.
 ---@param args table
----@return any
+---@return kagent.http.Response?, string?, string?
 function http.request(args) end
 
 ---`http.stream{...same fields as request...}` ⏸ → `stream` once the status and headers are in, or

@@ -22,19 +22,19 @@ json.null = nil
 ---  Integral numbers are written without a fraction. Raises on cycles, functions, NaN/Inf.
 ---@param v any
 ---@param opts? table
----@return any
+---@return string
 function json.encode(v, opts) end
 
 ---`json.decode(s)` → value or `nil, "EPARSE: <message naming line and column>", "EPARSE"`. JSON `null` becomes
 ---  `json.null` (inside arrays and objects) so arrays keep their length; decoded arrays keep their
 ---  array-ness when encoded again (also when empty).
 ---@param s any
----@return any
+---@return any, string?, string?
 function json.decode(s) end
 
 ---`json.null`, `json.empty_array` — sentinels. `json.is_array(t)` → boolean.
 ---@param t kagent.task.Task
----@return any
+---@return boolean
 function json.is_array(t) end
 
 ---`json.strip_nulls(v)` → `v`, with every `json.null` inside objects removed, nested, in place (a

@@ -5,6 +5,11 @@
 ---@class kagent.llm
 local llm = {}
 
+---`llm.NOT_CONFIGURED` — the message (a string) `configured()` gives when nothing at all is
+---  configured: no key, no URL, no model.
+---@type any
+llm.NOT_CONFIGURED = nil
+
 ---`llm.parse_timeout(text)` → `{timeout=, idle_timeout=, connect_timeout=, start_timeout=}` (the parts given) or
 ---  `nil, why` (the message shows the form, `llm.TIMEOUT_FORMAT`): the `KAGENT_LLM_TIMEOUT` form,
 ---  for scripts' own options.
@@ -21,15 +26,19 @@ function llm.configure(args) end
 
 ---`llm.configured()` → `true, "anthropic:claude-..."` or `false, "<what to set or fix>", code`
 ---  (`ENOTSUP` or `EAUTH` for settings; the failure's code, e.g. `ECONNECT`, when a local server
----  asked for its model did not answer). Agents use it to fall back to the LLM-free tuner, or to
+---  asked for its model did not answer). When nothing at all is configured the message is
+---  llm.NOT_CONFIGURED (below). Agents use it to fall back to the LLM-free tuner (only then), or to
 ---  stop when the server does not answer. ⏸ when it asks a local server for its model (then
----  with the retries and timeouts of a call; the answer is kept for the run).
----@return any
+---  with the retries and timeouts of a call; the answer is kept for the run), and when the server
+---  is on this machine (`localhost`, `127.x`, `[::1]`) with a model named: its model list is asked
+---  once, and only a refused connection fails (`ECONNECT`, "nothing listens at URL (connection
+---  refused)"). A refused connection to this machine is never retried: nothing listens there.
+---@return boolean, string, string?
 function llm.configured() end
 
 ---`llm.models()` ⏸ → array of the model ids the configured OpenAI-compatible server lists, or
 ---  `nil, "CODE: message", "CODE"`.
----@return any
+---@return string[]?, string?, string?
 function llm.models() end
 
 ---`llm.parse_timeout(text)` → `{timeout=, idle_timeout=, connect_timeout=, start_timeout=}` (the parts given) or
@@ -107,7 +116,7 @@ function llm.parse_timeout(text) end
 ---    workers, let one call with it finish first, then fan out. OpenAI caches long prefixes by
 ---    itself; its cached tokens are reported as `cache_read_tokens`.
 ---@param args table
----@return any
+---@return kagent.llm.Result?, string?, string?, kagent.llm.Failure?
 function llm.chat(args) end
 
 ---`llm.usage()` → run totals `{calls, failures, failures_by_code = {[code] = n}, input_tokens,
@@ -116,7 +125,7 @@ function llm.chat(args) end
 ---  `tokens_per_s` = `gen_tokens / gen_seconds`, summed over the timed calls (as each result's
 ---  `tokens_per_s`; replays are not timed): the mean decoding rate of one call, for a status line.
 ---  `llm.reset_usage()` zeroes them.
----@return any
+---@return kagent.llm.Usage
 function llm.usage() end
 
 ---`llm.usage()` → run totals `{calls, failures, failures_by_code = {[code] = n}, input_tokens,
@@ -134,7 +143,7 @@ function llm.reset_usage() end
 ---  final fence (a reply cut at `max_tokens`) counts up to the end of the text.
 ---@param text string
 ---@param lang? string
----@return any
+---@return string?
 function llm.extract_code(text, lang) end
 
 ---`llm.extract_json(text)` → value, or `nil, "EPARSE: ...", "EPARSE"`. Accepts bare JSON, a
@@ -145,7 +154,7 @@ function llm.extract_json(text) end
 
 ---`llm.cache_mode()` → the mode in force: `"off"`, `"record"`, `"replay"` or `"auto"`
 ---  (`configure{cache}`, else `KAGENT_LLM_CACHE`, else `"off"`).
----@return any
+---@return string
 function llm.cache_mode() end
 
 return llm

@@ -52,11 +52,11 @@ local db = {}
 function db:close() end
 
 ---`db:path()` → the file path. `db:schema_version()` → integer.
----@return any
+---@return string
 function db:path() end
 
 ---`db:path()` → the file path. `db:schema_version()` → integer.
----@return any
+---@return integer
 function db:schema_version() end
 
 ---`db:exec(sql, params)` → `changes, last_insert_id`. `params` is an array for `?` placeholders or
@@ -75,7 +75,7 @@ function db:exec(sql, params) end
 ---  cached by their text, so pass values as parameters rather than formatting them into the SQL.
 ---@param sql string
 ---@param params? table
----@return any
+---@return table[]
 function db:query(sql, params) end
 
 ---`db:transaction(fn)` → the results of `fn(db)`: runs `fn` inside `BEGIN IMMEDIATE ... COMMIT`,
@@ -91,7 +91,7 @@ function db:transaction(fn) end
 ---`db:start_run{problem, problem_hash, gpu, policy, config}` → `run_id`. `config` is a table
 ---  (JSON) or string. Status starts as `"running"`.
 ---@param args table
----@return any
+---@return integer
 function db:start_run(args) end
 
 ---`db:finish_run(run_id, status, summary)` → `true`. `status` is a string such as `"done"`,
@@ -105,13 +105,13 @@ function db:finish_run(run_id, status, summary) end
 ---`db:get_run(run_id)` → row or `nil`. `db:runs{problem_hash, gpu, limit = 100}` → rows, newest
 ---  first.
 ---@param run_id integer
----@return any
+---@return kagent.mem.Run?
 function db:get_run(run_id) end
 
 ---`db:get_run(run_id)` → row or `nil`. `db:runs{problem_hash, gpu, limit = 100}` → rows, newest
 ---  first.
 ---@param args table
----@return any
+---@return kagent.mem.Run[]
 function db:runs(args) end
 
 ---`db:add_round{run_id, round, parents, notes}` → round row id (`parents`: array of attempt ids).
@@ -134,7 +134,7 @@ function db:finish_round(run_id, round, opts) end
 ---  `run_id` is required; `metrics` is a table or JSON string; `correct` a boolean.
 ---  `parent_id` must be an attempt of this database (or nil for the run's input kernel).
 ---@param args table
----@return any
+---@return integer
 function db:add_attempt(args) end
 
 ---`db:update_attempt(id, fields)` → `true`: sets the given fields (same names as above; an
@@ -146,7 +146,7 @@ function db:update_attempt(id, fields) end
 
 ---`db:get_attempt(id)` → attempt row or `nil`.
 ---@param id integer
----@return any
+---@return kagent.mem.Attempt?
 function db:get_attempt(id) end
 
 ---`db:add_reflexion{attempt_id, diagnosis_correct, fix_effective, lessons, avoid, try, text}` →
@@ -159,7 +159,7 @@ function db:add_reflexion(args) end
 ---  run's root attempts; then `run_id` is required), oldest first.
 ---@param parent_id integer?
 ---@param opts? table
----@return any
+---@return kagent.mem.Attempt[]
 function db:attempts_from(parent_id, opts) end
 
 ---`db:was_tried{parent_id, skill, plan_signature, run_id}` → `true, attempt` (the latest match) or
@@ -173,12 +173,12 @@ function db:was_tried(args) end
 ---  fingerprint (in that run, or in any run when `run_id` is `nil`), or `nil`.
 ---@param run_id integer
 ---@param fingerprint any
----@return any
+---@return kagent.mem.Attempt?
 function db:find_fingerprint(run_id, fingerprint) end
 
 ---`db:best_attempt(run_id)` → the correct attempt with the lowest `time_ms`, or `nil`.
 ---@param run_id integer
----@return any
+---@return kagent.mem.Attempt?
 function db:best_attempt(run_id) end
 
 ---`db:history(run_id, {parent_id, limit = 20})` → array, newest first, of attempt rows (with
@@ -186,7 +186,7 @@ function db:best_attempt(run_id) end
 ---  With `parent_id`, only the attempts from that parent. Ready for `kagent.prompt.render`.
 ---@param run_id integer
 ---@param opts? table
----@return any
+---@return kagent.mem.Attempt[]
 function db:history(run_id, opts) end
 
 ---`db:add_llm_call{run_id, seq, role, place, provider, model, input_tokens, output_tokens,

@@ -29,7 +29,7 @@ function proc.environ() end
 ---  `nil, err, code`.
 ---@param argv string[]
 ---@param opts? table
----@return any
+---@return kagent.proc.Result?, string?, string?
 function proc.run(argv, opts) end
 
 ---@class kagent.proc.Process
@@ -48,7 +48,7 @@ function p:close_stdin() end
 ---`p:read_line(timeout)` ⏸ → a line of stdout without its newline, or `nil, "ETIMEDOUT: ..."`, or
 ---  `nil, "EOF: ..."` at end of output. Lines read this way are not returned again by `wait`.
 ---@param timeout? number
----@return any
+---@return string?, string?
 function p:read_line(timeout) end
 
 ---`p:wait(timeout)` ⏸ → `{code, signal, stdout, stderr, timed_out, elapsed, stdout_dropped,
@@ -56,7 +56,7 @@ function p:read_line(timeout) end
 ---  then KILL after `kill_grace`; `timed_out=true` and `code=124`. `signal` is the signal number that
 ---  ended the process, or `nil`.
 ---@param timeout? number
----@return any
+---@return kagent.proc.Result
 function p:wait(timeout) end
 
 ---`p:kill(sig)` — signal the whole process group (default TERM, then KILL after `kill_grace`).
@@ -71,7 +71,7 @@ function p:kill(sig) end
 function p:take_stderr() end
 
 ---`p:running()` → boolean.
----@return any
+---@return boolean
 function p:running() end
 
 return proc

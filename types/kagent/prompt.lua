@@ -32,7 +32,7 @@ prompt.dirs = nil
 ---    `true`/`false`; tables as pretty JSON (`kagent.json.encode`). Functions/userdata raise.
 ---@param name_or_path string
 ---@param vars? table
----@return any
+---@return string?, string?
 function prompt.render(name_or_path, vars) end
 
 ---`prompt.render_string(template, vars, label)` → string: the same rules on a template string

@@ -11,7 +11,7 @@ local secrets = {}
 ---  of every variable of the environment (`.env` included) whose name has a secret word between
 ---  underscores (KEY, TOKEN, SECRET, PASSWORD, AUTH, ...). Non-strings are returned as they are.
 ---@param text string
----@return any
+---@return string
 function secrets.redact(text) end
 
 ---`secrets.redact_tree(v)` → `v` with every string in it (keys too) redacted, in place.

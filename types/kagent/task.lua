@@ -15,7 +15,7 @@ function task.spawn(fn, ...) end
 ---`task.wait(t)` ⏸ → `true, results...` or `false, err` (err carries the traceback text). Waiting
 ---  for a finished task returns at once; several tasks may wait for one.
 ---@param t kagent.task.Task
----@return any
+---@return boolean, any
 function task.wait(t) end
 
 ---`task.any(list)` ⏸ → `i, true, results...` or `i, false, err`: the first of the tasks in `list`
@@ -31,7 +31,7 @@ function task.any(list) end
 ---  or tasks (waited).
 ---@param list table
 ---@param opts? table
----@return any
+---@return table[]
 function task.all(list, opts) end
 
 ---`task.sleep(s)` ⏸ → `true`. `s >= 0`.
@@ -53,7 +53,7 @@ function task.semaphore(n) end
 ---  (timer removed, HTTP transfer aborted, child process group killed). Waiters get
 ---  `false, "ECANCELED: killed"`.
 ---@param t kagent.task.Task
----@return any
+---@return boolean
 function task.kill(t) end
 
 ---`task.current()` → the running task or `nil`; `task.name()` → its name.
@@ -61,7 +61,7 @@ function task.kill(t) end
 function task.current() end
 
 ---`task.current()` → the running task or `nil`; `task.name()` → its name.
----@return any
+---@return string?
 function task.name() end
 
 ---@class kagent.task.Task
@@ -74,7 +74,7 @@ local sem = {}
 ---`task.semaphore(n)` → `sem`; `sem:acquire(timeout)` ⏸ → `true` or `nil, "ETIMEDOUT: ...",
 ---  "ETIMEDOUT"`; `sem:release()`; `sem:available()` → count.
 ---@param timeout? number
----@return any
+---@return boolean?, string?, string?
 function sem:acquire(timeout) end
 
 ---`task.semaphore(n)` → `sem`; `sem:acquire(timeout)` ⏸ → `true` or `nil, "ETIMEDOUT: ...",
@@ -84,7 +84,7 @@ function sem:release() end
 
 ---`task.semaphore(n)` → `sem`; `sem:acquire(timeout)` ⏸ → `true` or `nil, "ETIMEDOUT: ...",
 ---  "ETIMEDOUT"`; `sem:release()`; `sem:available()` → count.
----@return any
+---@return integer
 function sem:available() end
 
 return task

@@ -6,11 +6,11 @@
 local time = {}
 
 ---`time.now()` → monotonic seconds (float). `time.wall()` → Unix time (float).
----@return any
+---@return number
 function time.now() end
 
 ---`time.now()` → monotonic seconds (float). `time.wall()` → Unix time (float).
----@return any
+---@return number
 function time.wall() end
 
 return time

@@ -100,6 +100,9 @@ function M.row(t, res, o)
   return row
 end
 
+-- the reason a Triton kernel is not run in CPU mode (output.lua sums up a table of them)
+M.TRITON_ON_CPU = "needs a GPU: a Triton kernel cannot run in CPU mode"
+
 -- is_triton(code) -> true for a kernel written with Triton (it needs a GPU)
 function M.is_triton(code)
   code = code or ""
@@ -125,7 +128,7 @@ function M.measure(pool, t, o)
       -- not sent: the evaluator would build the problem's inputs first, which for the showcase
       -- problems takes gigabytes and minutes on a CPU, to fail at the import
       res[k.key], res.tries[k.key] = { ok = false, not_run = true, stage = "load",
-        error = "needs a GPU: a Triton kernel cannot run in CPU mode" }, 0
+        error = M.TRITON_ON_CPU }, 0
     elseif path then
       step(k.key)
       res[k.key], res.tries[k.key] = timed(pool, job(path), t.name .. " " .. k.key)

@@ -1,11 +1,12 @@
--- agents/bench.lua's outputs: the tables printed at the end (aligned, or Markdown with
--- --markdown), the --json rows (benchmark.py --json's keys, then ours) and --csv (one flat line
+-- agents/bench.lua's outputs: the tables (plain columns aligned on a terminal, Markdown with
+-- --markdown or into a pipe; KernelAgent's benchmark.py columns first: eager, torch.compile, input,
+-- optimized), the --json rows (benchmark.py --json's keys, then ours) and --csv (one flat line
 -- per problem).
 local json = require("kagent.json")
 local calls = require("agents.lib.calls")
-local grid = require("agents.lib.grid")
 
 local M = {}
+local unpack = unpack or table.unpack
 
 -- The keys of KernelAgent's benchmark.py --json, in its order; a figure not measured is null.
 M.KA_KEYS = { "problem", "eager_ms", "compile_ms", "input_kernel_ms", "optimized_ms" }
@@ -31,72 +32,113 @@ function M.json_rows(rows)
   return out
 end
 
--- table_text(rows, meta) -> the tables printed at the end, aligned for a terminal or Markdown
--- (meta.markdown). meta: device, dtype. A reason shared by several figures (a Triton kernel in CPU
--- mode, say) is printed once with the problems it applies to.
-function M.table_text(rows, meta)
-  local md = { markdown = meta.markdown }
-  local times, ratios, spreads = {}, {}, {}
-  for _, r in ipairs(rows) do
-    local il = r.interleaved and r.interleaved.optimized_vs_input
-      and string.format("%.2fx (%.2f-%.2f)", r.interleaved.optimized_vs_input, r.interleaved.p10 or 0, r.interleaved.p90 or 0)
-      or x(r.speedup.optimized_vs_input)
-    local function yn(k) return r.correct[k] == nil and "-" or (r.correct[k] and "yes" or "NO") end
-    times[#times + 1] = { r.problem, f(r.eager_ms), f(r.compile_ms), f(r.compile_max_autotune_ms), f(r.input_kernel_ms),
-      f(r.optimized_ms), yn("input_kernel") .. ", " .. yn("optimized") }
-    ratios[#ratios + 1] = { r.problem, x(r.speedup.optimized_vs_eager), x(r.speedup.optimized_vs_compile),
-      x(r.speedup.optimized_vs_compile_max_autotune), il,
-      f(r.sol_pct.input_kernel, "%.0f") .. " → " .. f(r.sol_pct.optimized, "%.0f") }
-    local s, d = r.spread, r.do_bench_ms
-    spreads[#spreads + 1] = { r.problem, range(s.eager), range(s.compile), range(s.compile_max_autotune),
-      range(s.input_kernel), range(s.optimized), f(d.eager), f(d.compile), f(d.compile_max_autotune) }
+-- grid(header, rows, markdown) -> the lines of one table: Markdown (pipes, a separator line) or
+-- plain columns for a terminal; either way each column is padded to its widest cell.
+local function grid(header, rows, markdown)
+  local width = {}
+  for _, r in ipairs({ header, unpack(rows) }) do
+    for i, c in ipairs(r) do width[i] = math.max(width[i] or 0, #c) end
   end
-  local out = {
-    string.format("dtype %s on %s; medians in ms, all timed by the evaluator's one method%s", meta.dtype or "?",
-      meta.device or "?", meta.device == "cpu" and " (CPU mode: wall clock)" or " (L2 flush, launch pad, CUDA events, device-wide sync)"),
-  }
-  local measured = false
-  for _, row in ipairs(times) do for i = 2, 6 do if row[i] ~= "-" then measured = true end end end
-  if not measured then
-    out[#out + 1] = "No figure was measured, for the reasons below."
-  else
-    for _, l in ipairs({ "",
-    grid.render({ "problem", "eager", "compile", "max-autotune", "input", "optimized", "correct input, opt" }, times, md),
-    "",
-    "The optimized kernel against each:",
-    grid.render({ "problem", "vs eager", "vs compile", "vs max-autotune", "vs input (interleaved)", "SOL % input → opt" },
-      ratios, md),
-    "",
-    "Spreads (p10-p90) and do_bench means:",
-    grid.render({ "problem", "eager", "compile", "max-autotune", "input", "optimized", "do_bench eager",
-      "do_bench compile", "do_bench max-autotune" }, spreads, md) }) do out[#out + 1] = l end
+  local function line(r)
+    local cells = {}
+    for i, c in ipairs(r) do cells[i] = c .. string.rep(" ", width[i] - #c) end
+    if markdown then return "| " .. table.concat(cells, " | ") .. " |" end
+    return (table.concat(cells, "  "):gsub("%s+$", ""))
   end
-  -- each reason once, with the figures it applies to: per figure, the problems (or "every problem")
-  local reasons, order = {}, {}
-  local function note(text, key, problem)
-    local r = reasons[text]
-    if not r then r = { keys = {}, by_key = {} }; reasons[text] = r; order[#order + 1] = text end
-    if not r.by_key[key] then r.by_key[key] = {}; r.keys[#r.keys + 1] = key end
-    table.insert(r.by_key[key], problem)
+  local rule = {}
+  for i in ipairs(header) do rule[i] = string.rep("-", width[i] + (markdown and 2 or 0)) end
+  local out = { line(header), markdown and ("|" .. table.concat(rule, "|") .. "|") or table.concat(rule, "  ") }
+  for _, r in ipairs(rows) do out[#out + 1] = line(r) end
+  return out
+end
+
+local TRITON_ON_CPU = require("agents.lib.bench.measure").TRITON_ON_CPU
+
+-- notes(rows) -> the lines under the tables: what was not measured or failed, each message once
+-- with the problems and figures it applies to
+local function notes(rows)
+  local order, by = {}, {}
+  local function add(problem, key, msg)
+    msg = tostring(msg):sub(1, 300)
+    if not by[msg] then by[msg] = { problems = {}, keys = {}, seen = {} }; order[#order + 1] = msg end
+    local g = by[msg]
+    if not g.seen[problem] then g.seen[problem] = true; g.problems[#g.problems + 1] = problem end
+    if not g.seen["key:" .. key] then g.seen["key:" .. key] = true; g.keys[#g.keys + 1] = key end
   end
   for _, r in ipairs(rows) do
     local keys = {}
     for k in pairs(r.errors) do keys[#keys + 1] = k end
     table.sort(keys)
-    for _, k in ipairs(keys) do note(tostring(r.errors[k]):sub(1, 300), k, r.problem) end
-    if r.interleaved and r.interleaved.error then note(r.interleaved.error:sub(1, 300), "interleaved", r.problem) end
+    for _, k in ipairs(keys) do add(r.problem, k, r.errors[k]) end
+    if r.interleaved and r.interleaved.error then add(r.problem, "interleaved", r.interleaved.error) end
   end
-  if #order > 0 then
+  local out = {}
+  for _, msg in ipairs(order) do
+    local g = by[msg]
+    local who = #g.problems == #rows and #rows > 1 and string.format("every problem (%d)", #rows)
+      or table.concat(g.problems, ", ")
+    out[#out + 1] = string.format("- %s, %s: %s", who, table.concat(g.keys, " and "), msg)
+  end
+  return out
+end
+
+-- all_triton_on_cpu(rows) -> true when no kernel of any row could run: Triton kernels in CPU mode
+local function all_triton_on_cpu(rows)
+  if #rows == 0 then return false end
+  for _, r in ipairs(rows) do
+    local function triton(k) return tostring(r.errors[k] or ""):find(TRITON_ON_CPU, 1, true) ~= nil end
+    if not (triton("optimized") or triton("input_kernel")) then return false end
+    if r.optimized_ms or r.input_kernel_ms then return false end
+  end
+  return true
+end
+
+-- table_text(rows, meta) -> the tables printed at the end. meta: device, dtype, markdown (Markdown
+-- tables; else plain columns aligned for a terminal).
+function M.table_text(rows, meta)
+  local out = {
+    string.format("dtype %s on %s; medians in ms, all timed by the evaluator's one method%s", meta.dtype or "?",
+      meta.device or "?", meta.device == "cpu" and " (CPU mode: wall clock)" or " (L2 flush, launch pad, CUDA events, device-wide sync)"),
+    "",
+  }
+  if all_triton_on_cpu(rows) then
+    -- nothing ran: one line says why instead of a table of dashes and a note per figure
+    out[#out + 1] = string.format("Triton kernels need a GPU: the kernels of the %d problem(s) are Triton, which CPU "
+      .. "mode cannot run, so nothing was measured (the baselines are timed beside a verified kernel). Run on a GPU machine.",
+      #rows)
+    return table.concat(out, "\n")
+  end
+  local md = meta.markdown
+  local main = {}
+  for _, r in ipairs(rows) do
+    local il = r.interleaved and r.interleaved.optimized_vs_input
+      and string.format("%.2fx (%.2f-%.2f)", r.interleaved.optimized_vs_input, r.interleaved.p10 or 0, r.interleaved.p90 or 0)
+      or x(r.speedup.optimized_vs_input)
+    local function yn(k) return r.correct[k] == nil and "-" or (r.correct[k] and "yes" or "NO") end
+    main[#main + 1] = { r.problem, f(r.eager_ms), f(r.compile_ms), f(r.input_kernel_ms), f(r.optimized_ms),
+      f(r.compile_max_autotune_ms), x(r.speedup.optimized_vs_eager), x(r.speedup.optimized_vs_compile),
+      x(r.speedup.optimized_vs_compile_max_autotune), il,
+      f(r.sol_pct.input_kernel, "%.0f") .. " → " .. f(r.sol_pct.optimized, "%.0f"), yn("input_kernel") .. ", " .. yn("optimized") }
+  end
+  for _, l in ipairs(grid({ "problem", "eager", "compile", "input", "optimized", "max-autotune", "opt vs eager",
+      "opt vs compile", "opt vs max-autotune", "opt vs input (interleaved)", "SOL % input → opt", "correct input, opt" },
+      main, md)) do out[#out + 1] = l end
+  out[#out + 1] = ""
+  local spreads = {}
+  for _, r in ipairs(rows) do
+    local s, d = r.spread, r.do_bench_ms
+    spreads[#spreads + 1] = { r.problem, range(s.eager), range(s.compile), range(s.input_kernel), range(s.optimized),
+      range(s.compile_max_autotune), f(d.eager), f(d.compile), f(d.compile_max_autotune) }
+  end
+  for _, l in ipairs(grid({ "problem", "eager p10-p90", "compile p10-p90", "input p10-p90", "optimized p10-p90",
+      "max-autotune p10-p90", "do_bench eager", "do_bench compile", "do_bench max-autotune" }, spreads, md)) do
+    out[#out + 1] = l
+  end
+  local n = notes(rows)
+  if #n > 0 then
     out[#out + 1] = ""
     out[#out + 1] = "Not measured or failed:"
-    for _, text in ipairs(order) do
-      local where = {}
-      for _, k in ipairs(reasons[text].keys) do
-        local ps = reasons[text].by_key[k]
-        where[#where + 1] = k .. " of " .. ((#rows > 1 and #ps == #rows) and "every problem" or table.concat(ps, ", "))
-      end
-      out[#out + 1] = string.format("- %s: %s", table.concat(where, "; "), text)
-    end
+    for _, l in ipairs(n) do out[#out + 1] = l end
   end
   return table.concat(out, "\n")
 end

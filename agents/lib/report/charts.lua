@@ -44,7 +44,8 @@ function M.convergence(d)
   local names, line_colors = {}, { eager = "#444444", ["torch.compile"] = "#2a9d8f",
     ["compile max-autotune"] = "#8ab17d", ["speed of light"] = "#d62828", ["best, re-measured"] = "#1f4e9c" }
   local range = {}
-  for i, l in ipairs(d.lines) do names[i] = l.name; range[i] = line_colors[l.name] or "#999999" end
+  -- the legend names each line with its value (label), coloured by what it is (name)
+  for i, l in ipairs(d.lines) do names[i] = l.label or l.name; range[i] = line_colors[l.name] or "#999999" end
   local layers = {
     { data = { values = arr(d.attempts) }, mark = { type = "point", filled = true, size = 70, opacity = 0.85 },
       encoding = { x = x, y = y,
@@ -59,7 +60,8 @@ function M.convergence(d)
   if #d.lines > 0 then
     layers[#layers + 1] = { data = { values = d.lines }, mark = { type = "rule", strokeDash = { 6, 4 }, strokeWidth = 1.5 },
       encoding = { y = { field = "time_ms", type = "quantitative" },
-        color = { field = "name", type = "nominal", title = "reference", scale = { domain = names, range = range } },
+        color = { field = d.lines[1].label and "label" or "name", type = "nominal", title = "reference",
+          scale = { domain = names, range = range } },
         tooltip = { { field = "name" }, { field = "time_ms", format = ".4f", title = "ms" } } } }
   end
   local top = { width = WIDTH, height = 320, layer = layers, resolve = { scale = { color = "independent" } } }
@@ -71,6 +73,20 @@ function M.convergence(d)
         tooltip = { { field = "id", title = "attempt" }, { field = "stage" }, { field = "error" } } } }
   end
   return spec
+end
+
+-- overlay(points) -> convergence curves of many runs on one chart (Vega-Lite): points {run,
+-- problem, round, time_ms, speedup over the run's start}; a click on the legend picks a run out.
+function M.overlay(points)
+  return { ["$schema"] = VL, width = WIDTH, height = 300, data = { values = arr(points) },
+    params = { { name = "pick", select = { type = "point", fields = { "run" } }, bind = "legend" } },
+    mark = { type = "line", point = true },
+    encoding = { x = { field = "round", type = "quantitative", axis = { tickMinStep = 1, format = "d" } },
+      y = { field = "speedup", type = "quantitative", title = "speedup over the run's start" },
+      color = { field = "run", type = "nominal", legend = { labelLimit = 320 } },
+      opacity = { condition = { param = "pick", value = 1 }, value = 0.15 },
+      tooltip = { { field = "run" }, { field = "problem" }, { field = "round" }, { field = "time_ms", format = ".4f", title = "ms" },
+        { field = "speedup", format = ".3f" } } } }
 end
 
 -- lineage(nodes) -> the beam's lineage as a tree (Vega): nodes {id, parent, outcome,

@@ -87,7 +87,7 @@ table.data th{background:#f3f4f6} table.data tr.failed td{color:#a33}
 .kv{display:grid;grid-template-columns:max-content auto;gap:2px 16px;font-size:13px}
 .kv div:nth-child(odd){color:#555} .chart{margin:6px 0 14px;min-height:40px}
 .note{color:#666;font-size:13px} .err{color:#b00;font-weight:600}
-.cols{display:flex;gap:24px;flex-wrap:wrap}
+.cols{display:flex;gap:24px;flex-wrap:wrap} .running{background:#fff4d6;padding:6px 10px;border-radius:4px}
 code,pre{font-family:ui-monospace,monospace;font-size:12px}
 ]]
 
@@ -106,7 +106,7 @@ local LOADER = [[
       el.innerHTML='<p class="err">chart failed: '+String(e)+'</p>';console.error('chart '+el.getAttribute('data-spec')+': '+e);}));
   });
   var d=document.getElementById('diff');
-  if(d){
+  if(d&&document.getElementById('diff-data')){
     var src=spec('diff-data');
     var patch=Diff.createTwoFilesPatch(src.old_name,src.new_name,src.old_text,src.new_text,'','',{context:3});
     var ui=new Diff2HtmlUI(d,patch,{drawFileList:false,matching:'lines',outputFormat:'side-by-side',highlight:true,
@@ -117,11 +117,14 @@ local LOADER = [[
 })();
 ]]
 
--- page{title, subtitle, body, charts = bool, diff = bool} -> the whole HTML text
+-- page{title, subtitle, body, charts = bool, diff = bool, refresh = seconds, script = js} -> the
+-- whole HTML text
 function M.page(p)
   local head = { "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">",
     "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">",
     "<title>" .. M.esc(p.title) .. "</title>", "<style>" .. STYLE .. "</style>" }
+  -- a page of something still running reloads itself (the run rewrites it after every round)
+  if p.refresh then head[#head + 1] = string.format('<meta http-equiv="refresh" content="%d">', p.refresh) end
   local libs = {}
   local function add(kind)
     for _, name in ipairs(M.CSS[kind] or {}) do head[#head + 1] = "<style>" .. M.asset(name) .. "</style>" end
@@ -134,6 +137,7 @@ function M.page(p)
   body[#body + 1] = p.body
   body[#body + 1] = table.concat(libs, "\n")
   if p.charts or p.diff then body[#body + 1] = "<script>" .. LOADER .. "</script>" end
+  if p.script then body[#body + 1] = "<script>" .. p.script .. "</script>" end
   body[#body + 1] = "</body></html>\n"
   return table.concat(head, "\n") .. table.concat(body, "\n")
 end

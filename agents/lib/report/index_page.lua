@@ -47,14 +47,60 @@ function M.runs(folder)
   return rows
 end
 
+-- curves(folder, rows) -> every run's best per round as a speedup over its own start (runs of
+-- different problems share one axis that way), for the overlay chart
+function M.curves(folder, rows)
+  local pts = {}
+  for _, r in ipairs(rows) do
+    local dir = fs.join(folder, r.name)
+    local s, st = run_data.read_json(dir, "summary.json"), run_data.read_json(dir, "state.json")
+    local series = s and run_data.best_per_round(dir, s, st) or {}
+    local start = series[1] and series[1].round == 0 and series[1].time_ms
+    if start then
+      for _, b in ipairs(series) do
+        pts[#pts + 1] = { run = r.name, problem = r.problem, round = b.round, time_ms = b.time_ms, speedup = start / b.time_ms }
+      end
+    end
+  end
+  return pts
+end
+
+-- The runs table: a click on a header sorts by that column (numbers as numbers, "-" last; a second
+-- click reverses), the box filters rows by any text in them.
+local SORT_FILTER = [[
+(function(){
+  var t=document.getElementById('runs'); if(!t) return;
+  var body=t.tBodies[0], dir={};
+  function key(td){var s=td.textContent.trim(),n=parseFloat(s);return s==='-'||s===''?null:(isNaN(n)||!/^[-0-9.]/.test(s)?s:n);}
+  t.querySelectorAll('th').forEach(function(th,i){th.style.cursor='pointer';th.addEventListener('click',function(){
+    dir[i]=dir[i]===1?-1:1;var rows=Array.prototype.slice.call(body.rows);
+    rows.sort(function(a,b){var x=key(a.cells[i]),y=key(b.cells[i]);if(x===y)return 0;if(x===null)return 1;if(y===null)return -1;
+      return (x<y?-1:1)*dir[i];});
+    rows.forEach(function(r){body.appendChild(r);});t.setAttribute('data-sorted',th.textContent+(dir[i]>0?' up':' down'));});});
+  var f=document.getElementById('filter');
+  f.addEventListener('input',function(){var q=f.value.toLowerCase(),n=0;
+    Array.prototype.forEach.call(body.rows,function(r){var hit=r.textContent.toLowerCase().indexOf(q)>=0;r.style.display=hit?'':'none';if(hit)n++;});
+    t.setAttribute('data-shown',String(n));});
+})();
+]]
+
 -- write_runs(folder) -> path of folder/index.html
 function M.write_runs(folder)
   local rows = M.runs(folder)
-  local body = #rows > 0 and html.table_html(RUN_COLUMNS, rows, { id = "runs" })
+  local body = { '<p class="note">A click on a column header sorts by it; the box keeps the rows that contain its text.</p>'
+    .. '<input id="filter" type="search" placeholder="filter runs (problem, policy, model, ...)" size="40">' }
+  body[#body + 1] = #rows > 0 and html.table_html(RUN_COLUMNS, rows, { id = "runs" })
     or '<p class="note">No finished run in this folder yet.</p>'
+  local pts = M.curves(folder, rows)
+  if #pts > 0 then
+    body[#body + 1] = "<h2>Convergence of every run</h2>"
+      .. '<p class="note">The best kernel at the end of each round as a speedup over the run\'s own start (search-time '
+      .. "medians), one line per run; a click on a run in the legend picks it out.</p>"
+      .. html.chart("spec-overlay", charts.overlay(pts))
+  end
   local path = fs.join(folder, "index.html")
-  local ok, err = fs.write(path, html.page({ title = "kagent-rt runs", body = body,
-    subtitle = string.format("%d finished run(s) in %s", #rows, esc(fs.abspath(folder))) }))
+  local ok, err = fs.write(path, html.page({ title = "kagent-rt runs", body = table.concat(body, "\n"), charts = #pts > 0,
+    script = SORT_FILTER, subtitle = string.format("%d finished run(s) in %s", #rows, esc(fs.abspath(folder))) }))
   if not ok then return nil, err end
   return path
 end

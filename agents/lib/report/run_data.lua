@@ -38,7 +38,7 @@ end
 
 -- best_per_round(dir, summary, state) -> {{round, time_ms, id}}: the input at round 0, then the
 -- best kernel at the end of each round (search-time medians, as the search saw them)
-local function best_per_round(dir, s, st)
+function M.best_per_round(dir, s, st)
   local out = {}
   local input_ms = st and st.input and median(st.input.result and st.input.result.time_ms)
   if input_ms then out[1] = { round = 0, time_ms = input_ms, id = "input" } end
@@ -61,7 +61,10 @@ end
 -- speed-of-light bound and the confirmed best, the ones that were measured
 local function reference_lines(s, roof)
   local b, out = s.baselines or {}, {}
-  local function add(name, v) if num(v) then out[#out + 1] = { name = name, time_ms = v } end end
+  -- label: the legend's entry, with its value
+  local function add(name, v)
+    if num(v) then out[#out + 1] = { name = name, time_ms = v, label = string.format("%s %.4f ms", name, v) } end
+  end
   add("eager", b.eager_ms)
   add("torch.compile", b.compile_ms)
   add("compile max-autotune", b.compile_max_autotune_ms)
@@ -157,11 +160,61 @@ local function side_by_side(input, best, s)
   return rows
 end
 
--- load(dir) -> the report's data for the run folder dir, or nil, why
+-- running_summary(dir, st) -> what a run still in progress can show in place of summary.json:
+-- its options and the rounds done (state.json, saved after every round); status "running"
+local function running_summary(dir, st)
+  local o = st.opts or {}
+  return { run_id = fs.basename(dir), status = st.stopped and "stopped" or "running", problem = o.problem, policy = o.policy, dtype = o.dtype,
+    device = "-", mode = o.tuner and "tuner" or "-", rounds = num(st.round) or 0, rounds_requested = o.rounds,
+    stop_reason = st.stopped or "(running)", attempts = #(st.attempts or {}), baselines = st.baselines,
+    tokens = { total = st.usage and st.usage.tokens }, llm_calls = st.usage and st.usage.calls,
+    cost_usd = st.usage and st.usage.cost_usd }
+end
+
+-- kernel_file(id) -> the run-folder path of a kernel id's source: input, or r<round>w<worker>
+local function kernel_file(id)
+  if id == "input" then return "input_kernel.py" end
+  local r, w = tostring(id):match("^r(%d+)w(%d+)$")
+  return r and string.format("rounds/round_%s/w%s/kernel.py", r, w) or nil
+end
+
+-- Files an attempt's row links to, where they exist: its kernel, its prompt and the reply.
+M.ATTEMPT_FILES = { { "kernel", "kernel.py" }, { "prompt", "opt_prompt.txt" }, { "reply", "opt_reply.txt" } }
+
+-- attempt_links(dir, rows) -> each row's links ({name, href}) and the sources a diff against its
+-- parent needs: codes = {id -> source} of every attempt and parent that has one
+local function attempt_links(dir, rows)
+  local codes = {}
+  local function code_of(id)
+    if codes[id] == nil then
+      local f = kernel_file(id)
+      codes[id] = f and fs.read(fs.join(dir, f)) or false
+    end
+    return codes[id]
+  end
+  for _, r in ipairs(rows) do
+    local wdir = string.format("rounds/round_%s/w%s", tostring(r.round), tostring(r.worker))
+    r.links = {}
+    for _, f in ipairs(M.ATTEMPT_FILES) do
+      if fs.exists(fs.join(dir, wdir .. "/" .. f[2])) then r.links[#r.links + 1] = { f[1], wdir .. "/" .. f[2] } end
+    end
+    r.has_diff = code_of(r.id) and code_of(r.parent or "input") and true or false
+  end
+  local out = {}
+  for id, c in pairs(codes) do if c then out[id] = c end end
+  return out
+end
+
+-- load(dir) -> the report's data for the run folder dir, or nil, why. A run still in progress
+-- (state.json, no summary.json yet) gives what it has so far, with d.running set.
 function M.load(dir)
   local s = read_json(dir, "summary.json")
-  if not s then return nil, dir .. " has no summary.json (not a finished run)" end
   local st = read_json(dir, "state.json")
+  local running = false
+  if not s then
+    if not (st and st.opts) then return nil, dir .. " has no summary.json nor state.json (not a run folder)" end
+    s, running = running_summary(dir, st), not st.stopped
+  end
   local input_eval, best_eval = read_json(dir, "input_eval.json"), read_json(dir, "best_eval.json")
   local input_ms = st and st.input and median(st.input.result and st.input.result.time_ms)
     or median(input_eval and input_eval.time_ms) or num(s.input_ms)
@@ -172,11 +225,15 @@ function M.load(dir)
     timed = timed, failed = failed, input_ms = input_ms, roof = roof, usage = usage, by_role = calls.by_role(usage),
     replay = s.replay, started = M.started(s.run_id),
     input_code = fs.read(fs.join(dir, "input_kernel.py")), best_code = fs.read(fs.join(dir, "best_kernel.py")) }
-  d.best_series = best_per_round(dir, s, st)
+  d.best_series = M.best_per_round(dir, s, st)
   d.lines = reference_lines(s, roof)
   d.lineage = lineage(rows, s.best and s.best.id, input_ms)
   d.side = side_by_side(input_eval, best_eval, s)
   d.rounds = num(s.rounds) or 0
+  d.running = running
+  d.stopped = st and st.stopped or nil  -- a run stopped on an LLM failure (--resume continues it)
+  d.options = st and st.opts or nil
+  d.codes = attempt_links(dir, rows)
   return d
 end
 

@@ -5,10 +5,14 @@ local html = require("agents.lib.report.html")
 local charts = require("agents.lib.report.charts")
 local run_data = require("agents.lib.report.run_data")
 local confirm = require("agents.lib.confirm")
+local json = require("kagent.json")
 
 local M = {}
 
 local esc, fmt = html.esc, html.fmt
+
+-- how often the page of a running run reloads itself
+M.REFRESH_S = 10
 
 local function x(v) return type(v) == "number" and string.format("%.3fx", v) or "-" end
 
@@ -20,6 +24,7 @@ local function header(d)
   local shown = confirm.reportable(s) and s or { run_id = s.run_id }
   local best = shown.best or {}
   local confirmed = s.verified == true and "yes (re-measured in a fresh process beside the baselines)"
+    or d.running and "not yet (the run is still going)"
     or '<span class="err">not confirmed: ' .. esc(s.error or "no finalist passed the final confirmation")
       .. "; no figure is reported</span>"
   return html.kv({
@@ -29,8 +34,8 @@ local function header(d)
     { "device, dtype", esc(s.device) .. ", " .. esc(s.dtype) },
     { "model", esc(s.model == nil and "-" or s.model) },
     { "best kernel", esc(best.id or "-") .. string.format(" (round %s): %s ms", tostring(best.round or "-"), fmt(shown.best_ms)) },
-    { "input kernel", fmt(shown.input_ms) .. " ms (re-timed beside the best)" },
-    { "speedup", string.format("%s vs input, %s vs eager, %s vs torch.compile, %s vs max-autotune",
+    { "input kernel", fmt(d.input_ms) .. " ms (as the search measured it: the chart's round 0)" },
+    { "speedup", string.format("%s vs input (both re-timed at the end), %s vs eager, %s vs torch.compile, %s vs max-autotune",
       x(shown.speedup_vs_input), x(shown.speedup_vs_eager), x(shown.speedup_vs_compile),
       x(shown.speedup_vs_compile_max_autotune)) },
     { "speed of light", type(shown.sol_pct) == "number" and string.format("%.1f%%", shown.sol_pct) or "- (no roofline: CPU mode or no profile)" },
@@ -60,8 +65,50 @@ local ROUND_COLUMNS = {
   end },
   { key = "vs_parent", title = "x parent", fmt = "%.3f" }, { key = "vs_input", title = "x input", fmt = "%.3f" },
   { key = "tries" },
+  { key = "files", fmt = function(r)
+    local out = {}
+    for _, l in ipairs(r.links or {}) do out[#out + 1] = string.format('<a href="%s">%s</a>', esc(l[2]), esc(l[1])) end
+    if r.has_diff then
+      out[#out + 1] = string.format('<a href="#diff" class="diff-link" data-id="%s" data-parent="%s">diff vs %s</a>',
+        esc(r.id), esc(r.parent or "input"), esc(r.parent or "input"))
+    end
+    return table.concat(out, " · ")
+  end },
   { key = "error", fmt = function(r) return esc(tostring(r.error or ""):sub(1, 160)) end },
 }
+
+-- An attempt's "diff vs parent" link redraws the diff section with that pair (sources embedded
+-- in the page as attempt-codes: a page from disk may not read other files).
+local ATTEMPT_DIFF = [[
+(function(){
+  var el=document.getElementById('attempt-codes'); if(!el) return;
+  var codes=JSON.parse(el.textContent);
+  document.querySelectorAll('a.diff-link').forEach(function(a){a.addEventListener('click',function(ev){
+    ev.preventDefault();
+    var id=a.getAttribute('data-id'),par=a.getAttribute('data-parent'),d=document.getElementById('diff');
+    d.innerHTML='';
+    var patch=Diff.createTwoFilesPatch(par,id,codes[par],codes[id],'','',{context:3});
+    var ui=new Diff2HtmlUI(d,patch,{drawFileList:false,matching:'lines',outputFormat:'side-by-side',highlight:true,
+      synchronisedScroll:true,fileContentToggle:false});
+    ui.draw();ui.highlightCode();
+    d.setAttribute('data-shown',par+' -> '+id);d.setAttribute('data-rendered','1');
+    document.getElementById('diff-title').textContent='Kernel diff ('+par+' \u2192 '+id+')';
+    d.scrollIntoView();
+  });});
+})();
+]]
+
+-- options(d) -> the run's options (state.json), sorted, as a grid
+local function options_panel(d)
+  local keys = {}
+  for k, v in pairs(d.options or {}) do
+    if v ~= false and v ~= json.null and type(v) ~= "table" then keys[#keys + 1] = k end
+  end
+  table.sort(keys)
+  local list = {}
+  for _, k in ipairs(keys) do list[#list + 1] = { "--" .. k:gsub("_", "-"), esc(tostring(d.options[k])) } end
+  return html.kv(list)
+end
 
 local function side_table(d)
   local cols = { { key = "metric" },
@@ -78,7 +125,17 @@ local USAGE_COLUMNS = { { key = "role" }, { key = "calls" }, { key = "input_toke
 -- render(d) -> the page for run data d (agents/lib/report/run_data.lua)
 function M.render(d)
   local s = d.summary
-  local body = { header(d) }
+  local body = {}
+  if d.stopped and not d.summary.verified then
+    body[1] = string.format('<p class="running" id="stopped">Stopped after round %s: %s. '
+      .. "<code>kagent-rt %s --resume %s</code> continues it.</p>", tostring(s.rounds), esc(d.stopped),
+      "agents/beam.lua", esc(d.dir))
+  elseif d.running then
+    body[1] = string.format('<p class="running" id="running">Running: round %s of %s done. This page reloads '
+      .. 'every %d s; the run rewrites it after every round.</p>', tostring(s.rounds), tostring(s.rounds_requested or "?"),
+      M.REFRESH_S)
+  end
+  body[#body + 1] = header(d)
   body[#body + 1] = "<h2>Convergence</h2>"
   if #d.best_series > 0 or #d.timed > 0 or #d.failed > 0 then
     body[#body + 1] = '<p class="note">Line: the best kernel at the end of each round (search-time medians). '
@@ -113,13 +170,17 @@ function M.render(d)
     body[#body + 1] = '<p class="note">No roofline: the evaluator reports none in CPU mode (no GPU peaks).</p>'
   end
   body[#body + 1] = "</div></div>"
-  body[#body + 1] = "<h3>Kernel diff (input → best)</h3>"
+  body[#body + 1] = '<h3 id="diff-title">Kernel diff (input → best)</h3>'
   if d.input_code and d.best_code then
     body[#body + 1] = '<div id="diff"></div>' .. html.json_data("diff-data", { old_name = "input_kernel.py",
       new_name = "best_kernel.py", old_text = d.input_code, new_text = d.best_code })
   else
-    body[#body + 1] = '<p class="note">input_kernel.py or best_kernel.py is missing.</p>'
+    body[#body + 1] = '<p class="note">' .. (d.running and "No best kernel yet (the run is still going)"
+      or "input_kernel.py or best_kernel.py is missing") .. '; an attempt\'s "diff vs" link shows it against its parent.</p>'
+      .. '<div id="diff"></div>'
   end
+  local has_codes = next(d.codes or {}) ~= nil
+  if has_codes then body[#body + 1] = html.json_data("attempt-codes", d.codes) end
   body[#body + 1] = "<h2>LLM usage by role</h2>"
   if #d.by_role > 0 then
     body[#body + 1] = html.table_html(USAGE_COLUMNS, d.by_role, { id = "usage" })
@@ -127,8 +188,11 @@ function M.render(d)
   else
     body[#body + 1] = '<p class="note">No LLM calls (the LLM-free tuner, or no usage.csv).</p>'
   end
+  body[#body + 1] = "<h2>Options</h2>"
+  body[#body + 1] = d.options and options_panel(d) or '<p class="note">No state.json: the options are unknown.</p>'
   return html.page({ title = "kagent-rt run " .. tostring(s.run_id), body = table.concat(body, "\n"), charts = true,
-    diff = d.input_code ~= nil and d.best_code ~= nil,
+    diff = (d.input_code ~= nil and d.best_code ~= nil) or has_codes, refresh = d.running and M.REFRESH_S or nil,
+    script = has_codes and ATTEMPT_DIFF or nil,
     subtitle = esc(s.problem) .. " · " .. esc(s.policy) .. " · " .. esc(s.device) .. ' · <a href="../index.html">all runs</a>' })
 end
 

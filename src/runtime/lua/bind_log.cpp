@@ -5,6 +5,7 @@
 
 #include "lua/lua_util.hpp"
 #include "lua/native_modules.hpp"
+#include "util/logging.hpp"
 
 namespace kagent {
 namespace {
@@ -39,6 +40,13 @@ int l_set_level(lua_State* L) {
   return 0;
 }
 
+int l_status(lua_State* L) {
+  size_t n = 0;
+  const char* text = lua_isnoneornil(L, 1) ? "" : luaL_checklstring(L, 1, &n);
+  set_status_line(std::string(text, n));
+  return 0;
+}
+
 }  // namespace
 
 int open_native_log(lua_State* L) {
@@ -50,6 +58,7 @@ int open_native_log(lua_State* L) {
                                  {"enabled", l_enabled},
                                  {"level", l_level},
                                  {"set_level", l_set_level},
+                                 {"status", l_status},
                                  {nullptr, nullptr}};
   lua_newtable(L);
   set_functions(L, fns);

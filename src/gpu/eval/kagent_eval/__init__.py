@@ -11,3 +11,10 @@ PROTOCOL_VERSION = 1
 # The project's one version (CMake reads the same file); the pool refuses a worker of another.
 with open(_os.path.join(_os.path.dirname(__file__), "VERSION"), encoding="ascii") as _f:
     __version__ = _f.read().strip()
+
+
+def check(problem, kernel, **kw):
+    """Verifies and times one candidate the way kagent-rt's pool does (kagent_eval/oneshot.py):
+    check("problem.py", "kernel.py", dtype="fp32", device=None) -> the worker's result dict."""
+    from .oneshot import check as _check
+    return _check(problem, kernel, **kw)

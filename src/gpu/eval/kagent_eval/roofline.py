@@ -10,8 +10,8 @@
         "flops_per_s": {fp32,bf16,fp16}}
         a large device-to-device copy (read + write bytes), a large read-only sum, and a large
         matmul per dtype,
-        best of a few runs; cached in memory and in $XDG_CACHE_HOME/kagent/peaks-v2-<gpu-name>.json
-        (~/.cache when unset; KAGENT_CACHE_DIR in the sandbox).
+        best of a few runs; cached in memory and in a file, _cache_path (a worker's children: the
+        sandbox's per-user cache, jail.py).
     roofline(bytes, flops, peaks, measured_ms, dtype="bf16") -> {bytes, flops, lower_bound_ms,
         memory_bound_ms, compute_bound_ms, sol_pct, memory_sol_pct, binding: "memory"|"compute",
         fewer_ops?, note?}
@@ -103,10 +103,11 @@ def flops(model, inputs):
 
 
 def _cache_path(name):
+    """The peaks file of a GPU: in $KAGENT_CACHE_DIR, else $XDG_CACHE_HOME/kagent, else
+    ~/.cache/kagent (the XDG base directory rule)."""
     safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", name)
-    # the sandbox sets KAGENT_CACHE_DIR (jail.py); otherwise the XDG base directory rule
     xdg = os.environ.get("XDG_CACHE_HOME")
-    if not (xdg and os.path.isabs(xdg)):
+    if not (xdg and os.path.isabs(xdg)):  # a relative XDG_CACHE_HOME is invalid: ignored
         xdg = os.path.join(os.path.expanduser("~"), ".cache")
     root = os.environ.get("KAGENT_CACHE_DIR") or os.path.join(xdg, "kagent")
     return os.path.join(root, "peaks-v2-%s.json" % safe)  # v2: with the read bandwidth

@@ -132,6 +132,8 @@ function M.pool(opts)
   return setmetatable({
     want_devices = devices,
     python = opts.python or os.getenv("KAGENT_PYTHON") or "python3",
+    python_from = opts.python and "the pool's python option" or os.getenv("KAGENT_PYTHON") and "KAGENT_PYTHON"
+      or "the default; KAGENT_PYTHON is not set",
     -- a number, or "auto" until the workers start (_ensure): then the number and how it was chosen
     workers_per_gpu = wpg == "auto" and wpg or math.floor(wpg),
     workers_how = wpg_from,
@@ -315,6 +317,12 @@ function Pool:_spawn(device, slot, gpu)
       p:kill("KILL")
       local r = p:wait(5)
       local tail = secrets.redact(tostring(w.stderr_carry or "") .. tostring(r and r.stderr or "")):sub(-800)
+      local missing = tail:match("ModuleNotFoundError: No module named '([%w_.]+)'")
+      if missing then
+        -- the python lacks the evaluator's stack: one line naming it and the variable that picks it
+        return nil, string.format("EWORKER: the evaluator's python %s (%s) cannot import %s: set KAGENT_PYTHON "
+          .. "to a python that has torch (and triton on a GPU)", self.python, self.python_from, missing)
+      end
       return nil, "EWORKER: worker for device " .. tostring(device) .. " did not start (" ..
         tostring(rerr) .. ") " .. tail
     end
@@ -382,7 +390,8 @@ function Pool:_ensure()
     if r.ok and r[1] then workers[#workers + 1] = r[1]
     else errs[#errs + 1] = tostring(r[2] or r[1]) end
   end
-  if #errs > 0 then log.warn("gpu: %d worker(s) failed to start: %s", #errs, errs[1]) end
+  -- when none started, the caller's error says why (once); a partial start is only a warning
+  if #errs > 0 and #workers > 0 then log.warn("gpu: %d worker(s) failed to start: %s", #errs, errs[1]) end
   self.starting = nil
   if #workers == 0 then
     self.start_error = errs[1] or "EWORKER: no worker started"

@@ -30,7 +30,7 @@ local D = M.DEFAULTS
 local FLAGS = { ["1"] = true, ["true"] = true, yes = true, on = true,
                 ["0"] = false, ["false"] = false, no = false, off = false }
 local CACHE_MODES = { off = true, record = true, replay = true, auto = true }
-local NOT_CONFIGURED = "no LLM configured: set ANTHROPIC_API_KEY or OPENAI_API_KEY (or KAGENT_LLM_URL "
+local NOT_CONFIGURED = "no LLM is configured: set ANTHROPIC_API_KEY or OPENAI_API_KEY (or KAGENT_LLM_URL "
   .. "for an OpenAI-compatible server), optionally KAGENT_MODEL=provider:model, in the environment or .env"
 
 local cfg, totals, semaphores, store, unpriced
@@ -61,6 +61,9 @@ local function env(name)
 end
 
 -- Configuration ----------------------------------------------------------------------------------
+
+--- What configured() answers when nothing at all is configured (no key, URL or model).
+M.NOT_CONFIGURED = NOT_CONFIGURED
 
 local function positive(v) return type(v) == "number" and v > 0 end
 
@@ -260,6 +263,13 @@ function M.configured()
     task._running_task("llm.configured")
     local ok, f = pick_served_model(r, call_limits(r, {}, set, nil, false))
     if not ok then return false, f.message, f.code end
+  elseif r.compat and transport.loopback(r.base) and cache_mode() ~= "replay" then
+    -- a server on this machine is asked whether it listens (its model list, once per run): one
+    -- that is not running is found now, in milliseconds, not after a run's worth of retries
+    -- (a strict replay sends nothing, so asks nothing)
+    task._running_task("llm.configured")
+    local _, f = served_models(r, call_limits(r, {}, set, nil, false))
+    if f and f.refused then return false, f.message, f.code end
   end
   return true, r.provider .. ":" .. r.model
 end

@@ -25,5 +25,10 @@ end
 M.level = native.log.level
 --- Sets the level ("trace"|"debug"|"info"|"warn"|"error"|"off").
 M.set_level = native.log.set_level
+--- status(text): the status line under the log on stderr (nil or "" erases it); log lines are
+--- written above it. Redacted like log lines. Show one only on a terminal.
+function M.status(text)
+  native.log.status(text and secrets.redact(tostring(text)) or "")
+end
 
 return M

@@ -25,9 +25,24 @@ function M.failure(code, message, fields)
   return f
 end
 
--- A transport failure from kagent.http ("CODE: message"), with the key scrubbed out.
+--- loopback(base) -> whether a base URL names this machine (localhost, 127.x.x.x, [::1])
+function M.loopback(base)
+  local host = tostring(base):match("^%a[%w+.-]*://%[?([^/%]]+)")
+  if not host then return false end
+  host = host:gsub(":%d+$", "")
+  return host == "localhost" or host == "::1" or host:match("^127%.%d+%.%d+%.%d+$") ~= nil
+end
+
+-- A transport failure from kagent.http ("CODE: message"), with the key scrubbed out. A refused
+-- connection to this machine means nothing listens there: a second later nothing will either,
+-- so it is not retried and says what to do (`refused`).
 local function transport_failure(r, err, code)
   local message = errors.scrub(err, r.key):gsub("^%u+: ", "")
+  if code == "ECONNECT" and M.loopback(r.base)
+      and (message:find("Couldn't connect to server", 1, true) or message:find("Connection refused", 1, true)) then
+    return M.failure(code, "nothing listens at " .. r.base .. " (connection refused): start the server, or set "
+      .. "KAGENT_LLM_URL to where it runs", { retryable = false, refused = true })
+  end
   return M.failure(code, message, { retryable = RETRY_CODE[code] == true })
 end
 

@@ -1,0 +1,99 @@
+-- --config FILE (agents/lib/config.lua): the YAML subset and JSON it reads, long option names and
+-- KernelAgent's keys, the command line winning, one line for a bad file, and the merged options
+-- kept in the run folder (state.json) so that --resume uses them without the file.
+package.path = kagent.root .. "/tests/fixtures/agent/?.lua;" .. package.path
+local fs, json = kagent.fs, kagent.json
+local config = require("agents.lib.config")
+local run_lib = require("agents.lib.run")
+local session = require("fake_session")
+local cpu = session.cpu()
+
+local KA_YAML = [[
+# KernelAgent's examples/configs/beam_search.yaml, as it is written there
+strategy: beam_search
+num_workers: 4
+strategy_config:
+  num_top_kernels: 3
+  num_bottlenecks: 4
+openai_model: claude-opus-4.5
+high_reasoning_effort: true
+
+# Worker configuration
+benchmark_warmup: 25
+gpu_name: "NVIDIA H100 NVL 94GB"
+]]
+
+local function write(dir, name, text)
+  local path = dir .. "/" .. name
+  assert(fs.write(path, text))
+  return path
+end
+
+local function parse(argv) return run_lib.parse("agents/beam.lua", argv) end
+
+describe("--config", function()
+  it("reads the YAML subset: scalars, quotes, comments, one level of sections", function()
+    local t = assert(config.parse_yaml(KA_YAML, "ka.yaml"))
+    expect.eq(t.strategy, "beam_search")
+    expect.eq(t["strategy_config.num_top_kernels"], 3)
+    expect.eq(t.high_reasoning_effort, true)
+    expect.eq(t.gpu_name, "NVIDIA H100 NVL 94GB")
+    local _, why = config.parse_yaml("rounds: 2\nskills:\n  - a\n", "x.yaml")
+    expect.eq(why, "x.yaml:3: expected 'key: value'")
+    _, why = config.parse_yaml("beam: [1, 2]\n", "x.yaml")
+    expect.match(why, "^x%.yaml:1: only plain values")
+  end)
+
+  it("takes long option names and KernelAgent's keys; the command line wins", function()
+    local dir = spec.tmpdir("config-merge")
+    local ours = write(dir, "run.yaml", "rounds: 5\nmax-cv: 0.3\nsol_stop: 80\ndtype: bf16\nrequire-generalize: true\n")
+    local o = assert(parse({ "--problem", "p.py", "--config", ours, "--rounds", "2" }))
+    expect.eq(o.rounds, 2, "the command line wins")
+    expect.eq(o.max_cv, 0.3); expect.eq(o.sol_stop, 80); expect.eq(o.dtype, "bf16"); expect.eq(o.require_generalize, true)
+    expect.truthy(o._given.max_cv, "a value from the file counts as given (a --resume keeps it)")
+    local ka = write(dir, "ka.yaml", KA_YAML)
+    local k = assert(parse({ "--problem", "p.py", "--config", ka }))
+    expect.eq(k.policy, "beam"); expect.eq(k.beam, 3); expect.eq(k.directions, 4); expect.eq(k.model, "claude-opus-4.5")
+    local j = assert(parse({ "--problem", "p.py", "--config",
+      write(dir, "run.json", json.encode({ rounds = 4, strategy_config = { num_bottlenecks = 2 } })) }))
+    expect.eq(j.rounds, 4); expect.eq(j.directions, 2)
+  end)
+
+  it("refuses a bad file in one line: unknown key (did you mean), bad value, unreadable", function()
+    local dir = spec.tmpdir("config-bad")
+    for _, c in ipairs({
+      { "roundz: 3\n", "unknown key 'roundz'; did you mean 'rounds'?" },
+      { "rounds: -1\n", "--rounds expects a whole number >= 0, got '-1'" },
+      { "dtype: bf17\n", "--dtype must be one of fp32, bf16, fp16" },
+      { "resume: x\n", "'resume' cannot be set from a config file" },
+    }) do
+      local path = write(dir, "bad.yaml", c[1])
+      local r = session.run_agent("beam.lua", { "--problem", cpu.problem, "--config", path },
+        cpu.env(dir), 60)
+      expect.eq(r.code, 2, c[1])
+      expect.truthy(r.stderr:find(c[2], 1, true), c[1] .. ": " .. r.stderr)
+      expect.eq(select(2, r.stderr:gsub("\n", "")), 1, "one line: " .. r.stderr)
+    end
+    local r = session.run_agent("beam.lua", { "--problem", cpu.problem, "--config", dir .. "/none.yaml" }, cpu.env(dir), 60)
+    expect.eq(r.code, 2)
+    expect.match(r.stderr, "%-%-config: cannot read ")
+  end)
+
+  it("keeps the merged options in the run folder, and --resume uses them without the file", function()
+    if not cpu.have_torch() then skip("no torch for " .. spec.python .. " (set KAGENT_PYTHON)") end
+    local dir = spec.tmpdir("config-run")
+    local cfg = write(dir, "run.yaml", "rounds: 0\nbeam: 1\ntune-candidates: 3\nbenchmark_warmup: 25\n")
+    local r = session.run_agent("beam.lua", { "--problem", cpu.problem, "--kernel", cpu.fx .. "tunable.py",
+      "--devices", "cpu", "--config", cfg, "--out", dir .. "/runs" }, cpu.env(dir), 300)
+    expect.truthy(r.code == 0 or r.code == 5, "exit " .. r.code .. "\n" .. r.stderr:sub(-2000))
+    expect.match(r.stderr, "KernelAgent settings with no counterpart here, ignored: benchmark_warmup")
+    local rd = session.newest_run(dir .. "/runs")
+    local st = json.decode(assert(fs.read(rd .. "/state.json")))
+    expect.eq(st.opts.beam, 1); expect.eq(st.opts.tune_candidates, 3)
+    fs.remove(cfg)
+    local again = session.run_agent("beam.lua", { "--resume", rd }, cpu.env(dir), 300)
+    expect.truthy(again.code == 0 or again.code == 5, "resumed without the file: exit " .. again.code .. "\n" .. again.stderr:sub(-2000))
+    st = json.decode(assert(fs.read(rd .. "/state.json")))
+    expect.eq(st.opts.beam, 1, "the file's options stay the run's")
+  end, { timeout = 300 })
+end)

@@ -1,0 +1,21 @@
+-- The last line of a run names the confirmed figure, and the line under it says why it may
+-- differ from the best figure the status line showed during the search (agents/lib/summary.lua).
+local summary = require("agents.lib.summary")
+
+describe("the final line", function()
+  it("names the search's figure and why the confirmed one differs", function()
+    local l = summary.figures_line(0.0882, 0.2431, { remeasured = true })
+    expect.match(l, "the search measured 0%.0882 ms %(2%.76x faster than the confirmed figure%)")
+    expect.match(l, "inputs reused call after call")
+    expect.match(l, "new input values before every call")
+    expect.match(l, "the speedups use it")
+  end)
+
+  it("says the two agree when they do", function()
+    expect.match(summary.figures_line(0.1000, 0.1020, { remeasured = true }), "the search measured 0%.1000 ms; the confirmation %(.*%) agrees")
+  end)
+
+  it("has no search figure to compare with for a kernel that was never searched", function()
+    expect.match(summary.figures_line(nil, 0.5, nil), "^confirmed by a fresh job next to the baselines")
+  end)
+end)

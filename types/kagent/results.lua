@@ -1,0 +1,135 @@
+---@meta
+-- Generated from docs/lua-api.md by scripts/gen_lua_types.lua: do not edit; run
+-- `build/kagent-rt scripts/gen_lua_types.lua` after changing the docs.
+
+---@class kagent.gpu.Time
+---@field median number milliseconds
+---@field p10 number
+---@field p90 number
+---@field n integer? timed calls
+---@field [string] any
+
+---@class kagent.gpu.Gpu
+---@field index integer nvidia-smi's index
+---@field uuid string?
+---@field name string
+---@field mig boolean
+---@field visible string the CUDA_VISIBLE_DEVICES entry a worker gets
+
+---@class kagent.gpu.Result
+---@field ok boolean the job passed every stage it ran
+---@field stage string the stage it ended at ("done", "correctness", "timing", "worker", "request", ...)
+---@field error string? "CODE: message" when not ok
+---@field code string? the error's code
+---@field time_ms kagent.gpu.Time? the candidate's timing
+---@field eager_ms number? baselines timed beside it, when asked for
+---@field compile_ms number?
+---@field compile_max_autotune_ms number?
+---@field speedup_vs_eager number?
+---@field speedup_vs_compile number?
+---@field roofline table? {bytes, flops, lower_bound_ms, sol_pct, binding, ...}
+---@field metrics table? profiler metrics by kernel
+---@field device integer|string the pool device that ran it ("cpu" in CPU mode)
+---@field gpu kagent.gpu.Gpu? the GPU that measured it
+---@field wall number seconds in the pool
+---@field lease_wait_s number
+---@field lease_shared_wait_s number
+---@field [string] any
+
+---@class kagent.proc.Result
+---@field code integer? exit status (124 when timed out)
+---@field signal integer? the signal that ended it
+---@field stdout string
+---@field stderr string
+---@field timed_out boolean
+---@field elapsed number seconds
+---@field stdout_dropped integer bytes over max_output
+---@field stderr_dropped integer
+
+---@class kagent.http.Response
+---@field status integer
+---@field headers table<string, string> lower-case names
+---@field body string
+---@field elapsed number seconds
+
+---@class kagent.llm.TokenUsage
+---@field input_tokens integer uncached input
+---@field output_tokens integer
+---@field cache_read_tokens integer
+---@field cache_write_tokens integer
+
+---@class kagent.llm.Result
+---@field text string the reply
+---@field usage kagent.llm.TokenUsage
+---@field cost_usd number
+---@field model string
+---@field provider string
+---@field latency number seconds of the whole call, retries included
+---@field cached boolean from the record/replay cache
+---@field attempts integer HTTP attempts (0 when replayed)
+---@field stop_reason string?
+---@field truncated boolean stopped at max_tokens
+---@field streamed boolean
+---@field first_token_s number?
+---@field tokens_per_s number?
+---@field usage_estimated boolean?
+
+---@class kagent.llm.Failure
+---@field code string
+---@field message string
+---@field status integer? HTTP status of the last reply
+---@field server_error string? the server's own words
+---@field attempts integer
+---@field elapsed number
+---@field retryable boolean
+---@field provider string?
+---@field model string?
+
+---@class kagent.llm.Usage
+---@field calls integer
+---@field failures integer
+---@field failures_by_code table<string, integer>
+---@field input_tokens integer
+---@field output_tokens integer
+---@field cache_read_tokens integer
+---@field cache_write_tokens integer
+---@field cost_usd number
+---@field http_requests integer
+---@field retries integer
+---@field replayed integer
+---@field replay_misses integer
+---@field gen_tokens integer
+---@field gen_seconds number
+---@field tokens_per_s number
+---@field by_model table<string, table>
+
+---@class kagent.mem.Run
+---@field id integer
+---@field problem string?
+---@field problem_hash string?
+---@field gpu string?
+---@field policy string?
+---@field status string "running", "done", "failed", "stopped", ...
+---@field [string] any
+
+---@class kagent.mem.Attempt
+---@field id integer
+---@field run_id integer
+---@field round integer?
+---@field parent_id integer?
+---@field worker integer?
+---@field role string?
+---@field strategy string?
+---@field skill string?
+---@field plan_signature string?
+---@field source_path string?
+---@field source_hash string?
+---@field fingerprint string?
+---@field stage string?
+---@field correct boolean?
+---@field time_ms number?
+---@field speedup_vs_eager number?
+---@field speedup_vs_compile number?
+---@field metrics table? decoded
+---@field reflexion table? the latest reflexion, decoded (db:history)
+---@field [string] any
