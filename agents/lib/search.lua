@@ -198,12 +198,26 @@ local function worker(run, pol, st, job)
   return child
 end
 
--- A kernel without counters (its profile failed when it was evaluated) is profiled once before
--- its directions are chosen; the merged result replaces the kernel's (state the driver owns).
+-- A kernel without counters is profiled once: candidates are timed without a profile
+-- (run.evaluate), so a kept kernel is profiled when it enters the beam, and a parent whose
+-- profile failed before its directions are chosen; the merged result replaces the kernel's
+-- (state the driver owns). A candidate that loses the gate is never profiled.
 local function ensure_profile(run, k)
+  if k.profiled then return end
   local p = profiler.profile(run, k)
   k.profiled = true
   if p then k.result, k.profile = p, require("agents.lib.metrics").summarize(p) end
+end
+
+-- profile_kept(run, beam): the beam's kernels not profiled yet, profiled side by side
+local function profile_kept(run, beam)
+  local fns = {}
+  for _, k in ipairs(beam) do
+    if not k.profiled then fns[#fns + 1] = function() ensure_profile(run, k) end end
+  end
+  for _, res in ipairs(task.all(fns)) do
+    if not res.ok then log.error("profile of a kept kernel failed: %s", tostring(res[1])) end
+  end
 end
 
 -- round(run, pol, st, r) -> children (verified, new), reason when the policy had nothing to try
@@ -287,6 +301,7 @@ function M.search(run, pol, st)
     local kept = pol.keep(st.beam, children, run)
     if type(kept) ~= "table" or #kept == 0 then error("keep() must return a non-empty beam", 0) end
     st.beam = kept
+    profile_kept(run, st.beam)
     if update_best(run, st) then st.rounds_without_gain = 0 else st.rounds_without_gain = st.rounds_without_gain + 1 end
     st.round = r
     round_json(run, st, r, t0, u0, children)
@@ -418,7 +433,8 @@ function M.main(prog, argv, default_policy, how)
       pol = assert(policy_lib.load("tune"))
     end
   end
-  local run, _, ecode = run_lib.setup(prog, opts, { mode = llm and "llm" or "tuner", llm = llm, state = saved })
+  local run, _, ecode = run_lib.setup(prog, opts, { mode = llm and "llm" or "tuner", llm = llm, state = saved,
+    profile_children = pol.profile_children == true })
   if not run then return ecode end
   local ok, res = xpcall(drive, debug.traceback, run, pol, saved)
   if ok then return res end
