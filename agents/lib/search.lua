@@ -90,7 +90,9 @@ function M.start(run)
   run.rd:write("problem.py", run.problem_code)
   run.rd:write("input_kernel.py", code)
   run.progress:update({ round = 0 })
+  local t_in = ktime.now()
   local r = confirm.input(run, code)
+  local baselines_s = ktime.now() - t_in
   run.rd:write("input_eval.json", r)
   if not attempt.verified(r) then
     local ref = tostring(r.error):match("^EREFERENCE: (.*)$")
@@ -109,7 +111,7 @@ function M.start(run)
     speedup_vs_compile = r.speedup_vs_compile, metrics = k.profile })
   return { round = 0, input = k, beam = { k }, best = k, known = { [k.fingerprint] = k.id }, seq = 0,
     baselines = { eager_ms = r.eager_ms, compile_ms = r.compile_ms }, attempts = {}, rounds_without_gain = 0,
-    sol_checked = {} }
+    sol_checked = {}, timing = { baselines_s = baselines_s, search_s = 0 } }
 end
 
 -- supersede(run, st) -> attempts marked: what an interrupted process did after the state it saved
@@ -290,6 +292,8 @@ end
 -- went down (agents/lib/llm_guard.lua) is not kept: the driver stops, and --resume redoes it.
 function M.search(run, pol, st)
   show_best(run, st)
+  st.timing = st.timing or { search_s = 0 }
+  local t_search = ktime.now()
   local reason = st.stop_reason or stop_reason(run, pol, st)
   for r = st.round + 1, run.opts.rounds do
     if reason or run.llm_guard.down then break end
@@ -307,8 +311,11 @@ function M.search(run, pol, st)
     round_json(run, st, r, t0, u0, children)
     reason = stop_reason(run, pol, st)
     st.stop_reason = reason
+    st.timing.search_s = (st.timing.search_s or 0) + (ktime.now() - t_search)
+    t_search = ktime.now()
     state_file.save(run, st)
   end
+  st.timing.search_s = (st.timing.search_s or 0) + (ktime.now() - t_search)
   return reason
 end
 
@@ -318,7 +325,11 @@ function M.finish(run, st, reason)
   run.progress:update({ busy = 0 })
   local finalists = { st.best }
   for _, k in ipairs(st.beam) do if k ~= st.best then finalists[#finalists + 1] = k end end
-  return summary.search(run, st, reason, confirm.final(run, finalists, st.input))
+  local t0 = ktime.now()
+  local fin = confirm.final(run, finalists, st.input)
+  st.timing = st.timing or {}
+  st.timing.confirm_s = ktime.now() - t0
+  return summary.search(run, st, reason, fin)
 end
 
 -- Entry -------------------------------------------------------------------------------------------------

@@ -75,8 +75,12 @@ function M.search(run, st, reason, fin)
   local s = M.base(run)
   s.input_kernel = run.opts.kernel or st.input.label
   local mat = final.compile_max_autotune_ms
+  -- source: whether the final's baselines were measured, cached (agents/lib/measured.lua) or
+  -- measured again after a failed re-check; input_source: the same for the start's
   s.baselines = { eager_ms = eager or json.null, compile_ms = comp or json.null,
-    compile_max_autotune_ms = mat or json.null, times = final.baseline_times or json.null }
+    compile_max_autotune_ms = mat or json.null, times = final.baseline_times or json.null,
+    source = final.baselines_source or json.null, recheck = final.baselines_recheck or json.null,
+    input_source = st.input.result and st.input.result.baselines_source or json.null }
   s.input_ms, s.best_ms, s.best_time = fin.input_ms, t.median, t
   s.best = { id = best.id, round = best.round, worker = best.worker or json.null, fingerprint = best.fingerprint, path = "best_kernel.py" }
   s.speedup_vs_input = fin.input_ms / t.median
@@ -86,12 +90,16 @@ function M.search(run, st, reason, fin)
   -- what the confirmation checked: the fresh re-measure (trust), the resized problem, the sanitizer
   s.trust, s.generalizes = final.trust or json.null, final.generalizes or json.null
   s.sanitizer = final.sanitizer and final.sanitizer.ok or json.null
+  -- "cached": the sanitizer's and the resized problem's verdicts came from an earlier
+  -- confirmation of the same kernel in the same environment; the figure was measured now
+  s.confirmation_verdicts = final.verdicts_source or "measured"
   -- the best's verdict at KernelBench's tolerances (strict today, v0.1) and its largest errors
   s.kernelbench, s.max_abs_err, s.max_rel_err = final.kernelbench or json.null,
     final.max_abs_err or json.null, final.max_rel_err or json.null
   s.sol_pct = (final.roofline and final.roofline.sol_pct) or best.sol_pct or json.null
   s.verified, s.confirmation, s.beam = true, fin.tried, beam
   M.add_search_counts(s, run, st, reason)
+  M.add_time_split(s, st, fin)
   s.attempts_to_best, s.rounds_to_best = M.attempts_to_best(st.attempts, best), best.round or 0
   run.rd:write("summary.json", s)
   M.write_report(run)
@@ -103,6 +111,16 @@ function M.search(run, st, reason, fin)
     comp and string.format(", %.2fx torch.compile", comp / t.median) or "", st.round, s.stop_reason,
     run.rd.dir .. M.replay_line(s)))
   return s
+end
+
+-- add_time_split(s, st, fin): where the problem's wall time went — baselines_s (the start: the
+-- input kernel timed beside the baselines), search_s (the rounds, summed over resumed processes),
+-- confirm_s (the final confirmation) — and the confirmation's phases (agents/lib/confirm.lua)
+function M.add_time_split(s, st, fin)
+  local t = st.timing or {}
+  s.time_split = { baselines_s = t.baselines_s or json.null, search_s = t.search_s or json.null,
+    confirm_s = t.confirm_s or json.null }
+  s.confirm_phases = fin.phases or json.null
 end
 
 -- add_search_counts(s, run, st, reason): rounds, stop reason and the attempts' outcomes
@@ -130,6 +148,7 @@ function M.unconfirmed(run, st, reason, fin)
   s.confirmation = fin.tried
   s.error = confirm.unconfirmed_line(fin.tried)
   M.add_search_counts(s, run, st, reason)
+  M.add_time_split(s, st, fin)
   run.rd:write("summary.json", s)
   M.write_report(run)
   run.mem:finish("unconfirmed", s)
