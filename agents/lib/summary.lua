@@ -109,7 +109,7 @@ function M.search(run, st, reason, fin)
     run.rd.id, t.median, s.speedup_vs_input,
     eager and string.format(", %.2fx eager", eager / t.median) or "",
     comp and string.format(", %.2fx torch.compile", comp / t.median) or "", st.round, s.stop_reason,
-    run.rd.dir .. M.replay_line(s)))
+    run.rd.dir .. M.replay_line(s) .. M.time_line(s)))
   return s
 end
 
@@ -121,6 +121,15 @@ function M.add_time_split(s, st, fin)
   s.time_split = { baselines_s = t.baselines_s or json.null, search_s = t.search_s or json.null,
     confirm_s = t.confirm_s or json.null }
   s.confirm_phases = fin.phases or json.null
+end
+
+-- time_line(s) -> the run's last line's note of where its time went
+function M.time_line(s)
+  local t = s.time_split or {}
+  local function sec(v) return type(v) == "number" and string.format("%.0f s", v) or "-" end
+  local src = s.baselines and s.baselines.source
+  return string.format("\n  time: baselines %s%s, search %s, confirmation %s", sec(t.baselines_s),
+    type(src) == "string" and (" (final's " .. src .. ")") or "", sec(t.search_s), sec(t.confirm_s))
 end
 
 -- add_search_counts(s, run, st, reason): rounds, stop reason and the attempts' outcomes
@@ -152,7 +161,8 @@ function M.unconfirmed(run, st, reason, fin)
   run.rd:write("summary.json", s)
   M.write_report(run)
   run.mem:finish("unconfirmed", s)
-  run.progress:finish(string.format("run %s: %s\n  %s", run.rd.id, s.error, run.rd.dir .. M.replay_line(s)))
+  run.progress:finish(string.format("run %s: %s\n  %s", run.rd.id, s.error, run.rd.dir .. M.replay_line(s)
+    .. M.time_line(s)))
   return s
 end
 
