@@ -4,7 +4,7 @@
 # library come from a build tree: KAGENT_BUILD (default build/).
 #   bash bench/device_suite.sh portability|eval|devices|sandbox|profile|profile-app|agent|sweep|latency|
 #                              trust|trust-ka|verdicts|parity-baselines|bench-ka|report|
-#                              latency-compare|lease|throughput|all
+#                              latency-compare|lease|throughput|dispatch|confirm-phases|sweep-cache|all
 # profile-app compares the multi-kernel targets with ncu's application replay (about 90 s per
 # ncu run, so it is not part of `all`); sweep (the tuner over the five showcase problems, about
 # 12 minutes on the H100: more than one 10-minute call, so run it again on the same folder to
@@ -51,6 +51,16 @@ case "$phase" in
          step throughput "$KAGENT_BIN" bench/throughput.lua --candidates "${KAGENT_THROUGHPUT_CANDIDATES:-32}" \
            ${KAGENT_THROUGHPUT_WORKERS:+--workers "$KAGENT_THROUGHPUT_WORKERS"}
          sed -n '/^pool /,$p' "$OUT/throughput.log" ;;
+  dispatch)  # least-loaded dispatch: throughput of #4 with 1 and N workers per GPU, jobs per device
+         step dispatch_gpu_check bash tests/gpu/dispatch_gpu_check.sh ${KAGENT_THROUGHPUT_WORKERS:+--workers "$KAGENT_THROUGHPUT_WORKERS"}
+         sed -n '/^pool /,$p' "$OUT/dispatch_gpu_check.log" ;;
+  confirm-phases)  # #4 confirmed twice on one database: where the confirmation's time goes, cold and cached
+         step confirm_phases_gpu_check bash tests/gpu/confirm_phases_gpu_check.sh "$OUT/confirm_phases"
+         sed -n '/^== first/,$p' "$OUT/confirm_phases_gpu_check.log" ;;
+  sweep-cache)  # the showcase tuner sweep cold then with cached baselines and verdicts: the time split
+         # (about 2 x 12 minutes before #29: run it again on the same folder to continue)
+         step sweep_cache_gpu_check bash tests/gpu/sweep_cache_gpu_check.sh "$OUT/sweep_cache"
+         sed -n '/^== cold/,$p' "$OUT/sweep_cache_gpu_check.log" ;;
   sandbox) step sandbox_layers python3 bench/sandbox_layers.py
            step sandbox_gpu_check python3 tests/gpu/sandbox_gpu_check.py ;;
   examples) step examples_check python3 tests/gpu/examples_check.py ;;

@@ -2,16 +2,73 @@
 -- speed-of-light figure an early stop relies on, and at the end the best kernel re-measured in a
 -- fresh job next to the baselines (same method for all). The driver calls these; nothing is
 -- ranked, archived or reported from a measurement that did not come back ok.
+--
+-- Baselines are measured once per problem and environment and kept in the memory database
+-- (agents/lib/measured.lua): a later job times eager only, and the cached torch.compile and
+-- max-autotune figures stand when that eager median agrees with the cached one within 2%;
+-- otherwise every baseline is measured again. A result says which: `baselines_source` is
+-- "measured", "cached" or "remeasured" (the re-check disagreed; `baselines_recheck` says how).
 local log = require("kagent.log")
+local ktime = require("kagent.time")
+local measured = require("agents.lib.measured")
 
 local M = {}
 
 -- The references every reported kernel is timed against, in the same job.
 M.BASELINES = { "eager", "compile" }
 
+local function copy(t)
+  local c = {}
+  for k, v in pairs(t or {}) do c[k] = v end
+  return c
+end
+
+-- timed(run, op, code, extra, names) -> evaluator result of pool[op] (evaluate or benchmark) on
+-- the job run.job(code, extra) with the baselines `names` beside it, cached ones reused as above.
+function M.timed(run, op, code, extra, names)
+  local function job(bnames)
+    local e = copy(extra)
+    e.bench = copy(e.bench)
+    e.bench.baselines = bnames
+    return run.job(code, e)
+  end
+  -- CPU mode measures them every time: wall-clock figures on a shared CPU vary by more than the
+  -- re-check's 2%, so a cached figure would rarely stand and each re-check would cost a job
+  local cached = run.can_profile and measured.baselines(run) or nil
+  if measured.has(cached, names) then
+    local r = run.pool[op](run.pool, job({ "eager" }))
+    if not r.ok then return r end  -- the kernel failed: its verdict needs no baselines
+    local agree, why = measured.agrees(cached, r)
+    if agree then
+      -- eager is the re-check's own figure, measured beside the kernel; the others are cached
+      local rest = {}
+      for _, n in ipairs(names) do if n ~= "eager" then rest[#rest + 1] = n end end
+      measured.fill(r, cached, rest)
+      r.baselines_source = "cached"
+      return r
+    end
+    log.info("cached baselines not reused: %s; measuring them again", why)
+    -- the baselines alone, beside the same kernel (cheap checks: its verdict is the job's above)
+    local b = run.pool:benchmark(run.job(code, { bench = { baselines = names }, trials = 1, properties = false,
+      audit = false, generalize = false, require_generalize = false, sanitize = false }))
+    if b.ok and measured.has(b, names) then
+      measured.fill(r, b, names)
+      measured.put_baselines(run, b)
+      r.baselines_source, r.baselines_recheck = "remeasured", why
+      return r
+    end
+    log.warn("the baselines could not be measured on their own (%s); measuring them in the job again",
+      tostring(b.error))
+  end
+  local r = run.pool[op](run.pool, job(names))
+  if r.ok and run.can_profile then measured.put_baselines(run, r) end
+  r.baselines_source = "measured"
+  return r
+end
+
 -- with_baselines(run, code) -> evaluator result of a full evaluation timed next to the baselines
 function M.with_baselines(run, code)
-  return run.pool:evaluate(run.job(code, { bench = { baselines = M.BASELINES } }))
+  return M.timed(run, "evaluate", code, nil, M.BASELINES)
 end
 
 M.INPUT_TRIES = 3
@@ -68,14 +125,13 @@ function M.rank_finalists(run, finalists)
   return top
 end
 
--- final_job(run, code) -> the confirmation job: a fresh-process re-measure (the evaluator's
--- `confirm`) next to eager, torch.compile and torch.compile max-autotune, the problem resized
--- to check that the kernel generalizes, and compute-sanitizer on a GPU unless --sanitize none.
-function M.final_job(run, code)
-  local extra = { bench = { baselines = M.FINAL_BASELINES }, confirm = true, generalize = true,
-    require_generalize = run.opts.require_generalize or nil }
+-- final_extra(run) -> the confirmation job's fields: a fresh-process re-measure (the evaluator's
+-- `confirm`), the problem resized to check that the kernel generalizes, and compute-sanitizer on
+-- a GPU unless --sanitize none. Timed next to eager, torch.compile and max-autotune (M.timed).
+function M.final_extra(run)
+  local extra = { confirm = true, generalize = true, require_generalize = run.opts.require_generalize or nil }
   if M.sanitizes(run) then extra.sanitize = true end
-  return run.job(code, extra)
+  return extra
 end
 
 -- sanitizes(run) -> whether the final confirmation runs compute-sanitizer (on a GPU, unless
@@ -89,17 +145,69 @@ function M.phase(run)
   return M.sanitizes(run) and "confirmation + sanitizer" or "confirmation"
 end
 
--- final(run, finalists, input) -> {kernel, result, confirmed, input_ms, tried}. finalists: kernel
--- records, best first. They are re-measured side by side, then the fastest whose confirmation
--- job passes is the run's result (a confirmation that fails, at any stage, moves on to the
--- next). When none passes there is no result: confirmed = false, no kernel and no figure, only
--- `tried` (each finalist's stage and error) — a figure that was not confirmed is not a result
--- (M.unconfirmed_line says so). The input is re-timed too, so speedup_vs_input compares two
--- measurements of one moment.
+-- final_job(run, code) -> the whole confirmation job (baselines measured in it)
+function M.final_job(run, code)
+  local extra = M.final_extra(run)
+  extra.bench = { baselines = M.FINAL_BASELINES }
+  return run.job(code, extra)
+end
+
+-- A kernel is confirmed once per environment: the sanitizer's and the resized problem's verdicts
+-- on a kernel that passed are kept in the memory database under its fingerprint (source and
+-- compiled), the problem, dtype and environment (agents/lib/measured.lua), and a later
+-- confirmation of the same kernel reuses them instead of running those checks again. Its figure
+-- is always measured again (the fresh-process `confirm` re-measure beside the baselines): a
+-- figure belongs to the moment and the machine it was measured on, a verdict on the code does not.
+local function kernel_fp(k)
+  local cf = k.result and k.result.compiled_fingerprint
+  return tostring(k.fingerprint) .. (type(cf) == "string" and ("|" .. cf) or "")
+end
+
+-- confirm_one(run, k) -> result, {wall_s, stage_s, reference_s, reused}: one finalist's
+-- confirmation job, with the verdicts cached for it reused
+local function confirm_one(run, k)
+  local extra = M.final_extra(run)
+  local cached = measured.confirmation(run, k.code, kernel_fp(k))
+  local reused = {}
+  if cached then
+    if extra.sanitize and type(cached.sanitizer) == "table" and cached.sanitizer.ok == true then
+      extra.sanitize, reused[#reused + 1] = false, "sanitizer"
+    end
+    if extra.generalize and cached.generalizes == "yes" then
+      extra.generalize, extra.require_generalize, reused[#reused + 1] = false, false, "generalizes"
+    end
+  end
+  local t0 = ktime.now()
+  local r = M.timed(run, "benchmark", k.code, extra, M.FINAL_BASELINES)
+  local phase = { id = k.id, wall_s = ktime.now() - t0, reference_s = r.reference_s, stage_s = r.stage_s,
+    elapsed_s = r.elapsed, baselines = r.baselines_source, reused = reused }
+  if r.ok then
+    if #reused > 0 then
+      for _, what in ipairs(reused) do r[what] = cached[what] end
+      r.verdicts_source = "cached"
+    end
+    measured.put_confirmation(run, k.code, kernel_fp(k), r)
+  end
+  return r, phase
+end
+
+-- final(run, finalists, input) -> {kernel, result, confirmed, input_ms, tried, phases}. finalists:
+-- kernel records, best first. They are re-measured side by side, then the fastest whose
+-- confirmation job passes is the run's result (a confirmation that fails, at any stage, moves on
+-- to the next). When none passes there is no result: confirmed = false, no kernel and no figure,
+-- only `tried` (each finalist's stage and error) — a figure that was not confirmed is not a
+-- result (M.unconfirmed_line says so). The input is re-timed too, so speedup_vs_input compares
+-- two measurements of one moment. phases: where the confirmation's time went ({rank_s,
+-- finalists = {{id, wall_s, reference_s, stage_s, elapsed_s, baselines, reused}}, input_s,
+-- total_s}), for summary.json and tests/gpu/confirm_phases_gpu_check.sh.
 function M.final(run, finalists, input)
-  local out = { tried = {} }
-  for _, k in ipairs(M.rank_finalists(run, finalists)) do
-    local r = run.pool:benchmark(M.final_job(run, k.code))
+  local t0 = ktime.now()
+  local out = { tried = {}, phases = { finalists = {} } }
+  local ranked = M.rank_finalists(run, finalists)
+  out.phases.rank_s = ktime.now() - t0
+  for _, k in ipairs(ranked) do
+    local r, phase = confirm_one(run, k)
+    out.phases.finalists[#out.phases.finalists + 1] = phase
     out.tried[#out.tried + 1] = { id = k.id, ok = r.ok == true, stage = r.stage, error = r.error,
       time_ms = r.time_ms and r.time_ms.median, interleaved_ms = k.final_rank_ms }
     if r.ok then
@@ -110,15 +218,19 @@ function M.final(run, finalists, input)
   end
   if not out.kernel then
     out.confirmed = false
+    out.phases.total_s = ktime.now() - t0
     return out
   end
   out.input_ms = input.result.time_ms.median
+  local t1 = ktime.now()
   if out.kernel == input then
     if out.confirmed then out.input_ms = out.result.time_ms.median end
   else
     local again = retime(run, input.code)
     if again and again.ok and again.time_ms then out.input_ms = again.time_ms.median end
   end
+  out.phases.input_s = ktime.now() - t1
+  out.phases.total_s = ktime.now() - t0
   return out
 end
 

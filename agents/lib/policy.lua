@@ -3,7 +3,8 @@
 --   required  parents(beam, run), directions(parent, run), keep(beam, children, run)
 --   optional  expand(parent, direction, run, w)   default: the LLM worker (agents/lib/expand.lua)
 --             stop(state, run)                     default: search.default_stop (plateau, confirmed SOL)
--- and `llm = false` marks a policy that runs without an LLM.
+-- and `llm = false` marks a policy that runs without an LLM; `profile_children = true` one that
+-- reads every candidate's hardware counters (otherwise only kept kernels are profiled).
 local M = {}
 
 M.REQUIRED = { "parents", "directions", "keep" }

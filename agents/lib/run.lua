@@ -279,6 +279,7 @@ function M.setup(prog, opts, how)
   local r = { prog = prog, opts = opts, mode = how.mode, problem_path = opts.problem, problem_code = problem_code,
     dtype = opts.dtype, pool = pool, devices = devs, device_name = device_name, gpu_text = gpu_text,
     can_profile = d1.mode ~= "cpu", db = db, mem = m, rd = rd, t0 = t0, llm = how.llm,
+    profile_children = how.profile_children or nil,
     -- "provider:model" as the LLM layer resolved it (an --model without provider included)
     model = how.llm and select(2, how.llm.configured()) or nil,
     skills = skills_lib.load(), op_class = features.op_class(problem_code) }
@@ -324,11 +325,16 @@ function M.add_helpers(r)
 
   -- evaluate(code) -> result, cached. A source evaluated before in this run (comments and blank
   -- lines aside) is not evaluated again: its verified result comes back with cached = true.
+  -- A candidate is verified and timed without its hardware profile (pool:benchmark): most lose
+  -- the promotion gate, and nothing reads a loser's counters. The driver profiles the kernels a
+  -- policy keeps (agents/lib/search.lua); a policy that reads every child's counters declares
+  -- `profile_children = true` (docs/policies.md) and its candidates are fully evaluated.
   local verified = {}
   function r.evaluate(code)
     local key = fingerprint.of(code)
     if verified[key] then return verified[key], true end
-    local res = r.pool:evaluate(r.job(code))
+    local op = (r.profile_children and r.can_profile) and "evaluate" or "benchmark"
+    local res = r.pool[op](r.pool, r.job(code))
     if res.ok then verified[key] = res end
     return res, false
   end

@@ -90,7 +90,9 @@ function M.start(run)
   run.rd:write("problem.py", run.problem_code)
   run.rd:write("input_kernel.py", code)
   run.progress:update({ round = 0, phase = "baselines" })
+  local t_in = ktime.now()
   local r = confirm.input(run, code)
+  local baselines_s = ktime.now() - t_in
   run.progress:update({ phase = false })
   run.rd:write("input_eval.json", r)
   if not attempt.verified(r) then
@@ -110,7 +112,7 @@ function M.start(run)
     speedup_vs_compile = r.speedup_vs_compile, metrics = k.profile })
   return { round = 0, input = k, beam = { k }, best = k, known = { [k.fingerprint] = k.id }, seq = 0,
     baselines = { eager_ms = r.eager_ms, compile_ms = r.compile_ms }, attempts = {}, rounds_without_gain = 0,
-    sol_checked = {} }
+    sol_checked = {}, timing = { baselines_s = baselines_s, search_s = 0 } }
 end
 
 -- supersede(run, st) -> attempts marked: what an interrupted process did after the state it saved
@@ -199,12 +201,26 @@ local function worker(run, pol, st, job)
   return child
 end
 
--- A kernel without counters (its profile failed when it was evaluated) is profiled once before
--- its directions are chosen; the merged result replaces the kernel's (state the driver owns).
+-- A kernel without counters is profiled once: candidates are timed without a profile
+-- (run.evaluate), so a kept kernel is profiled when it enters the beam, and a parent whose
+-- profile failed before its directions are chosen; the merged result replaces the kernel's
+-- (state the driver owns). A candidate that loses the gate is never profiled.
 local function ensure_profile(run, k)
+  if k.profiled then return end
   local p = profiler.profile(run, k)
   k.profiled = true
   if p then k.result, k.profile = p, require("agents.lib.metrics").summarize(p) end
+end
+
+-- profile_kept(run, beam): the beam's kernels not profiled yet, profiled side by side
+local function profile_kept(run, beam)
+  local fns = {}
+  for _, k in ipairs(beam) do
+    if not k.profiled then fns[#fns + 1] = function() ensure_profile(run, k) end end
+  end
+  for _, res in ipairs(task.all(fns)) do
+    if not res.ok then log.error("profile of a kept kernel failed: %s", tostring(res[1])) end
+  end
 end
 
 -- round(run, pol, st, r) -> children (verified, new), reason when the policy had nothing to try
@@ -277,6 +293,8 @@ end
 -- went down (agents/lib/llm_guard.lua) is not kept: the driver stops, and --resume redoes it.
 function M.search(run, pol, st)
   show_best(run, st)
+  st.timing = st.timing or { search_s = 0 }
+  local t_search = ktime.now()
   local reason = st.stop_reason or stop_reason(run, pol, st)
   for r = st.round + 1, run.opts.rounds do
     if reason or run.llm_guard.down then break end
@@ -288,14 +306,18 @@ function M.search(run, pol, st)
     local kept = pol.keep(st.beam, children, run)
     if type(kept) ~= "table" or #kept == 0 then error("keep() must return a non-empty beam", 0) end
     st.beam = kept
+    profile_kept(run, st.beam)
     if update_best(run, st) then st.rounds_without_gain = 0 else st.rounds_without_gain = st.rounds_without_gain + 1 end
     st.round = r
     round_json(run, st, r, t0, u0, children)
     reason = stop_reason(run, pol, st)
     st.stop_reason = reason
+    st.timing.search_s = (st.timing.search_s or 0) + (ktime.now() - t_search)
+    t_search = ktime.now()
     state_file.save(run, st)
     summary.write_report(run, true)  -- the page of a running run, which reloads itself
   end
+  st.timing.search_s = (st.timing.search_s or 0) + (ktime.now() - t_search)
   return reason
 end
 
@@ -305,7 +327,11 @@ function M.finish(run, st, reason)
   run.progress:update({ busy = 0, workers = 0, phase = confirm.phase(run) })
   local finalists = { st.best }
   for _, k in ipairs(st.beam) do if k ~= st.best then finalists[#finalists + 1] = k end end
-  return summary.search(run, st, reason, confirm.final(run, finalists, st.input))
+  local t0 = ktime.now()
+  local fin = confirm.final(run, finalists, st.input)
+  st.timing = st.timing or {}
+  st.timing.confirm_s = ktime.now() - t0
+  return summary.search(run, st, reason, fin)
 end
 
 -- Entry -------------------------------------------------------------------------------------------------
@@ -435,7 +461,8 @@ function M.main(prog, argv, default_policy, how)
       pol = assert(policy_lib.load("tune"))
     end
   end
-  local run, _, ecode = run_lib.setup(prog, opts, { mode = llm and "llm" or "tuner", llm = llm, state = saved })
+  local run, _, ecode = run_lib.setup(prog, opts, { mode = llm and "llm" or "tuner", llm = llm, state = saved,
+    profile_children = pol.profile_children == true })
   if not run then return ecode end
   local ok, res = xpcall(drive, debug.traceback, run, pol, saved)
   if ok then return res end

@@ -47,6 +47,7 @@ function M.encode(run, st)
     st.seq
   t.baselines, t.rounds_without_gain, t.attempts = st.baselines, st.rounds_without_gain, st.attempts
   t.stop_reason, t.sol_checked = st.stop_reason or json.null, st.sol_checked
+  t.timing = st.timing
   return t
 end
 
@@ -110,6 +111,7 @@ function M.restore(run, saved)
   local st = { round = saved.round, input = load(saved.input), beam = {}, known = saved.known or {},
     seq = saved.seq or 0, baselines = saved.baselines or {}, attempts = saved.attempts or {},
     rounds_without_gain = saved.rounds_without_gain or 0, sol_checked = saved.sol_checked or {},
+    timing = type(saved.timing) == "table" and saved.timing or { search_s = 0 },
     stop_reason = saved.stop_reason }
   for i, k in ipairs(saved.beam) do st.beam[i] = load(k) end
   st.best = load(saved.best)

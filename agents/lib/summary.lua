@@ -79,8 +79,12 @@ function M.search(run, st, reason, fin)
   local s = M.base(run)
   s.input_kernel = run.opts.kernel or st.input.label
   local mat = final.compile_max_autotune_ms
+  -- source: whether the final's baselines were measured, cached (agents/lib/measured.lua) or
+  -- measured again after a failed re-check; input_source: the same for the start's
   s.baselines = { eager_ms = eager or json.null, compile_ms = comp or json.null,
-    compile_max_autotune_ms = mat or json.null, times = final.baseline_times or json.null }
+    compile_max_autotune_ms = mat or json.null, times = final.baseline_times or json.null,
+    source = final.baselines_source or json.null, recheck = final.baselines_recheck or json.null,
+    input_source = st.input.result and st.input.result.baselines_source or json.null }
   s.input_ms, s.best_ms, s.best_time = fin.input_ms, t.median, t
   -- the best's figure during the search (the status line's), before the confirmation re-measured it
   local search_ms = best.result and best.result.time_ms and best.result.time_ms.median
@@ -93,12 +97,16 @@ function M.search(run, st, reason, fin)
   -- what the confirmation checked: the fresh re-measure (trust), the resized problem, the sanitizer
   s.trust, s.generalizes = final.trust or json.null, final.generalizes or json.null
   s.sanitizer = final.sanitizer and final.sanitizer.ok or json.null
+  -- "cached": the sanitizer's and the resized problem's verdicts came from an earlier
+  -- confirmation of the same kernel in the same environment; the figure was measured now
+  s.confirmation_verdicts = final.verdicts_source or "measured"
   -- the best's verdict at KernelBench's tolerances (strict today, v0.1) and its largest errors
   s.kernelbench, s.max_abs_err, s.max_rel_err = final.kernelbench or json.null,
     final.max_abs_err or json.null, final.max_rel_err or json.null
   s.sol_pct = (final.roofline and final.roofline.sol_pct) or best.sol_pct or json.null
   s.verified, s.confirmation, s.beam = true, fin.tried, beam
   M.add_search_counts(s, run, st, reason)
+  M.add_time_split(s, st, fin)
   s.attempts_to_best, s.rounds_to_best = M.attempts_to_best(st.attempts, best), best.round or 0
   run.rd:write("summary.json", s)
   M.write_report(run)
@@ -108,7 +116,7 @@ function M.search(run, st, reason, fin)
     run.rd.id, t.median, s.speedup_vs_input,
     eager and string.format(", %.2fx eager", eager / t.median) or "",
     comp and string.format(", %.2fx torch.compile", comp / t.median) or "", st.round, s.stop_reason,
-    M.figures_line(search_ms, t.median, final.trust), run.rd.dir .. M.replay_line(s)))
+    M.figures_line(search_ms, t.median, final.trust), run.rd.dir .. M.replay_line(s) .. M.time_line(s)))
   return s
 end
 
@@ -129,6 +137,25 @@ function M.figures_line(search_ms, confirmed_ms, trust)
   return string.format("the search measured %.4f ms (%.2fx %s), with inputs reused call after call in a warm "
     .. "worker; the result is the confirmation's figure (%s), and the speedups use it", search_ms,
     ratio > 1 and ratio or 1 / ratio, ratio > 1 and "faster than the confirmed figure" or "slower than the confirmed figure", how)
+end
+
+-- add_time_split(s, st, fin): where the problem's wall time went — baselines_s (the start: the
+-- input kernel timed beside the baselines), search_s (the rounds, summed over resumed processes),
+-- confirm_s (the final confirmation) — and the confirmation's phases (agents/lib/confirm.lua)
+function M.add_time_split(s, st, fin)
+  local t = st.timing or {}
+  s.time_split = { baselines_s = t.baselines_s or json.null, search_s = t.search_s or json.null,
+    confirm_s = t.confirm_s or json.null }
+  s.confirm_phases = fin.phases or json.null
+end
+
+-- time_line(s) -> the run's last line's note of where its time went
+function M.time_line(s)
+  local t = s.time_split or {}
+  local function sec(v) return type(v) == "number" and string.format("%.0f s", v) or "-" end
+  local src = s.baselines and s.baselines.source
+  return string.format("\n  time: baselines %s%s, search %s, confirmation %s", sec(t.baselines_s),
+    type(src) == "string" and (" (final's " .. src .. ")") or "", sec(t.search_s), sec(t.confirm_s))
 end
 
 -- ka_names(rd): KernelAgent's name of the result beside ours, as a link (one file), so its
@@ -166,10 +193,12 @@ function M.unconfirmed(run, st, reason, fin)
   s.confirmation = fin.tried
   s.error = confirm.unconfirmed_line(fin.tried)
   M.add_search_counts(s, run, st, reason)
+  M.add_time_split(s, st, fin)
   run.rd:write("summary.json", s)
   M.write_report(run)
   run.mem:finish("unconfirmed", s)
-  run.progress:finish(string.format("run %s: %s\n  %s", run.rd.id, s.error, run.rd.dir .. M.replay_line(s)))
+  run.progress:finish(string.format("run %s: %s\n  %s", run.rd.id, s.error, run.rd.dir .. M.replay_line(s)
+    .. M.time_line(s)))
   return s
 end
 

@@ -1,5 +1,5 @@
--- Profiler role: a kernel's hardware profile. Kernels are profiled when they are evaluated (the
--- evaluator's job runs verify -> benchmark -> profile), so this runs only for a kernel whose
+-- Profiler role: a kernel's hardware profile. Candidates are verified and timed without one
+-- (run.evaluate); the driver has this profile each kernel a policy keeps, and a parent whose
 -- result has no counters yet, at most once per kernel.
 local M = {}
 

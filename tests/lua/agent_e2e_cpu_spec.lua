@@ -98,6 +98,13 @@ describe("agents/beam.lua on CPU with the fake LLM server", function()
     expect.eq(s.kernelbench.passes_current, true); expect.eq(s.kernelbench.passes_v0_1, true)
     expect.truthy(s.speedup_vs_input > 1.2, "best beats the input clearly: " .. tostring(s.speedup_vs_input))
     expect.truthy(s.baselines.eager_ms, "eager baseline measured")
+    expect.eq(s.baselines.input_source, "measured", "a fresh memory database has no baselines to reuse")
+    expect.eq(s.baselines.source, "measured", "nor max-autotune's for the final")
+    for _, k in ipairs({ "baselines_s", "search_s", "confirm_s" }) do
+      expect.truthy(type(s.time_split[k]) == "number" and s.time_split[k] > 0, "time_split." .. k)
+    end
+    expect.truthy(s.confirm_phases.total_s <= s.time_split.confirm_s, "the confirmation's phases lie inside it")
+    expect.match(r.stderr, "time: baselines %d+ s %(final's measured%), search %d+ s, confirmation %d+ s")
     expect.truthy(s.tokens.total > 0 and s.llm_calls > 0, "tokens accounted")
     local trim = function(t) return (t:gsub("%s+$", "")) end
     expect.eq(trim(fs.read(rd .. "/best_kernel.py")), trim(fs.read(fx .. "fast.py")), "best_kernel.py is the fast kernel")

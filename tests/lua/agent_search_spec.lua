@@ -108,6 +108,49 @@ describe("search driver", function()
     run.db:close()
   end)
 
+  it("profiles the kernels it keeps and never a candidate that loses the gate", function()
+    local dir = spec.tmpdir("search-profile")
+    local run = fake_run(dir, { rounds = 1, beam = 1 })
+    run.can_profile = true
+    -- every job the FAKE pool gets, by op and candidate; its profile adds counters
+    local ops = {}
+    local pool = run.pool
+    for _, op in ipairs({ "evaluate", "benchmark", "profile" }) do
+      local f = pool[op]
+      pool[op] = function(self, job)
+        ops[#ops + 1] = { op = op, code = job.candidate, metric_set = job.profile and job.profile.metric_set }
+        local r = f(self, job)
+        if op ~= "benchmark" and r.ok then r.metrics = { k = { ["sm__throughput.avg.pct_of_peak_sustained_elapsed"] = 50 } } end
+        return r
+      end
+    end
+    local pol = fake_policy(function()
+      return { { summary = "win", skill = "w", category = "c", code = "TIME=0.5\n" },
+        { summary = "lose", skill = "l", category = "c", code = "TIME=0.9\n" } }
+    end)
+    local st = assert(search.start(run))
+    search.search(run, pol, st)
+    local function ops_of(code)
+      local out = {}
+      for _, o in ipairs(ops) do if o.code == code then out[#out + 1] = o.op end end
+      return table.concat(out, ",")
+    end
+    expect.eq(st.best.id, "r1w1")
+    expect.eq(ops_of("TIME=0.9\n"), "benchmark", "the loser was timed, never profiled")
+    expect.eq(ops_of("TIME=0.5\n"), "benchmark,profile", "the kept kernel was profiled once")
+    expect.truthy(st.best.result.metrics, "the kept kernel carries its counters")
+    expect.eq(st.best.result.time_ms.median, 0.5, "its timing is the gate's")
+    -- a policy that reads every child's counters declares it, and gets full evaluations
+    ops = {}
+    local run2 = fake_run(spec.tmpdir("search-profile-all"), { rounds = 1, beam = 1 })
+    run2.can_profile, run2.profile_children = true, true
+    run2.pool = pool
+    local st2 = assert(search.start(run2))
+    search.search(run2, pol, st2)
+    expect.eq(ops_of("TIME=0.9\n"), "evaluate")
+    run.db:close(); run2.db:close()
+  end)
+
   it("records an attempt whose LLM call failed as llm_error, and learns nothing from it", function()
     local dir = spec.tmpdir("search-llm-error")
     local run = fake_run(dir, { rounds = 1 })

@@ -51,6 +51,21 @@ describe("sweep figures", function()
     expect.match(text, "| d | failed | no |")
   end)
 
+  it("split each problem's time into baselines, search and confirmation from its summary", function()
+    local p = { name = "p1" }
+    local summary = { status = "done", verified = true, baselines = { eager_ms = 1, compile_ms = 1, source = "cached" },
+      time_split = { baselines_s = 4.5, search_s = 60, confirm_s = 20.5 }, tokens = { total = 0 } }
+    local r = figures.row(p, summary, { status = "done", launches = {} })
+    expect.same(r.time_split, { baselines_s = 4.5, search_s = 60, confirm_s = 20.5 })
+    expect.eq(r.baselines_source, "cached")
+    local old = figures.row({ name = "p2" }, { status = "done", verified = true, tokens = { total = 0 } }, nil)
+    expect.same(old.time_split, {}, "a summary from before the split has none")
+    local text = figures.table_text({ r, old }, figures.aggregate({ r, old }))
+    expect.match(text, "| p1 | cached | 4%.5 | 60%.0 | 20%.5 | 85%.0 |")
+    expect.match(text, "| p2 | %- | %- | %- | %- | %- |")
+    expect.match(text, "| all | | 4%.5 | 60%.0 | 20%.5 | 85%.0 |")
+  end)
+
   it("give no fast_p for a baseline that no problem measured", function()
     local agg = figures.aggregate({ row("a", true, 1.5, nil) })
     expect.eq(agg.fast_p.compile["1.0"], json.null)

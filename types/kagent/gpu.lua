@@ -29,8 +29,11 @@ gpu.AUTO_WORKERS = nil
 ---    `KAGENT_WORKERS_PER_GPU` (a number or `auto`; anything else raises), else 1. On an H100, 4
 ---    workers per GPU evaluated 1.87x the candidates per minute of one on 20 µs matmul kernels and
 ---    1.11x on showcase #4, whose trials, timing and profile keep the GPU busy, while the pool took
----    twice as long to start (docs/results/2026-11-24-pipelined-pool.md); 1 stays the default,
----    and `"auto"` suits long searches of small kernels. `"auto"`
+---    twice as long to start (docs/results/2026-11-24-pipelined-pool.md); on two H100s, #4 gave
+---    30.6 candidates per minute with one worker per GPU and 32.1 with four (1.05x), measured with
+---    the first-free dispatch that least-loaded dispatch replaced. 1 stays the default until
+---    `tests/gpu/dispatch_gpu_check.sh` measures a gain with it, and `"auto"` suits long searches
+---    of small kernels. `"auto"`
 ---    is resolved when the workers start: 1 in CPU mode, on GPUs `gpu.auto_workers_per_gpu({gpus =
 ---    #gpu.gpus()}).workers`. `pool:devices()` tells the number and how it was chosen.
 ---  - `timeout`: wall-clock seconds the pool waits for a job's reply before it kills and respawns
@@ -64,8 +67,11 @@ function gpu.pool(opts) end
 ---    `KAGENT_WORKERS_PER_GPU` (a number or `auto`; anything else raises), else 1. On an H100, 4
 ---    workers per GPU evaluated 1.87x the candidates per minute of one on 20 µs matmul kernels and
 ---    1.11x on showcase #4, whose trials, timing and profile keep the GPU busy, while the pool took
----    twice as long to start (docs/results/2026-11-24-pipelined-pool.md); 1 stays the default,
----    and `"auto"` suits long searches of small kernels. `"auto"`
+---    twice as long to start (docs/results/2026-11-24-pipelined-pool.md); on two H100s, #4 gave
+---    30.6 candidates per minute with one worker per GPU and 32.1 with four (1.05x), measured with
+---    the first-free dispatch that least-loaded dispatch replaced. 1 stays the default until
+---    `tests/gpu/dispatch_gpu_check.sh` measures a gain with it, and `"auto"` suits long searches
+---    of small kernels. `"auto"`
 ---    is resolved when the workers start: 1 in CPU mode, on GPUs `gpu.auto_workers_per_gpu({gpus =
 ---    #gpu.gpus()}).workers`. `pool:devices()` tells the number and how it was chosen.
 ---  - `timeout`: wall-clock seconds the pool waits for a job's reply before it kills and respawns
@@ -98,8 +104,11 @@ function gpu.gpus() end
 ---    `KAGENT_WORKERS_PER_GPU` (a number or `auto`; anything else raises), else 1. On an H100, 4
 ---    workers per GPU evaluated 1.87x the candidates per minute of one on 20 µs matmul kernels and
 ---    1.11x on showcase #4, whose trials, timing and profile keep the GPU busy, while the pool took
----    twice as long to start (docs/results/2026-11-24-pipelined-pool.md); 1 stays the default,
----    and `"auto"` suits long searches of small kernels. `"auto"`
+---    twice as long to start (docs/results/2026-11-24-pipelined-pool.md); on two H100s, #4 gave
+---    30.6 candidates per minute with one worker per GPU and 32.1 with four (1.05x), measured with
+---    the first-free dispatch that least-loaded dispatch replaced. 1 stays the default until
+---    `tests/gpu/dispatch_gpu_check.sh` measures a gain with it, and `"auto"` suits long searches
+---    of small kernels. `"auto"`
 ---    is resolved when the workers start: 1 in CPU mode, on GPUs `gpu.auto_workers_per_gpu({gpus =
 ---    #gpu.gpus()}).workers`. `pool:devices()` tells the number and how it was chosen.
 ---  - `timeout`: wall-clock seconds the pool waits for a job's reply before it kills and respawns
@@ -136,8 +145,11 @@ local pool = {}
 ---    `KAGENT_WORKERS_PER_GPU` (a number or `auto`; anything else raises), else 1. On an H100, 4
 ---    workers per GPU evaluated 1.87x the candidates per minute of one on 20 µs matmul kernels and
 ---    1.11x on showcase #4, whose trials, timing and profile keep the GPU busy, while the pool took
----    twice as long to start (docs/results/2026-11-24-pipelined-pool.md); 1 stays the default,
----    and `"auto"` suits long searches of small kernels. `"auto"`
+---    twice as long to start (docs/results/2026-11-24-pipelined-pool.md); on two H100s, #4 gave
+---    30.6 candidates per minute with one worker per GPU and 32.1 with four (1.05x), measured with
+---    the first-free dispatch that least-loaded dispatch replaced. 1 stays the default until
+---    `tests/gpu/dispatch_gpu_check.sh` measures a gain with it, and `"auto"` suits long searches
+---    of small kernels. `"auto"`
 ---    is resolved when the workers start: 1 in CPU mode, on GPUs `gpu.auto_workers_per_gpu({gpus =
 ---    #gpu.gpus()}).workers`. `pool:devices()` tells the number and how it was chosen.
 ---  - `timeout`: wall-clock seconds the pool waits for a job's reply before it kills and respawns

@@ -280,15 +280,15 @@ function db:archive_kernel(args) end
 function db:best_archived(args) end
 
 ---`db:merge(path)` → `{runs = n, rounds = n, attempts = n, reflexions = n, skills = n,
----  skill_outcomes = n, lessons = n, archive = n, llm_calls = n, llm_cache = n}` (rows added to this
+---  skill_outcomes = n, lessons = n, archive = n, llm_calls = n, llm_cache = n, measurements = n}` (rows added to this
 ---  database), or `nil, "EDB: ...", "EDB"` (no file at `path`, `path` is this database, a newer
 ---  schema). Copies in, in one transaction, every row of the database at `path` that this one lacks,
 ---  matched on keys that do not depend on the file: the `uid`; `(run, round)` for rounds; the name of
----  a skill; the key of an LLM reply. `run_id`, `parent_id`, `attempt_id`, `source_attempt`,
+---  a skill; the key of an LLM reply; the kind and key of a measurement. `run_id`, `parent_id`, `attempt_id`, `source_attempt`,
 ---  `best_attempt` and the attempt ids in `rounds.parents` are rewritten to this database's ids. A row
 ---  already here keeps this database's version, except that a run (or round) that finished later in
----  `path` takes its `status`, `summary` and `finished`, and a skill takes the fields of its latest
----  registration. Merging the same file again adds nothing; merging a copy of this database (`VACUUM
+---  `path` takes its `status`, `summary` and `finished`, a skill takes the fields of its latest
+---  registration, and a measurement taken later in `path` replaces this one's. Merging the same file again adds nothing; merging a copy of this database (`VACUUM
 ---  INTO`) that went on adds only what it added. The file at `path` is migrated to this build's schema
 ---  first. Raises inside `db:transaction`. Used by `agents/sweep.lua` to join the databases of Slurm
 ---  tasks (`docs/sweeps.md`).
@@ -307,5 +307,19 @@ function db:cache_get(key) end
 ---@param response any
 ---@return any
 function db:cache_put(key, request, response) end
+
+---`db:measurement_get(kind, key)` → `value` (the stored table, decoded), `created` or `nil`.
+---@param kind any
+---@param key string
+---@return any
+function db:measurement_get(kind, key) end
+
+---`db:measurement_put(kind, key, value)` → `true`: `value` a table (stored as JSON); replaces the
+---  row of that kind and key.
+---@param kind any
+---@param key string
+---@param value any
+---@return any
+function db:measurement_put(kind, key, value) end
 
 return mem

@@ -22,6 +22,7 @@ M.DEFINITIONS = {
   cost_usd = "sum over problems of the run's LLM cost",
   wall_s = "time the sweep driver ran, summed over its sessions (a killed session until its last note, every 15 s)",
   problem_s = "sum over problems of the time their runs ran (all launches; an interrupted launch until its last heartbeat)",
+  time_split = "per problem, the run's wall time in its three parts (summary.json time_split): baselines_s, the start (the first kernel timed beside eager and torch.compile, cached ones re-checked); search_s, the rounds; confirm_s, the final confirmation; and whether the final's baselines were measured, cached or measured again after a failed re-check",
   gpu_hours = "sum over launches of run time x GPUs held by the launch, / 3600 (0 in CPU mode)",
   attempts_to_best = "per problem, the attempts made in the rounds up to and including the one that found its best kernel (0 when the first kernel stays best); n, mean, min, median, max over the correct problems",
   replay = "LLM calls of the runs answered from the record/replay cache (hits), asked with no recorded answer (misses: in strict replay their branches stopped), and sent to the provider (sent)",
@@ -60,6 +61,11 @@ function M.row(p, summary, rec)
     local rp = type(summary.replay) == "table" and summary.replay or {}
     r.replay = { hits = num(rp.hits) or 0, misses = num(rp.misses) or 0, sent = num(rp.sent) or 0, calls = num(rp.calls) or 0 }
     r.dtype, r.device, r.run_id = summary.dtype, summary.device, summary.run_id
+    -- where the run's time went (summary.time_split) and whether its baselines came from memory
+    local ts = type(summary.time_split) == "table" and summary.time_split or {}
+    r.time_split = { baselines_s = num(ts.baselines_s), search_s = num(ts.search_s), confirm_s = num(ts.confirm_s) }
+    r.baselines_source = type(summary.baselines) == "table" and type(summary.baselines.source) == "string"
+      and summary.baselines.source or nil
   else
     r.verified, r.correct, r.speedup, r.tokens, r.cost_usd = false, "no", {}, 0, 0
   end
@@ -221,6 +227,23 @@ function M.table_text(rows, agg)
     out[#out + 1] = string.format("LLM calls %d: %d answered from the record/replay cache, %d with no recorded answer, %d sent",
       rp.calls, rp.hits, rp.misses, rp.sent)
   end
+  out[#out + 1] = ""
+  out[#out + 1] = "| problem | baselines | baselines s | search s | confirmation s | run s |"
+  out[#out + 1] = "|---|---|---|---|---|---|"
+  local sums = { 0, 0, 0 }
+  for _, r in ipairs(rows) do
+    local t = r.time_split or {}
+    local parts = { t.baselines_s, t.search_s, t.confirm_s }
+    local total
+    for i, v in ipairs(parts) do
+      if v then sums[i] = sums[i] + v; total = (total or 0) + v end
+    end
+    out[#out + 1] = string.format("| %s | %s | %s | %s | %s | %s |", r.name, r.baselines_source or "-",
+      f(parts[1], "%.1f"), f(parts[2], "%.1f"), f(parts[3], "%.1f"), f(total, "%.1f"))
+  end
+  out[#out + 1] = string.format("| all | | %.1f | %.1f | %.1f | %.1f |", sums[1], sums[2], sums[3],
+    sums[1] + sums[2] + sums[3])
+  out[#out + 1] = ""
   out[#out + 1] = string.format("tokens %d, cost $%.4f, sweep wall %s, problem time %s, GPU-hours %s",
     agg.tokens, agg.cost_usd, hms(agg.wall_s), hms(agg.problem_s), agg.cpu_mode and "0 (CPU mode)" or string.format("%.3f", agg.gpu_hours))
   return table.concat(out, "\n")

@@ -111,6 +111,12 @@ const std::vector<TableMerge>& merges() {
        {{"key"}, {"request"}, {"response"}, {"created"}},
        "1",
        "ON CONFLICT(key) DO NOTHING"},
+      // a measurement taken later in the source replaces this database's of the same key
+      {"measurements",
+       {{"kind"}, {"key"}, {"value"}, {"created"}},
+       "1",
+       "ON CONFLICT(kind, key) DO UPDATE SET (value, created) = (excluded.value, excluded.created) "
+       "WHERE excluded.created > measurements.created"},
   };
   return m;
 }

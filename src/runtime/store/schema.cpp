@@ -165,10 +165,23 @@ CREATE TRIGGER llm_calls_uid AFTER INSERT ON llm_calls WHEN new.uid IS NULL BEGI
 END;
 )sql";
 
+// Version 4: figures measured once and reused across runs and sweeps, keyed by what they
+// depend on (agents/lib/measured.lua builds the keys): a problem's baselines ("baselines") and
+// a kernel's confirmation verdicts ("confirmation"). Rows are keyed by their content, so they
+// need no uid; a newer measurement of the same key replaces the older one.
+constexpr const char* kSchemaV4 = R"sql(
+CREATE TABLE measurements(
+  kind TEXT NOT NULL, key TEXT NOT NULL,
+  value TEXT NOT NULL,
+  created REAL NOT NULL,
+  PRIMARY KEY(kind, key));
+)sql";
+
 constexpr Migration kMigrations[] = {
     {1, kSchemaV1},
     {2, kSchemaV2},
     {3, kSchemaV3},
+    {4, kSchemaV4},
 };
 
 }  // namespace

@@ -147,6 +147,9 @@ function M.pool(opts)
     counters = { jobs = 0, failures = 0, respawns = 0 },
     -- device -> its lease (kagent.gpu_lease), for devices of several workers only
     leases = {},
+    -- device -> {task = true}: the tasks of jobs pinned to it (job.device) waiting for a free
+    -- worker (_acquire)
+    queued = {},
   }, Pool)
 end
 
@@ -426,21 +429,49 @@ function Pool:devices()
   return out
 end
 
--- A free worker (optionally of one device), marked busy; waits while all are busy.
+-- A device's load: its jobs running plus those waiting for it (pinned by job.device).
+function Pool:_load(device)
+  local n = 0
+  for t in pairs(self.queued[device] or {}) do
+    if t.status ~= "dead" then n = n + 1 end  -- a waiting task that was killed waits no more
+  end
+  for _, w in ipairs(self.workers) do
+    if w.device == device and w.busy then n = n + 1 end
+  end
+  return n
+end
+
+-- A free worker, marked busy; waits while none is free. Least-loaded dispatch: a job not pinned
+-- to a device takes a free worker of the device with the fewest running + queued jobs (ties: the
+-- lowest device number, the workers being listed in device order), so two jobs sent together to a
+-- pool of several workers per GPU go to two GPUs. Jobs that find no free worker wait in one queue
+-- for whichever device frees first (they are not bound to a device on arrival), so no device
+-- idles while another has jobs waiting; a pinned job waits for its own device.
 function Pool:_acquire(device)
   while true do
-    local any = false
+    local any, best, best_load = false, nil, math.huge
+    local loads = {}
     for _, w in ipairs(self.workers) do
       if device == nil or w.device == device then
         any = true
         if not w.busy then
-          w.busy = true
-          return w
+          loads[w.device] = loads[w.device] or self:_load(w.device)
+          if loads[w.device] < best_load then best, best_load = w, loads[w.device] end
         end
       end
     end
+    if best then
+      best.busy = true
+      return best
+    end
     if not any then return nil, "EBADREQ: no worker for device " .. tostring(device) end
+    local me = task.current()
+    if device ~= nil then
+      self.queued[device] = self.queued[device] or {}
+      self.queued[device][me] = true
+    end
     park(self, "free_waiters")
+    if device ~= nil then self.queued[device][me] = nil end
   end
 end
 

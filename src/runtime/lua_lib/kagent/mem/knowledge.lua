@@ -202,4 +202,25 @@ return function(M, Db)
       { key, enc(request) or require("kagent.json").null, response, wall() })
     return true
   end)
+
+  --- db:measurement_get(kind, key) -> value (decoded JSON), created | nil
+  Db.measurement_get = method("db:measurement_get", function(db, kind, key)
+    if type(kind) ~= "string" or type(key) ~= "string" then
+      error("db:measurement_get: kind and key must be strings", 3)
+    end
+    local r = q(db, "SELECT value, created FROM measurements WHERE kind = ? AND key = ?", { kind, key })[1]
+    if not r then return nil end
+    return require("kagent.json").decode(r.value), r.created
+  end)
+
+  --- db:measurement_put(kind, key, value) -> true (replaces the row of that kind and key)
+  Db.measurement_put = method("db:measurement_put", function(db, kind, key, value)
+    if type(kind) ~= "string" or type(key) ~= "string" then
+      error("db:measurement_put: kind and key must be strings", 3)
+    end
+    if type(value) ~= "table" then error("db:measurement_put: value must be a table", 3) end
+    x(db, "INSERT OR REPLACE INTO measurements(kind, key, value, created) VALUES (?, ?, ?, ?)",
+      { kind, key, enc(value), wall() })
+    return true
+  end)
 end
