@@ -52,6 +52,7 @@ case "$phase" in
            ${KAGENT_THROUGHPUT_WORKERS:+--workers "$KAGENT_THROUGHPUT_WORKERS"}
          sed -n '/^pool /,$p' "$OUT/throughput.log" ;;
   sandbox) step sandbox_layers python3 bench/sandbox_layers.py
+           step sandbox_default_gpu_check python3 tests/gpu/sandbox_default_gpu_check.py
            step sandbox_gpu_check python3 tests/gpu/sandbox_gpu_check.py ;;
   examples) step examples_check python3 tests/gpu/examples_check.py ;;
   profile) step profile_gpu_check python3 tests/gpu/profile_gpu_check.py --out "$OUT/profile_check.json" ;;

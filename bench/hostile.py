@@ -45,6 +45,7 @@ def run_setup(name, env, as_user):
         uid = pwd.getpwnam(user).pw_uid if user else os.getuid()
         w = Worker("cpu", env=dict(KAGENT_EVAL_MEMORY_MB=str(hostile_cases.MEMORY_MB), **env), user=user)
         status = w.ready.get("sandbox", {})
+        print("%-10s worker: %s" % (name, json.dumps(status)), flush=True)
         for case_class in hostile_cases.CASES:
             row = {"setup": name, "case": case_class.name}
             if not hostile_cases.applicable(case_class, uid):
@@ -57,8 +58,8 @@ def run_setup(name, env, as_user):
                 row.update(code=result.get("code") or "ok", reached=reached or "nothing")
             except Exception as e:  # a worker that died is a finding too
                 row.update(code="-", reached="bench error: %s" % e)
-            if missing:
-                row["layer_missing"] = missing
+            if missing:  # the worker's own words are in its status line above
+                row["layer_missing"] = missing.split(" here (")[0]
             rows.append(row)
             print("%-10s %-46s %-12s %s" % (row["setup"], row["case"], row["code"], row["reached"]),
                   flush=True)

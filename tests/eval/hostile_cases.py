@@ -16,8 +16,8 @@ import tempfile
 
 from worker_client import fixture_text
 
-MEMORY_MB = 1024  # the workers' memory limit (KAGENT_EVAL_MEMORY_MB)
-HOG_MB = 2048     # what the memory hogs take: twice the limit
+MEMORY_MB = 1024  # the CPU workers' memory limit (KAGENT_EVAL_MEMORY_MB); the hogs take twice
+                  # the limit of the worker they run in
 FORK_DEPTH = 8    # the fork bomb's tree: 511 shells, each with a sleep, at once
 CHILDREN = 300
 
@@ -53,10 +53,13 @@ class Case:
     def cleanup(self):
         pass
 
-    def run(self, worker):
-        """(result, reached)."""
+    def limit_mb(self):
+        return self.status.get("memory_mb") or MEMORY_MB
+
+    def run(self, worker, problem="relu_problem.py"):
+        """(result, reached). problem: a fixture of tests/fixtures/eval (a GPU one on a GPU)."""
         try:
-            result = worker.job("verify", "relu_problem.py",
+            result = worker.job("verify", problem,
                                 fixture_text("adversarial", self.fixture, **self.values()))
             return result, self.reached(result)
         finally:
@@ -109,7 +112,7 @@ class ManyChildren(Case):
 
 
 class ShmHog(Case):
-    name = "/dev/shm hog (%d MB)" % HOG_MB
+    name = "/dev/shm hog (twice the memory limit)"
     fixture = "cpu_shm_hog.py"
 
     @staticmethod
@@ -119,7 +122,7 @@ class ShmHog(Case):
         return _missing(status, "shm", ("private",), "no private /dev/shm")
 
     def values(self):
-        return dict(super().values(), MB=HOG_MB)
+        return dict(super().values(), MB=2 * self.limit_mb())
 
     def path(self):
         return "/dev/shm/kagent-shm-%s" % self.token
@@ -129,8 +132,8 @@ class ShmHog(Case):
         if os.path.exists(self.path()):
             found.append("%d MB left in /dev/shm after the job" % (os.path.getsize(self.path()) >> 20))
         m = re.search(r"wrote=(\d+)", _report(result) or "")
-        if m and int(m.group(1)) > MEMORY_MB:
-            found.append("wrote %s MB past a %d MB limit" % (m.group(1), MEMORY_MB))
+        if m and int(m.group(1)) > self.limit_mb():
+            found.append("wrote %s MB past a %d MB limit" % (m.group(1), self.limit_mb()))
         if not m and result.get("code") != "EMEMORY":
             found.append("job %s: %s" % (result.get("code") or "ok", (result.get("error") or "")[:200]))
         return "; ".join(found)
@@ -143,7 +146,7 @@ class ShmHog(Case):
 
 
 class SharedMmapHog(Case):
-    name = "shared anonymous mmap (%d MB)" % HOG_MB
+    name = "shared anonymous mmap (twice the limit)"
     fixture = "cpu_shared_mmap_hog.py"
 
     @staticmethod
@@ -151,12 +154,13 @@ class SharedMmapHog(Case):
         return _missing(status, "memory_counts", ("all (cgroup)",), "shared memory not counted")
 
     def values(self):
-        return dict(super().values(), MB=HOG_MB)
+        return dict(super().values(), MB=2 * self.limit_mb())
 
     def reached(self, result):
         if result.get("code") == "EMEMORY":
             return ""
-        return "held %d MB past a %d MB limit, job %s" % (HOG_MB, MEMORY_MB, result.get("code") or "ok")
+        return "held %d MB past a %d MB limit, job %s" % (2 * self.limit_mb(), self.limit_mb(),
+                                                          result.get("code") or "ok")
 
 
 class _Listener(Case):

@@ -40,8 +40,9 @@ gpu.AUTO_WORKERS = nil
 ---    cleared environment holding only the allow-listed part of the runtime's and of `env`
 ---    (`kagent.secrets.worker_env`): never an API key. Evaluator settings are `KAGENT_EVAL_*`
 ---    variables, e.g. `KAGENT_EVAL_MEMORY_MB` (each candidate's host memory limit, default half
----    the machine's; 0 none) and `KAGENT_EVAL_SANDBOX=auto|1|0` (auto and 1: the candidate sandbox, in
----    CPU and GPU mode; 0: off); `src/gpu/eval/README.md`.
+---    the machine's; 0 none), `KAGENT_EVAL_MAX_PROCESSES` (the processes and threads a candidate's
+---    job may have at once, default 256; 0 none) and `KAGENT_EVAL_SANDBOX=auto|1|0` (auto and 1: the
+---    candidate sandbox, in CPU and GPU mode; 0: off); `src/gpu/eval/README.md`.
 ---  - `log_dir`: if set, the pool appends each worker's stderr (candidate prints, tracebacks),
 ---    redacted, to `<log_dir>/worker-<device>-<n>.log`. Candidates are untrusted, so what they
 ---    print is bounded: the stream is taken at most 4 MiB at a time (the rest is counted as
@@ -75,8 +76,9 @@ function gpu.pool(opts) end
 ---    cleared environment holding only the allow-listed part of the runtime's and of `env`
 ---    (`kagent.secrets.worker_env`): never an API key. Evaluator settings are `KAGENT_EVAL_*`
 ---    variables, e.g. `KAGENT_EVAL_MEMORY_MB` (each candidate's host memory limit, default half
----    the machine's; 0 none) and `KAGENT_EVAL_SANDBOX=auto|1|0` (auto and 1: the candidate sandbox, in
----    CPU and GPU mode; 0: off); `src/gpu/eval/README.md`.
+---    the machine's; 0 none), `KAGENT_EVAL_MAX_PROCESSES` (the processes and threads a candidate's
+---    job may have at once, default 256; 0 none) and `KAGENT_EVAL_SANDBOX=auto|1|0` (auto and 1: the
+---    candidate sandbox, in CPU and GPU mode; 0: off); `src/gpu/eval/README.md`.
 ---  - `log_dir`: if set, the pool appends each worker's stderr (candidate prints, tracebacks),
 ---    redacted, to `<log_dir>/worker-<device>-<n>.log`. Candidates are untrusted, so what they
 ---    print is bounded: the stream is taken at most 4 MiB at a time (the rest is counted as
@@ -109,8 +111,9 @@ function gpu.gpus() end
 ---    cleared environment holding only the allow-listed part of the runtime's and of `env`
 ---    (`kagent.secrets.worker_env`): never an API key. Evaluator settings are `KAGENT_EVAL_*`
 ---    variables, e.g. `KAGENT_EVAL_MEMORY_MB` (each candidate's host memory limit, default half
----    the machine's; 0 none) and `KAGENT_EVAL_SANDBOX=auto|1|0` (auto and 1: the candidate sandbox, in
----    CPU and GPU mode; 0: off); `src/gpu/eval/README.md`.
+---    the machine's; 0 none), `KAGENT_EVAL_MAX_PROCESSES` (the processes and threads a candidate's
+---    job may have at once, default 256; 0 none) and `KAGENT_EVAL_SANDBOX=auto|1|0` (auto and 1: the
+---    candidate sandbox, in CPU and GPU mode; 0: off); `src/gpu/eval/README.md`.
 ---  - `log_dir`: if set, the pool appends each worker's stderr (candidate prints, tracebacks),
 ---    redacted, to `<log_dir>/worker-<device>-<n>.log`. Candidates are untrusted, so what they
 ---    print is bounded: the stream is taken at most 4 MiB at a time (the rest is counted as
@@ -147,8 +150,9 @@ local pool = {}
 ---    cleared environment holding only the allow-listed part of the runtime's and of `env`
 ---    (`kagent.secrets.worker_env`): never an API key. Evaluator settings are `KAGENT_EVAL_*`
 ---    variables, e.g. `KAGENT_EVAL_MEMORY_MB` (each candidate's host memory limit, default half
----    the machine's; 0 none) and `KAGENT_EVAL_SANDBOX=auto|1|0` (auto and 1: the candidate sandbox, in
----    CPU and GPU mode; 0: off); `src/gpu/eval/README.md`.
+---    the machine's; 0 none), `KAGENT_EVAL_MAX_PROCESSES` (the processes and threads a candidate's
+---    job may have at once, default 256; 0 none) and `KAGENT_EVAL_SANDBOX=auto|1|0` (auto and 1: the
+---    candidate sandbox, in CPU and GPU mode; 0: off); `src/gpu/eval/README.md`.
 ---  - `log_dir`: if set, the pool appends each worker's stderr (candidate prints, tracebacks),
 ---    redacted, to `<log_dir>/worker-<device>-<n>.log`. Candidates are untrusted, so what they
 ---    print is bounded: the stream is taken at most 4 MiB at a time (the rest is counted as
