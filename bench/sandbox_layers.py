@@ -83,7 +83,7 @@ def main():
             resource.RLIMIT_DATA, ((jail.memory_limit_mb() << 20),) * 2),
         "namespaces": lambda: namespaces.enter(user=False),
         "namespaces+shm+hidden": lambda: namespaces.enter(user=False, shm_bytes=jail.memory_limit_mb() << 20,
-                                                          hidden=jail.HIDDEN_PATHS),
+                                                          hidden=jail.HIDDEN_PATHS, kept=jail.KEPT_PATHS),
         "seccomp": lambda: syscall_filter.install(sockets=False),
         "landlock_reads": lambda: jail.narrow_reads(()),
         # the write rule and the places CUDA might need to write (which one it is decides the fix)
