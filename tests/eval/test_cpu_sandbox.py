@@ -212,6 +212,21 @@ class SettingsTest(unittest.TestCase):
         self.assertIn("KAGENT_EVAL_MEMORY_MB must be a whole number of MB, not 'lots'", p.stderr)
 
 
+    def test_a_required_layer_the_machine_lacks_stops_the_worker(self):
+        """KAGENT_EVAL_REQUIRE fails closed: without namespaces a candidate could connect to the
+        machine's sockets by path, so a worker required to hide them does not start."""
+        env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "src", "gpu", "eval"),
+                   KAGENT_EVAL_NAMESPACES="0", KAGENT_EVAL_REQUIRE="socket_paths")
+        p = subprocess.run([PYTHON, "-m", "kagent_eval.worker", "--device", "cpu"], env=env,
+                           input="", capture_output=True, text=True, timeout=120)
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertIn("KAGENT_EVAL_REQUIRE: this machine does not give socket_paths=open", p.stderr)
+        env["KAGENT_EVAL_REQUIRE"] = "sockets"
+        p = subprocess.run([PYTHON, "-m", "kagent_eval.worker", "--device", "cpu"], env=env,
+                           input="", capture_output=True, text=True, timeout=120)
+        self.assertIn("KAGENT_EVAL_REQUIRE: unknown layer sockets", p.stderr)
+
+
 class ProcGuardTest(unittest.TestCase):
     def test_a_proc_that_cannot_be_guarded_is_named_and_narrows_writes(self):
         """Where the job's /proc cannot be made read-only, a root child writes only its own

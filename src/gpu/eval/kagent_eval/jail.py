@@ -244,7 +244,31 @@ def setup(environ=os.environ):
     if not enabled:
         missing.append("KAGENT_EVAL_SANDBOX=%s: no confinement (private folders, allowed "
                        "environment and reaping only)" % setting)
+    _require(environ.get("KAGENT_EVAL_REQUIRE", ""), status())
     return status()
+
+
+# per layer a policy may require (KAGENT_EVAL_REQUIRE): the status values that mean it is absent
+REQUIRABLE = {"writes": ("open",), "reads": ("open",), "network": ("open",),
+              "process_limit": (None,), "memory_counts": (None, "private (rlimit)"),
+              "shm": ("shared",), "signals": ("open",), "abstract_sockets": ("open",),
+              "socket_paths": ("open",)}
+
+
+def _require(setting, st):
+    """Fail closed: KAGENT_EVAL_REQUIRE names layers (status keys, comma-separated; "all": every
+    one) the worker must have, or it does not start."""
+    names = [n.strip() for n in setting.split(",") if n.strip()]
+    if names == ["all"]:
+        names = list(REQUIRABLE)
+    unknown = [n for n in names if n not in REQUIRABLE]
+    if unknown:
+        raise SandboxError("KAGENT_EVAL_REQUIRE: unknown layer %s (known: %s, all)" % (
+            ", ".join(unknown), ", ".join(REQUIRABLE)))
+    absent = ["%s=%s" % (n, st.get(n)) for n in names if st.get(n) in REQUIRABLE[n]]
+    if absent:
+        raise SandboxError("KAGENT_EVAL_REQUIRE: this machine does not give %s (%s)" % (
+            ", ".join(absent), "; ".join(st["missing"]) or "sandbox off"))
 
 
 def status():
