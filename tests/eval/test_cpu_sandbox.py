@@ -245,6 +245,48 @@ class ProcGuardTest(unittest.TestCase):
         self.assertEqual(jail.proc_writes(), "/proc/self")  # namespaces.proc_guarded unset here
 
 
+class HiddenSocketFoldersTest(unittest.TestCase):
+    def test_a_covered_folder_hides_its_sockets_but_the_kept_ones(self):
+        """What the mount namespace does to /run (jail.SOCKET_FOLDERS, with KEPT_PATHS such as
+        /run/nvidia-persistenced bound back), on a folder of the test's own: a socket there is
+        unreachable by path from the job, one in the kept folder answers."""
+        from kagent_eval import namespaces
+        kind = namespaces.probe()[0]
+        if kind is None:
+            self.skipTest("no namespaces here")
+        top = tempfile.mkdtemp(prefix="kagent-hide-test-")
+        os.makedirs(os.path.join(top, "keep"))
+        socks = []
+        try:
+            for rel in ("host.sock", "keep/daemon.sock"):
+                s = socket.socket(socket.AF_UNIX)
+                s.bind(os.path.join(top, rel))
+                s.listen(1)
+                socks.append(s)
+            pid = os.fork()
+            if pid == 0:
+                code = 1
+                try:
+                    namespaces.enter(user=kind == "user", hidden=(top,), kept=(os.path.join(top, "keep"),))
+                    code = 0 if sorted(os.listdir(top)) == ["keep"] else 3
+                    for rel, ok in (("host.sock", False), ("keep/daemon.sock", True)):
+                        with socket.socket(socket.AF_UNIX) as c:
+                            try:
+                                c.connect(os.path.join(top, rel))
+                                code = code if ok else 4
+                            except OSError:
+                                code = code if not ok else 5
+                finally:
+                    os._exit(code)
+            _, status = os.waitpid(pid, 0)
+            self.assertEqual(os.WEXITSTATUS(status), 0, "3: listing, 4: hidden socket reached, "
+                             "5: kept socket unreachable")
+        finally:
+            for s in socks:
+                s.close()
+            shutil.rmtree(top)
+
+
 class SecondUserTest(unittest.TestCase):
     """Two OS users evaluate at once, each in their own sandbox folder."""
 

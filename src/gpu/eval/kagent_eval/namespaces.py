@@ -177,7 +177,7 @@ def enter(user, shm_bytes=0, hidden=(), kept=()):
     _own_proc()
     proc_guarded = _guard_proc()
     _private_shm(shm_bytes)
-    _hide(hidden)
+    _hide(hidden, kept)
     _loopback_up()
 
 
