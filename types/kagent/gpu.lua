@@ -41,8 +41,9 @@ gpu.AUTO_WORKERS = nil
 ---    (`kagent.secrets.worker_env`): never an API key. Evaluator settings are `KAGENT_EVAL_*`
 ---    variables, e.g. `KAGENT_EVAL_MEMORY_MB` (each candidate's host memory limit, default half
 ---    the machine's; 0 none), `KAGENT_EVAL_MAX_PROCESSES` (the processes and threads a candidate's
----    job may have at once, default 256; 0 none), `KAGENT_EVAL_SANDBOX=auto|1|0` (auto and 1: the
----    candidate sandbox, in CPU and GPU mode; 0: off) and `KAGENT_EVAL_REQUIRE` (layers of the
+---    job may have at once, default 256 or 4 per core, whichever is more; 0 none),
+---    `KAGENT_EVAL_SANDBOX=auto|1|0` (auto and 1: the candidate sandbox, in CPU and GPU mode; 0:
+---    off) and `KAGENT_EVAL_REQUIRE` (layers of the
 ---    sandbox the worker must get, e.g. `socket_paths,signals` or `all`, else it does not start:
 ---    `EWORKER`); `src/gpu/eval/README.md`.
 ---  - `log_dir`: if set, the pool appends each worker's stderr (candidate prints, tracebacks),
@@ -82,8 +83,9 @@ function gpu.pool(opts) end
 ---    (`kagent.secrets.worker_env`): never an API key. Evaluator settings are `KAGENT_EVAL_*`
 ---    variables, e.g. `KAGENT_EVAL_MEMORY_MB` (each candidate's host memory limit, default half
 ---    the machine's; 0 none), `KAGENT_EVAL_MAX_PROCESSES` (the processes and threads a candidate's
----    job may have at once, default 256; 0 none), `KAGENT_EVAL_SANDBOX=auto|1|0` (auto and 1: the
----    candidate sandbox, in CPU and GPU mode; 0: off) and `KAGENT_EVAL_REQUIRE` (layers of the
+---    job may have at once, default 256 or 4 per core, whichever is more; 0 none),
+---    `KAGENT_EVAL_SANDBOX=auto|1|0` (auto and 1: the candidate sandbox, in CPU and GPU mode; 0:
+---    off) and `KAGENT_EVAL_REQUIRE` (layers of the
 ---    sandbox the worker must get, e.g. `socket_paths,signals` or `all`, else it does not start:
 ---    `EWORKER`); `src/gpu/eval/README.md`.
 ---  - `log_dir`: if set, the pool appends each worker's stderr (candidate prints, tracebacks),
@@ -122,8 +124,9 @@ function gpu.gpus() end
 ---    (`kagent.secrets.worker_env`): never an API key. Evaluator settings are `KAGENT_EVAL_*`
 ---    variables, e.g. `KAGENT_EVAL_MEMORY_MB` (each candidate's host memory limit, default half
 ---    the machine's; 0 none), `KAGENT_EVAL_MAX_PROCESSES` (the processes and threads a candidate's
----    job may have at once, default 256; 0 none), `KAGENT_EVAL_SANDBOX=auto|1|0` (auto and 1: the
----    candidate sandbox, in CPU and GPU mode; 0: off) and `KAGENT_EVAL_REQUIRE` (layers of the
+---    job may have at once, default 256 or 4 per core, whichever is more; 0 none),
+---    `KAGENT_EVAL_SANDBOX=auto|1|0` (auto and 1: the candidate sandbox, in CPU and GPU mode; 0:
+---    off) and `KAGENT_EVAL_REQUIRE` (layers of the
 ---    sandbox the worker must get, e.g. `socket_paths,signals` or `all`, else it does not start:
 ---    `EWORKER`); `src/gpu/eval/README.md`.
 ---  - `log_dir`: if set, the pool appends each worker's stderr (candidate prints, tracebacks),
@@ -166,8 +169,9 @@ local pool = {}
 ---    (`kagent.secrets.worker_env`): never an API key. Evaluator settings are `KAGENT_EVAL_*`
 ---    variables, e.g. `KAGENT_EVAL_MEMORY_MB` (each candidate's host memory limit, default half
 ---    the machine's; 0 none), `KAGENT_EVAL_MAX_PROCESSES` (the processes and threads a candidate's
----    job may have at once, default 256; 0 none), `KAGENT_EVAL_SANDBOX=auto|1|0` (auto and 1: the
----    candidate sandbox, in CPU and GPU mode; 0: off) and `KAGENT_EVAL_REQUIRE` (layers of the
+---    job may have at once, default 256 or 4 per core, whichever is more; 0 none),
+---    `KAGENT_EVAL_SANDBOX=auto|1|0` (auto and 1: the candidate sandbox, in CPU and GPU mode; 0:
+---    off) and `KAGENT_EVAL_REQUIRE` (layers of the
 ---    sandbox the worker must get, e.g. `socket_paths,signals` or `all`, else it does not start:
 ---    `EWORKER`); `src/gpu/eval/README.md`.
 ---  - `log_dir`: if set, the pool appends each worker's stderr (candidate prints, tracebacks),

@@ -68,9 +68,10 @@ SOCKET_FOLDERS = ("/run", "/tmp/.X11-unix", "/tmp/.ICE-unix", "/tmp/.XIM-unix", 
                   "/dev/log")
 KEPT_PATHS = ("/run/nvidia-persistenced", "/run/nvidia-fabricmanager")
 HIDDEN_PATHS = SECRET_PATHS + SOCKET_FOLDERS
-# tasks (processes and threads) a candidate's job may have at once: torch's CPU threads, CUDA's,
-# Triton's and TorchInductor's compile processes fit many times over
+# tasks (processes and threads) a candidate's job may have at once: torch's CPU threads (one per
+# core), CUDA's, Triton's and TorchInductor's compile processes fit many times over
 DEFAULT_MAX_PROCESSES = 256
+TASKS_PER_CPU = 4  # on a machine of many cores: 4 per core where that is more
 
 _state = None  # set by setup(); inherited by the children
 
@@ -105,10 +106,11 @@ def memory_limit_mb(environ=os.environ):
 
 
 def max_processes(environ=os.environ):
-    """KAGENT_EVAL_MAX_PROCESSES (0: no limit), else DEFAULT_MAX_PROCESSES."""
+    """KAGENT_EVAL_MAX_PROCESSES (0: no limit), else DEFAULT_MAX_PROCESSES or TASKS_PER_CPU per
+    core, whichever is more."""
     value = environ.get("KAGENT_EVAL_MAX_PROCESSES", "").strip()
     if not value:
-        return DEFAULT_MAX_PROCESSES
+        return max(DEFAULT_MAX_PROCESSES, TASKS_PER_CPU * (os.cpu_count() or 1))
     try:
         n = int(value)
     except ValueError:
