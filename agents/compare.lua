@@ -72,9 +72,9 @@ local function sweep(policy, o)
   local p, err = proc.spawn(cmd, { env = o.env })
   if not p then return nil, err end
   while true do
-    local line = p:read_line(3600)
+    local line, cut = p:read_line(3600)  -- a line over proc's max_line comes as its head
     if not line then break end
-    io.stderr:write("  " .. line .. "\n")
+    io.stderr:write("  " .. line .. (cut == true and " [cut]" or "") .. "\n")
   end
   return p:wait().code
 end

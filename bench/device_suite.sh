@@ -62,6 +62,7 @@ case "$phase" in
          step sweep_cache_gpu_check bash tests/gpu/sweep_cache_gpu_check.sh "$OUT/sweep_cache"
          sed -n '/^== cold/,$p' "$OUT/sweep_cache_gpu_check.log" ;;
   sandbox) step sandbox_layers python3 bench/sandbox_layers.py
+           step sandbox_default_gpu_check python3 tests/gpu/sandbox_default_gpu_check.py
            step sandbox_gpu_check python3 tests/gpu/sandbox_gpu_check.py ;;
   examples) step examples_check python3 tests/gpu/examples_check.py ;;
   profile) step profile_gpu_check python3 tests/gpu/profile_gpu_check.py --out "$OUT/profile_check.json" ;;

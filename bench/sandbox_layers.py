@@ -62,11 +62,14 @@ def main():
     print("kernel %s, Landlock ABI %d, device files: %s" % (
         os.uname().release, abi, " ".join(sorted(glob.glob("/dev/nvidia*")))), flush=True)
     handled = landlock.writes(abi)
-    devices = [(p, landlock.WRITE_FILE | landlock.TRUNCATE) for p in glob.glob("/dev/nvidia*")]
+    device = landlock.WRITE_FILE | landlock.TRUNCATE | landlock.IOCTL_DEV
+    devices = [(p, device) for pattern in jail.DEVICE_FILES for p in glob.glob(pattern)]
+    proc = [("/proc", landlock.WRITE_FILE | landlock.TRUNCATE)]
     base = [(job, handled), ("/dev/shm", handled)] + devices
 
-    def writes_with(extra, rights=handled):
-        return lambda: landlock.restrict(rights, [(p, r & rights) for p, r in base + extra])
+    def writes_with(extra, rights=handled, scoped=0, grants=None):
+        grants = base if grants is None else grants
+        return lambda: landlock.restrict(rights, [(p, r & rights) for p, r in grants + extra], scoped)
 
     def ns_then(extra):
         def apply():
@@ -79,6 +82,8 @@ def main():
         "rlimit_data_half": lambda: resource.setrlimit(
             resource.RLIMIT_DATA, ((jail.memory_limit_mb() << 20),) * 2),
         "namespaces": lambda: namespaces.enter(user=False),
+        "namespaces+shm+hidden": lambda: namespaces.enter(user=False, shm_bytes=jail.memory_limit_mb() << 20,
+                                                          hidden=jail.HIDDEN_PATHS, kept=jail.KEPT_PATHS),
         "seccomp": lambda: syscall_filter.install(sockets=False),
         "landlock_reads": lambda: jail.narrow_reads(()),
         # the write rule and the places CUDA might need to write (which one it is decides the fix)
@@ -86,13 +91,19 @@ def main():
         "writes+root": writes_with([("/", handled)]),
         "writes+/proc/self(w)": writes_with([("/proc/self", landlock.WRITE_FILE)]),
         "writes+/proc/self(wt)": writes_with([("/proc/self", landlock.WRITE_FILE | landlock.TRUNCATE)]),
-        "writes+/proc(wt)": writes_with([("/proc", landlock.WRITE_FILE | landlock.TRUNCATE)]),
+        "writes+/proc(wt)": writes_with(proc),
+        # the write rule grants ioctl on device files (ABI 5) on the GPU's files only, as
+        # jail.enter does; here on no device at all (CUDA is expected to fail: it is the
+        # control that shows the grant is what lets CUDA's ioctls through)
+        "writes+/proc(wt),no-ioctl": writes_with(proc, grants=[(p, r & ~landlock.IOCTL_DEV) for p, r in base]),
+        "writes+/proc(wt),scopes": writes_with(proc, scoped=landlock.scopes(abi)),
         "writes+/dev": writes_with([("/dev", handled)]),
         "writes+/tmp": writes_with([("/tmp", handled)]),
         "ns,writes+/proc/self(wt)": ns_then([("/proc/self", landlock.WRITE_FILE | landlock.TRUNCATE)]),
-        "all": lambda: jail.enter("trusted", job),
+        "all (trusted)": lambda: jail.enter("trusted", job),
+        "all (candidate)": lambda: jail.enter("candidate", job),
     }
-    for bit in range(15):  # each write right left unhandled in turn: which one CUDA needs
+    for bit in range(16):  # each write right left unhandled in turn: which one CUDA needs
         right = 1 << bit
         if handled & right:
             layers["writes-right-%d" % bit] = writes_with([], handled & ~right)

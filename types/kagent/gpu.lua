@@ -43,8 +43,12 @@ gpu.AUTO_WORKERS = nil
 ---    cleared environment holding only the allow-listed part of the runtime's and of `env`
 ---    (`kagent.secrets.worker_env`): never an API key. Evaluator settings are `KAGENT_EVAL_*`
 ---    variables, e.g. `KAGENT_EVAL_MEMORY_MB` (each candidate's host memory limit, default half
----    the machine's; 0 none) and `KAGENT_EVAL_SANDBOX=auto|1|0` (auto and 1: the candidate sandbox, in
----    CPU and GPU mode; 0: off); `src/gpu/eval/README.md`.
+---    the machine's; 0 none), `KAGENT_EVAL_MAX_PROCESSES` (the processes and threads a candidate's
+---    job may have at once, default 256 or 4 per core, whichever is more; 0 none),
+---    `KAGENT_EVAL_SANDBOX=auto|1|0` (auto and 1: the candidate sandbox, in CPU and GPU mode; 0:
+---    off) and `KAGENT_EVAL_REQUIRE` (layers of the
+---    sandbox the worker must get, e.g. `socket_paths,signals` or `all`, else it does not start:
+---    `EWORKER`); `src/gpu/eval/README.md`.
 ---  - `log_dir`: if set, the pool appends each worker's stderr (candidate prints, tracebacks),
 ---    redacted, to `<log_dir>/worker-<device>-<n>.log`. Candidates are untrusted, so what they
 ---    print is bounded: the stream is taken at most 4 MiB at a time (the rest is counted as
@@ -52,6 +56,9 @@ gpu.AUTO_WORKERS = nil
 ---    and how many bytes were dropped, and reading it is linear in its length (50 MiB of 1 MiB
 ---    lines cost the event loop no pause a 20 ms timer notices: `tests/lua/gpu_output_flood_spec.lua`).
 ---  Every reply of a worker passes through `kagent.secrets.redact_tree` before the pool returns it.
+---  A reply is one line of the worker's stdout (candidates never write there), of at most
+---  `kagent.gpu.MAX_REPLY` (4 MiB): a longer one is cut, and the job fails at once with
+---  `EWORKER: ... a reply longer than ...` (the worker is respawned).
 ---@param opts? table
 ---@return kagent.gpu.Pool
 function gpu.pool(opts) end
@@ -81,8 +88,12 @@ function gpu.pool(opts) end
 ---    cleared environment holding only the allow-listed part of the runtime's and of `env`
 ---    (`kagent.secrets.worker_env`): never an API key. Evaluator settings are `KAGENT_EVAL_*`
 ---    variables, e.g. `KAGENT_EVAL_MEMORY_MB` (each candidate's host memory limit, default half
----    the machine's; 0 none) and `KAGENT_EVAL_SANDBOX=auto|1|0` (auto and 1: the candidate sandbox, in
----    CPU and GPU mode; 0: off); `src/gpu/eval/README.md`.
+---    the machine's; 0 none), `KAGENT_EVAL_MAX_PROCESSES` (the processes and threads a candidate's
+---    job may have at once, default 256 or 4 per core, whichever is more; 0 none),
+---    `KAGENT_EVAL_SANDBOX=auto|1|0` (auto and 1: the candidate sandbox, in CPU and GPU mode; 0:
+---    off) and `KAGENT_EVAL_REQUIRE` (layers of the
+---    sandbox the worker must get, e.g. `socket_paths,signals` or `all`, else it does not start:
+---    `EWORKER`); `src/gpu/eval/README.md`.
 ---  - `log_dir`: if set, the pool appends each worker's stderr (candidate prints, tracebacks),
 ---    redacted, to `<log_dir>/worker-<device>-<n>.log`. Candidates are untrusted, so what they
 ---    print is bounded: the stream is taken at most 4 MiB at a time (the rest is counted as
@@ -90,6 +101,9 @@ function gpu.pool(opts) end
 ---    and how many bytes were dropped, and reading it is linear in its length (50 MiB of 1 MiB
 ---    lines cost the event loop no pause a 20 ms timer notices: `tests/lua/gpu_output_flood_spec.lua`).
 ---  Every reply of a worker passes through `kagent.secrets.redact_tree` before the pool returns it.
+---  A reply is one line of the worker's stdout (candidates never write there), of at most
+---  `kagent.gpu.MAX_REPLY` (4 MiB): a longer one is cut, and the job fails at once with
+---  `EWORKER: ... a reply longer than ...` (the worker is respawned).
 ---@return kagent.gpu.Gpu[]
 function gpu.gpus() end
 
@@ -118,8 +132,12 @@ function gpu.gpus() end
 ---    cleared environment holding only the allow-listed part of the runtime's and of `env`
 ---    (`kagent.secrets.worker_env`): never an API key. Evaluator settings are `KAGENT_EVAL_*`
 ---    variables, e.g. `KAGENT_EVAL_MEMORY_MB` (each candidate's host memory limit, default half
----    the machine's; 0 none) and `KAGENT_EVAL_SANDBOX=auto|1|0` (auto and 1: the candidate sandbox, in
----    CPU and GPU mode; 0: off); `src/gpu/eval/README.md`.
+---    the machine's; 0 none), `KAGENT_EVAL_MAX_PROCESSES` (the processes and threads a candidate's
+---    job may have at once, default 256 or 4 per core, whichever is more; 0 none),
+---    `KAGENT_EVAL_SANDBOX=auto|1|0` (auto and 1: the candidate sandbox, in CPU and GPU mode; 0:
+---    off) and `KAGENT_EVAL_REQUIRE` (layers of the
+---    sandbox the worker must get, e.g. `socket_paths,signals` or `all`, else it does not start:
+---    `EWORKER`); `src/gpu/eval/README.md`.
 ---  - `log_dir`: if set, the pool appends each worker's stderr (candidate prints, tracebacks),
 ---    redacted, to `<log_dir>/worker-<device>-<n>.log`. Candidates are untrusted, so what they
 ---    print is bounded: the stream is taken at most 4 MiB at a time (the rest is counted as
@@ -127,6 +145,9 @@ function gpu.gpus() end
 ---    and how many bytes were dropped, and reading it is linear in its length (50 MiB of 1 MiB
 ---    lines cost the event loop no pause a 20 ms timer notices: `tests/lua/gpu_output_flood_spec.lua`).
 ---  Every reply of a worker passes through `kagent.secrets.redact_tree` before the pool returns it.
+---  A reply is one line of the worker's stdout (candidates never write there), of at most
+---  `kagent.gpu.MAX_REPLY` (4 MiB): a longer one is cut, and the job fails at once with
+---  `EWORKER: ... a reply longer than ...` (the worker is respawned).
 ---@param args table
 ---@return any
 function gpu.auto_workers_per_gpu(args) end
@@ -159,8 +180,12 @@ local pool = {}
 ---    cleared environment holding only the allow-listed part of the runtime's and of `env`
 ---    (`kagent.secrets.worker_env`): never an API key. Evaluator settings are `KAGENT_EVAL_*`
 ---    variables, e.g. `KAGENT_EVAL_MEMORY_MB` (each candidate's host memory limit, default half
----    the machine's; 0 none) and `KAGENT_EVAL_SANDBOX=auto|1|0` (auto and 1: the candidate sandbox, in
----    CPU and GPU mode; 0: off); `src/gpu/eval/README.md`.
+---    the machine's; 0 none), `KAGENT_EVAL_MAX_PROCESSES` (the processes and threads a candidate's
+---    job may have at once, default 256 or 4 per core, whichever is more; 0 none),
+---    `KAGENT_EVAL_SANDBOX=auto|1|0` (auto and 1: the candidate sandbox, in CPU and GPU mode; 0:
+---    off) and `KAGENT_EVAL_REQUIRE` (layers of the
+---    sandbox the worker must get, e.g. `socket_paths,signals` or `all`, else it does not start:
+---    `EWORKER`); `src/gpu/eval/README.md`.
 ---  - `log_dir`: if set, the pool appends each worker's stderr (candidate prints, tracebacks),
 ---    redacted, to `<log_dir>/worker-<device>-<n>.log`. Candidates are untrusted, so what they
 ---    print is bounded: the stream is taken at most 4 MiB at a time (the rest is counted as
@@ -168,6 +193,9 @@ local pool = {}
 ---    and how many bytes were dropped, and reading it is linear in its length (50 MiB of 1 MiB
 ---    lines cost the event loop no pause a 20 ms timer notices: `tests/lua/gpu_output_flood_spec.lua`).
 ---  Every reply of a worker passes through `kagent.secrets.redact_tree` before the pool returns it.
+---  A reply is one line of the worker's stdout (candidates never write there), of at most
+---  `kagent.gpu.MAX_REPLY` (4 MiB): a longer one is cut, and the job fails at once with
+---  `EWORKER: ... a reply longer than ...` (the worker is respawned).
 ---@return any
 function pool:devices() end
 

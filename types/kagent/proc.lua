@@ -13,7 +13,10 @@ local proc = {}
 ---    `p:write`),
 ---  - `timeout` (seconds; the process group is killed when it passes),
 ---  - `kill_grace` (seconds between TERM and KILL, default 2),
----  - `max_output` (bytes kept per stream, default 16 MiB; the rest is dropped and counted).
+---  - `max_output` (bytes kept per stream, default 16 MiB: what `wait` returns, and what is buffered
+---    and not yet read; the rest is dropped and counted),
+---  - `max_line` (bytes per stdout line once stdout is read with `read_line`, default 1 MiB, at most
+---    `max_output`).
 ---  The child runs in its own process group. When `kagent-rt` stops, the group of every child still
 ---  running gets TERM, and KILL after at most 1 s.
 ---@param argv string[]
@@ -45,8 +48,14 @@ function p:write(s) end
 ---@return any
 function p:close_stdin() end
 
----`p:read_line(timeout)` ⏸ → a line of stdout without its newline, or `nil, "ETIMEDOUT: ..."`, or
----  `nil, "EOF: ..."` at end of output. Lines read this way are not returned again by `wait`.
+---`p:read_line(timeout)` ⏸ → `line, cut`: a line of stdout without its newline, and `cut` (true
+---  when the line was longer than `max_line`: `line` is its first `max_line` bytes, handed over as
+---  soon as they arrived, and the rest of the line up to its newline is dropped and counted in
+---  `stdout_dropped`); or `nil, "ETIMEDOUT: ..."`, or `nil, "EOF: ..."` at end of output. Lines are
+---  split in one pass over the output, so neither the time nor the memory a line costs grows with
+---  what a child writes without a newline (`tests/lua/proc_flood_spec.lua`: `cat /dev/zero` read by
+---  lines gives 1 MiB heads without a pause of the event loop, and `kagent-rt` stops at once on
+---  SIGTERM during such a flood). Lines read this way are not returned again by `wait`.
 ---@param timeout? number
 ---@return string?, string?
 function p:read_line(timeout) end

@@ -16,7 +16,12 @@ local function run(argv, timeout)
   local r, err = proc.run(argv, { timeout = timeout or 120 })
   if not r then return nil, err end
   if r.code ~= 0 then
-    return nil, string.format("%s exited %s: %s", argv[1], tostring(r.code), (r.stderr or ""):gsub("%s+$", ""))
+    -- the end of what it said, trimmed in one pass (a "%s+$" pattern is quadratic in a long run
+    -- of spaces, and a command's stderr is up to proc's max_output)
+    local tail = (r.stderr or ""):sub(-2000)
+    local last = #tail
+    while last > 0 and tail:find("^%s", last) do last = last - 1 end
+    return nil, string.format("%s exited %s: %s", argv[1], tostring(r.code), tail:sub(1, last))
   end
   return r.stdout
 end

@@ -72,6 +72,7 @@ int l_spawn(lua_State* L) {
     opts.timeout = opt_number_field(L, 2, "timeout", -1);
     opts.kill_grace = opt_number_field(L, 2, "kill_grace", 2.0);
     opts.max_output = static_cast<size_t>(opt_number_field(L, 2, "max_output", 16u << 20));
+    opts.max_line = static_cast<size_t>(opt_number_field(L, 2, "max_line", 1u << 20));
     lua_getfield(L, 2, "stdin");
     if (lua_type(L, -1) == LUA_TSTRING) {
       size_t n = 0;
@@ -130,21 +131,22 @@ int l_running(lua_State* L) {
   return 1;
 }
 
-// try_read_line(p) -> line | nil, eof(boolean)
+// try_read_line(p) -> line, cut(boolean) | nil, eof(boolean)
 int l_try_read_line(lua_State* L) {
   std::string line;
-  bool eof = false;
-  bool got = check_proc(L, 1).try_read_line(line, eof);
+  bool eof = false, cut = false;
+  bool got = check_proc(L, 1).try_read_line(line, eof, &cut);
   if (got) {
     lua_pushlstring(L, line.data(), line.size());
-    return 1;
+    lua_pushboolean(L, cut ? 1 : 0);
+    return 2;
   }
   lua_pushnil(L);
   lua_pushboolean(L, eof ? 1 : 0);
   return 2;
 }
 
-// read_line_start(p, timeout) -> op; completes with line | nil, "CODE: msg", "CODE"
+// read_line_start(p, timeout) -> op; completes with line, cut | nil, "CODE: msg", "CODE"
 int l_read_line_start(lua_State* L) {
   auto* box = static_cast<ProcBox*>(luaL_checkudata(L, 1, kProcMeta));
   const double timeout = luaL_optnumber(L, 2, -1);
@@ -157,7 +159,8 @@ int l_read_line_start(lua_State* L) {
       rt.complete(op, [&](lua_State* S) {
         if (line) {
           lua_pushlstring(S, line->data(), line->size());
-          return 1;
+          lua_pushboolean(S, code == "CUT" ? 1 : 0);
+          return 2;
         }
         return push_failure(S, code, code == "EOF" ? "end of output" : "no line before the timeout");
       });

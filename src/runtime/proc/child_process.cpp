@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <map>
@@ -100,6 +101,7 @@ std::shared_ptr<ChildProcess> ChildProcess::spawn(EventLoop& loop, const SpawnOp
   p->start_ = EventLoop::monotonic_now();
   p->kill_grace_ = opts.kill_grace;
   p->max_output_ = opts.max_output;
+  p->max_line_ = std::max<size_t>(1, std::min(opts.max_line, opts.max_output));
   p->in_fd_ = in[1];
   p->out_fd_ = out[0];
   p->err_fd_ = err[0];
@@ -178,9 +180,11 @@ void ChildProcess::on_readable(int fd, std::string& buf, size_t& dropped, bool& 
   for (;;) {
     ssize_t n = read(fd, chunk, sizeof chunk);
     if (n > 0) {
-      size_t room = buf.size() - (fd == out_fd_ ? out_consumed_ : 0) < max_output_
-                        ? max_output_ - (buf.size() - (fd == out_fd_ ? out_consumed_ : 0))
-                        : 0;
+      if (fd == out_fd_) {
+        append_stdout(chunk, static_cast<size_t>(n));
+        continue;
+      }
+      size_t room = buf.size() < max_output_ ? max_output_ - buf.size() : 0;
       size_t keep = std::min(room, static_cast<size_t>(n));
       buf.append(chunk, keep);
       dropped += static_cast<size_t>(n) - keep;
@@ -201,16 +205,76 @@ void ChildProcess::on_readable(int fd, std::string& buf, size_t& dropped, bool& 
   finish_if_done();
 }
 
-bool ChildProcess::try_read_line(std::string& line, bool& eof) {
+void ChildProcess::append_stdout(const char* p, size_t n) {
+  while (n > 0) {
+    if (out_skipping_) {  // the rest of a cut line: dropped up to and with its newline
+      const void* nl = std::memchr(p, '\n', n);
+      size_t upto = nl ? static_cast<size_t>(static_cast<const char*>(nl) - p) + 1 : n;
+      out_dropped_ += nl ? upto - 1 : upto;
+      out_skipping_ = nl == nullptr;
+      p += upto;
+      n -= upto;
+      continue;
+    }
+    const void* nl = std::memchr(p, '\n', n);
+    const size_t body = nl ? static_cast<size_t>(static_cast<const char*>(nl) - p) : n;
+    const size_t pending = out_buf_.size() - out_consumed_;
+    const size_t room = pending < max_output_ ? max_output_ - pending : 0;
+    const size_t partial = out_buf_.size() - line_start_;
+    if (line_mode_ && partial + body > max_line_) {  // past max_line: its head goes out now
+      const size_t keep = std::min(max_line_ - partial, room);
+      out_buf_.append(p, keep);
+      out_dropped_ += max_line_ - partial - keep;  // the reader is behind: part of the head too
+      out_buf_.push_back('\n');
+      cuts_.push_back(out_base_ + out_buf_.size() - 1);
+      line_start_ = out_buf_.size();
+      out_skipping_ = true;
+      p += max_line_ - partial;
+      n -= max_line_ - partial;
+      continue;
+    }
+    const size_t want = nl ? body + 1 : body;
+    const size_t take = std::min(want, room);
+    out_buf_.append(p, take);
+    out_dropped_ += want - take;  // the reader is behind by max_output: dropped and counted
+    if (nl && take == want) line_start_ = out_buf_.size();
+    p += want;
+    n -= want;
+  }
+}
+
+void ChildProcess::cut_long_partial() {
+  if (out_buf_.size() - line_start_ <= max_line_) return;
+  out_dropped_ += out_buf_.size() - line_start_ - max_line_;
+  out_buf_.resize(line_start_ + max_line_);
+  out_buf_.push_back('\n');
+  cuts_.push_back(out_base_ + out_buf_.size() - 1);
+  line_start_ = out_buf_.size();
+  out_skipping_ = !out_eof_;
+}
+
+bool ChildProcess::try_read_line(std::string& line, bool& eof, bool* cut) {
   eof = false;
-  size_t nl = out_buf_.find('\n', out_consumed_);
+  if (cut) *cut = false;
+  if (!line_mode_) {  // the first read by lines: from now on a line is held to max_line
+    line_mode_ = true;
+    cut_long_partial();
+  }
+  // a newline is only known to be there before line_start_: nothing past it is scanned again
+  size_t nl = out_consumed_ < line_start_ ? out_buf_.find('\n', out_consumed_) : std::string::npos;
   if (nl != std::string::npos) {
     line.assign(out_buf_, out_consumed_, nl - out_consumed_);
     if (!line.empty() && line.back() == '\r') line.pop_back();
     out_consumed_ = nl + 1;
+    if (!cuts_.empty() && cuts_.front() == out_base_ + nl) {
+      cuts_.erase(cuts_.begin());
+      if (cut) *cut = true;
+    }
     // Compact once the consumed prefix is large, so a long-lived worker's buffer stays small.
     if (out_consumed_ > (1u << 20)) {
       out_buf_.erase(0, out_consumed_);
+      line_start_ -= out_consumed_;
+      out_base_ += out_consumed_;
       out_consumed_ = 0;
     }
     return true;
@@ -238,11 +302,12 @@ void ChildProcess::deliver_line_if_ready() {
   if (!line_cb_) return;
   std::string line;
   bool eof = false;
-  if (try_read_line(line, eof)) {
+  bool cut = false;
+  if (try_read_line(line, eof, &cut)) {
     auto cb = std::move(line_cb_);
     line_cb_ = nullptr;
     if (line_timer_) loop_.cancel_timer(line_timer_), line_timer_ = 0;
-    cb(std::move(line), nullptr);
+    cb(std::move(line), cut ? "CUT" : nullptr);
   } else if (eof) {
     auto cb = std::move(line_cb_);
     line_cb_ = nullptr;

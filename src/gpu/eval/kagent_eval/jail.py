@@ -14,18 +14,31 @@ the job's files are known.
                     per-user caches for Triton, TorchInductor, CUDA and the measured GPU peaks,
                     one for candidates and one for the trusted children, so a candidate cannot
                     plant entries a baseline reads
+  process count     a pids cgroup per child (job_cgroup.py), else RLIMIT_NPROC in its user
+                    namespace, or over its user's processes; a candidate past it fails EPROCESSES
   memory            RLIMIT_DATA (private writable memory: heap, malloc'd mmaps); not RLIMIT_AS,
                     which counts the address space CUDA reserves and would break every GPU job;
-                    oom_score_adj 1000 makes a child the kernel's first choice when memory runs out
-  writes            Landlock: the job folder, the caches, /dev/shm, the GPU's device files and
-                    files under /proc (proc_writes)
-  reads             Landlock, once the job is known: system folders, Python's, the job's files;
-                    moves within the job and cache folders
+                    and a memory cgroup per child where the machine gives one, which counts the
+                    rest (shared maps, memfd, /dev/shm); oom_score_adj 1000 makes a child the
+                    kernel's first choice when memory runs out
+  /dev/shm          a private tmpfs within the memory limit, in its mount namespace; without
+                    one the machine's, counted by the memory cgroup and swept after the job
+                    (shm_sweep.py)
+  writes            Landlock: the job folder, the caches, /dev/shm, the GPU's device files (ioctl
+                    on no other device) and files under /proc (proc_writes)
+  reads             Landlock, once the job is known: system folders but SECRET_PATHS, Python's,
+                    the job's files; moves within the job and cache folders. SECRET_PATHS are
+                    also covered in its mount namespace
   network           its own network namespace (loopback only), else a seccomp filter on
-                    socket() (syscall_filter.py)
+                    socket() (syscall_filter.py); AF_UNIX stays allowed (CUDA's start needs it)
+  UNIX sockets      abstract ones: the network namespace, and Landlock's scope (ABI 6); by path:
+                    SOCKET_FOLDERS covered in its mount namespace (Landlock has no rule for
+                    connecting to a socket file), open without one
+  signals           its PID namespace, and Landlock's scope (ABI 6): no signal outside the job
   root              a child run by root drops the capabilities that would undo the above
                     (capabilities.py)
 """
+import atexit
 import glob
 import os
 import resource
@@ -34,7 +47,7 @@ import stat
 import sys
 import tempfile
 
-from . import capabilities, landlock, namespaces, profiling, syscall_filter
+from . import capabilities, job_cgroup, landlock, namespaces, profiling, shm_sweep, syscall_filter
 from .loader import source_of
 
 SYSTEM_READ_ROOTS = ("/usr", "/lib", "/lib32", "/lib64", "/libx32", "/bin", "/sbin", "/etc", "/opt",
@@ -42,6 +55,23 @@ SYSTEM_READ_ROOTS = ("/usr", "/lib", "/lib32", "/lib64", "/libx32", "/bin", "/sb
 DEVICE_FILES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/nvidia*",
                 "/dev/nvidia-caps")
 OOM_SCORE_ADJ = "1000"
+# secrets of the machine a job never needs, even where the folder holding them is readable:
+# left out of the read rule and covered in the job's mount namespace
+SECRET_PATHS = ("/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-", "/etc/sudoers",
+                "/etc/sudoers.d", "/etc/ssh", "/etc/ssl/private", "/etc/security/opasswd",
+                "/etc/krb5.keytab")
+# where the machine's daemons listen (systemd, D-Bus, Docker, containerd, X11): covered by an empty
+# folder (or file, /dev/log) in the job's mount namespace, so no socket of theirs is reachable by
+# path; /var/run links to /run. KEPT_PATHS are bound back in: CUDA's start talks to
+# nvidia-persistenced over its socket where that daemon runs
+SOCKET_FOLDERS = ("/run", "/tmp/.X11-unix", "/tmp/.ICE-unix", "/tmp/.XIM-unix", "/tmp/.font-unix",
+                  "/dev/log")
+KEPT_PATHS = ("/run/nvidia-persistenced", "/run/nvidia-fabricmanager")
+HIDDEN_PATHS = SECRET_PATHS + SOCKET_FOLDERS
+# tasks (processes and threads) a candidate's job may have at once: torch's CPU threads (one per
+# core), CUDA's, Triton's and TorchInductor's compile processes fit many times over
+DEFAULT_MAX_PROCESSES = 256
+TASKS_PER_CPU = 4  # on a machine of many cores: 4 per core where that is more
 
 _state = None  # set by setup(); inherited by the children
 
@@ -73,6 +103,35 @@ def memory_limit_mb(environ=os.environ):
             raise SandboxError("KAGENT_EVAL_MEMORY_MB must be >= 0")
         return mb
     return _mem_total_mb() // 2
+
+
+def max_processes(environ=os.environ):
+    """KAGENT_EVAL_MAX_PROCESSES (0: no limit), else DEFAULT_MAX_PROCESSES or TASKS_PER_CPU per
+    core, whichever is more."""
+    value = environ.get("KAGENT_EVAL_MAX_PROCESSES", "").strip()
+    if not value:
+        return max(DEFAULT_MAX_PROCESSES, TASKS_PER_CPU * (os.cpu_count() or 1))
+    try:
+        n = int(value)
+    except ValueError:
+        raise SandboxError("KAGENT_EVAL_MAX_PROCESSES must be a whole number, not %r" % value)
+    if n < 0 or 0 < n < 16:
+        raise SandboxError("KAGENT_EVAL_MAX_PROCESSES must be 0 (no limit) or at least 16")
+    return n
+
+
+def _user_tasks():
+    """Tasks (processes and threads) of this real user: what RLIMIT_NPROC counts."""
+    uid, n = os.getuid(), 0
+    for path in glob.glob("/proc/[0-9]*/status"):
+        try:
+            with open(path) as f:
+                fields = dict(line.split(":", 1) for line in f if ":" in line)
+            if int(fields["Uid"].split()[0]) == uid:
+                n += int(fields["Threads"])
+        except (OSError, KeyError, ValueError, IndexError):
+            pass
+    return n
 
 
 def _private_dir(path):
@@ -132,6 +191,7 @@ def setup(environ=os.environ):
         raise SandboxError("KAGENT_EVAL_SANDBOX must be auto, 0 or 1, not %r" % setting)
     enabled = setting in ("1", "auto")
     memory = memory_limit_mb(environ) if enabled else 0
+    procs = max_processes(environ) if enabled else 0
     base = environ.get("KAGENT_EVAL_SANDBOX_DIR") or tempfile.gettempdir()
     root, note = _user_root(base)
     caches = {}
@@ -147,10 +207,11 @@ def setup(environ=os.environ):
         abi = 0
     namespace, why = None, "KAGENT_EVAL_NAMESPACES=0"
     if enabled and environ.get("KAGENT_EVAL_NAMESPACES", "1") != "0":
-        namespace, why = namespaces.probe()
+        namespace, why = namespaces.probe(HIDDEN_PATHS, KEPT_PATHS)
     if enabled and not namespace:
         missing.append("no namespaces (%s): a candidate sees the machine's processes, and the "
-                       "worker reaps what it leaves" % why)
+                       "worker reaps what it leaves; /dev/shm is the machine's (what a job "
+                       "leaves there is swept after it)" % why)
     if abi and os.geteuid() == 0 and (not namespace or why):
         missing.append("%s: only a child's own /proc entries are writable, so a process it "
                        "starts (compute-sanitizer's target, torch.compile's workers) cannot start "
@@ -159,13 +220,57 @@ def setup(environ=os.environ):
     if enabled and not net:
         missing.append("no system call filter for this architecture: io_uring and bpf stay open%s"
                        % ("" if namespace else ", and so does the network"))
+    if enabled and not namespace:
+        missing.append("no mount namespace: a candidate can connect to the machine's UNIX sockets "
+                       "by path (/run/...) where their file modes let its user")
+    groups, process_limit = None, None
+    if enabled:
+        groups = job_cgroup.JobGroups()
+        atexit.register(groups.close)
+        process_limit = _process_limit(procs, groups, namespace)
+        if procs and not process_limit:
+            missing.append("root without a pids cgroup (%s): no limit on a job's processes"
+                           % groups.notes.get("pids"))
+        if memory and not groups.has("memory"):
+            missing.append("no memory cgroup (%s): shared memory maps and memfd are not counted "
+                           "against the memory limit%s" % (groups.notes.get("memory"), "" if namespace
+                                                           else ", nor is /dev/shm"))
+        if not landlock.scopes(abi) and not namespace:
+            missing.append("Landlock ABI %d (scopes need %d) and no namespaces: a candidate can "
+                           "signal other processes of its user and connect to abstract UNIX "
+                           "sockets" % (abi, landlock.SCOPES_ABI))
     _state = {"enabled": enabled, "root": root, "caches": caches, "landlock": abi, "net": net,
-              "namespaces": namespace, "memory_mb": memory,
+              "namespaces": namespace, "memory_mb": memory, "groups": groups,
+              "process_limit": process_limit, "max_processes": procs, "shm_before": {},
               "read_roots": list(SYSTEM_READ_ROOTS) + _python_read_roots(), "missing": missing}
     if not enabled:
         missing.append("KAGENT_EVAL_SANDBOX=%s: no confinement (private folders, allowed "
                        "environment and reaping only)" % setting)
+    _require(environ.get("KAGENT_EVAL_REQUIRE", ""), status())
     return status()
+
+
+# per layer a policy may require (KAGENT_EVAL_REQUIRE): the status values that mean it is absent
+REQUIRABLE = {"writes": ("open",), "reads": ("open",), "network": ("open",),
+              "process_limit": (None,), "memory_counts": (None, "private (rlimit)"),
+              "shm": ("shared",), "signals": ("open",), "abstract_sockets": ("open",),
+              "socket_paths": ("open",)}
+
+
+def _require(setting, st):
+    """Fail closed: KAGENT_EVAL_REQUIRE names layers (status keys, comma-separated; "all": every
+    one) the worker must have, or it does not start."""
+    names = [n.strip() for n in setting.split(",") if n.strip()]
+    if names == ["all"]:
+        names = list(REQUIRABLE)
+    unknown = [n for n in names if n not in REQUIRABLE]
+    if unknown:
+        raise SandboxError("KAGENT_EVAL_REQUIRE: unknown layer %s (known: %s, all)" % (
+            ", ".join(unknown), ", ".join(REQUIRABLE)))
+    absent = ["%s=%s" % (n, st.get(n)) for n in names if st.get(n) in REQUIRABLE[n]]
+    if absent:
+        raise SandboxError("KAGENT_EVAL_REQUIRE: this machine does not give %s (%s)" % (
+            ", ".join(absent), "; ".join(st["missing"]) or "sandbox off"))
 
 
 def status():
@@ -176,17 +281,53 @@ def status():
             "network": "namespace" if s["namespaces"] else "seccomp" if s["net"] else "open",
             "memory_mb": s["memory_mb"] or None,
             "processes": ("namespace (%s)" % s["namespaces"]) if s["namespaces"] else "subreaper",
+            "process_limit": s["process_limit"],
+            "max_processes": (s["max_processes"] or None) if s["process_limit"] else None,
+            "memory_counts": ("all (cgroup)" if s["groups"] and s["groups"].has("memory")
+                              else "private (rlimit)" if s["memory_mb"] else None),
+            "shm": "private" if s["namespaces"] else "swept" if s["enabled"] else "shared",
+            "signals": ("namespace" if s["namespaces"] else "landlock"
+                        if landlock.scopes(s["landlock"]) else "open"),
+            "abstract_sockets": ("namespace" if s["namespaces"] else "landlock"
+                                 if landlock.scopes(s["landlock"]) else "open"),
+            "socket_paths": "hidden (namespace)" if s["namespaces"] else "open",
             "missing": list(s["missing"])}
+
+
+def _process_limit(procs, groups, namespace):
+    """How a candidate's job is held to `procs` tasks: "cgroup", "rlimit" (RLIMIT_NPROC, in its
+    user namespace or over its user's processes) or None (no limit asked, or root without a
+    cgroup: the kernel does not apply RLIMIT_NPROC to root)."""
+    if not procs:
+        return None
+    if groups.has("pids"):
+        return "cgroup"
+    if namespace == "user" or (not namespace and os.geteuid() != 0):
+        return "rlimit"
+    return None
 
 
 def memory_mb():
     return _state["memory_mb"] if _state else 0
 
 
-def new_job_dir():
+def new_job_dir(role="candidate"):
+    """A job folder, and the job's cgroups (named after it) with the limits of `role`."""
     if _state is None:  # a process other than the worker forking sandboxes (tests)
         setup()
-    return tempfile.mkdtemp(prefix="job-%d-" % os.getpid(), dir=_state["root"])
+    path = tempfile.mkdtemp(prefix="job-%d-" % os.getpid(), dir=_state["root"])
+    groups = _state["groups"]
+    if groups:
+        limits = {"memory": _state["memory_mb"] << 20,
+                  "pids": _state["max_processes"] if role == "candidate" else None}
+        try:
+            groups.create(os.path.basename(path), limits)
+        except OSError as e:
+            remove_job_dir(path)
+            raise SandboxError("cannot make the job's cgroups: %s" % e)
+    if _state["enabled"] and not _state["namespaces"]:  # its /dev/shm is the machine's
+        _state["shm_before"][path] = shm_sweep.snapshot()
+    return path
 
 
 def remove_job_dir(path):
@@ -202,6 +343,13 @@ def remove_job_dir(path):
                 except OSError:
                     pass
     shutil.rmtree(path, ignore_errors=True)
+    if _state and _state["groups"]:
+        _state["groups"].remove(os.path.basename(path))
+    before = _state["shm_before"].pop(path, None) if _state else None
+    if before:
+        for name, size in shm_sweep.sweep(*before):
+            sys.stderr.write("kagent_eval: removed /dev/shm/%s (%d bytes) that a job left\n"
+                             % (name, size))
 
 
 def enter(role, job_dir):
@@ -209,8 +357,12 @@ def enter(role, job_dir):
     limits, then the write and network confinement, which then hold for every thread and process
     it starts."""
     s = _state
+    if s["groups"]:
+        s["groups"].join(os.path.basename(job_dir))  # before anything it starts: all of it counts
     if s["namespaces"]:
-        namespaces.enter(user=s["namespaces"] == "user", shm_bytes=(s["memory_mb"] or 0) << 20)
+        namespaces.enter(user=s["namespaces"] == "user", shm_bytes=(s["memory_mb"] or 0) << 20,
+                         hidden=HIDDEN_PATHS if s["enabled"] else (),
+                         kept=KEPT_PATHS + (s["root"],))
     cache = s["caches"]["trusted" if role != "candidate" else "candidate"]
     os.environ.update({
         "HOME": job_dir, "TMPDIR": job_dir, "TRITON_CACHE_DIR": os.path.join(cache, "triton"),
@@ -232,6 +384,11 @@ def enter(role, job_dir):
     if s["memory_mb"]:
         limit = s["memory_mb"] << 20
         resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
+    if s["process_limit"] == "rlimit" and role == "candidate":
+        # in its own user namespace RLIMIT_NPROC counts the job's tasks only; without one, all of
+        # its user's, so the job may add its allowance to those running now
+        n = s["max_processes"] + (0 if s["namespaces"] else _user_tasks())
+        resource.setrlimit(resource.RLIMIT_NPROC, (n, n))
     if os.geteuid() == 0 and role == "candidate":
         capabilities.drop(keep_profiling=bool(s["namespaces"]))
     if s["net"]:
@@ -240,9 +397,10 @@ def enter(role, job_dir):
         handled = landlock.writes(s["landlock"])
         grants = [(job_dir, handled), (cache, handled), ("/dev/shm", handled),
                   (proc_writes(), landlock.WRITE_FILE | landlock.TRUNCATE)]
+        device = landlock.WRITE_FILE | landlock.TRUNCATE | landlock.IOCTL_DEV
         for pattern in DEVICE_FILES:
-            grants += [(p, landlock.WRITE_FILE | landlock.TRUNCATE) for p in glob.glob(pattern)]
-        landlock.restrict(handled, grants)
+            grants += [(p, device) for p in glob.glob(pattern)]
+        landlock.restrict(handled, grants, landlock.scopes(s["landlock"]))
 
 
 def proc_writes():
@@ -278,10 +436,49 @@ def narrow_reads(files=()):
     # or not: without it here, Triton's and TorchInductor's cache writes (a file renamed into
     # place) fail with EXDEV; the write ruleset decides where moves may happen
     movable = landlock.READ | landlock.REFER
-    grants = [(p, landlock.READ) for p in s["read_roots"]]
+    grants = [(p, landlock.READ) for p in readable(s["read_roots"], SECRET_PATHS)]
     grants += [(p, movable) for p in [job_dir] + list(s["caches"].values())]
     grants += [(f, landlock.READ_FILE) for f in files or ()]
     landlock.restrict(movable, grants)
+
+
+def readable(roots, hidden):
+    """`roots` with every path of `hidden` left out: a root holding one is replaced by its
+    entries (each but the hidden one, and so on down). Landlock grants only add, so a hidden
+    file is one no rule reaches."""
+    hidden = [os.path.normpath(h) for h in hidden]
+    out = []
+    for root in roots:
+        root = os.path.normpath(root)
+        if any(root == h or root.startswith(h + "/") for h in hidden):
+            continue
+        if not any(h.startswith(root.rstrip("/") + "/") for h in hidden) or not os.path.isdir(root):
+            out.append(root)
+            continue
+        try:
+            entries = sorted(os.listdir(root))
+        except OSError:
+            continue
+        out += readable([os.path.join(root, e) for e in entries], hidden)
+    return out
+
+
+def limit_failure(job_dir, error_text=""):
+    """(code, message) when the job ran into its process or memory limit, by its cgroups'
+    counters (or, under RLIMIT_NPROC, by the error a refused fork or thread gives), else
+    None. A job that hit a limit fails even if it went on."""
+    s = _state
+    if not s:
+        return None
+    hits = s["groups"].events(os.path.basename(job_dir)) if s["groups"] else {}
+    refused = "Resource temporarily unavailable" in error_text or "can't start new thread" in error_text
+    if hits.get("pids") or (s["process_limit"] == "rlimit" and refused):
+        return ("EPROCESSES", "the job tried to run more than %d processes and threads at once "
+                "(KAGENT_EVAL_MAX_PROCESSES)" % s["max_processes"])
+    if hits.get("memory"):
+        return ("EMEMORY", "the job ran out of its memory limit of %d MB (KAGENT_EVAL_MEMORY_MB; "
+                "shared memory and /dev/shm count) and the kernel killed it" % s["memory_mb"])
+    return None
 
 
 def memory_failure(error_type, message):

@@ -9,6 +9,8 @@ the memory or the `/proc/<pid>/environ` of any process outside its domain (ptrac
 checks), whatever its user.
 
 ABI 1 is not used: it forbids every rename across folders, which Triton's cache relies on.
+ABI 5 adds the right to use ioctl on device files (IOCTL_DEV), ABI 6 scopes: a process in a
+scoped domain cannot connect to an abstract UNIX socket, nor signal a process, outside its domain.
 """
 import ctypes
 import errno
@@ -24,14 +26,22 @@ EXECUTE, WRITE_FILE, READ_FILE, READ_DIR = 1 << 0, 1 << 1, 1 << 2, 1 << 3
 REMOVE_DIR, REMOVE_FILE, MAKE_CHAR, MAKE_DIR = 1 << 4, 1 << 5, 1 << 6, 1 << 7
 MAKE_REG, MAKE_SOCK, MAKE_FIFO, MAKE_BLOCK, MAKE_SYM = 1 << 8, 1 << 9, 1 << 10, 1 << 11, 1 << 12
 REFER, TRUNCATE = 1 << 13, 1 << 14  # ABI 2, ABI 3
+IOCTL_DEV = 1 << 15  # ABI 5
+SCOPE_ABSTRACT_UNIX_SOCKET, SCOPE_SIGNAL = 1 << 0, 1 << 1  # ABI 6
+IOCTL_DEV_ABI, SCOPES_ABI = 5, 6
 
 READ = EXECUTE | READ_FILE | READ_DIR
-_FILE_RIGHTS = EXECUTE | WRITE_FILE | READ_FILE | TRUNCATE  # the rights a rule on a file may carry
+_FILE_RIGHTS = EXECUTE | WRITE_FILE | READ_FILE | TRUNCATE | IOCTL_DEV  # the rights a rule on a file may carry
 MIN_ABI = 2
 
 
 class _RulesetAttr(ctypes.Structure):
     _fields_ = [("handled_access_fs", ctypes.c_uint64)]
+
+
+class _ScopedRulesetAttr(ctypes.Structure):  # ABI >= 6
+    _fields_ = [("handled_access_fs", ctypes.c_uint64), ("handled_access_net", ctypes.c_uint64),
+                ("scoped", ctypes.c_uint64)]
 
 
 class _PathBeneath(ctypes.Structure):
@@ -53,7 +63,13 @@ def writes(version):
     """Every right that changes the file system, as far as this ABI knows them."""
     rights = (WRITE_FILE | REMOVE_DIR | REMOVE_FILE | MAKE_CHAR | MAKE_DIR | MAKE_REG | MAKE_SOCK
               | MAKE_FIFO | MAKE_BLOCK | MAKE_SYM | REFER)
-    return rights | (TRUNCATE if version >= 3 else 0)
+    return (rights | (TRUNCATE if version >= 3 else 0)
+            | (IOCTL_DEV if version >= IOCTL_DEV_ABI else 0))
+
+
+def scopes(version):
+    """The scopes this ABI knows (0 before ABI 6)."""
+    return SCOPE_ABSTRACT_UNIX_SOCKET | SCOPE_SIGNAL if version >= SCOPES_ABI else 0
 
 
 def _check(ret, what):
@@ -63,11 +79,11 @@ def _check(ret, what):
     return ret
 
 
-def restrict(handled, grants):
+def restrict(handled, grants, scoped=0):
     """Confines the calling thread (and what it starts later) to `grants`, a list of
-    (path, rights) for the `handled` rights. Paths that do not exist are skipped. Raises OSError
-    when the kernel refuses."""
-    attr = _RulesetAttr(handled)
+    (path, rights) for the `handled` rights, and to its own domain for the `scoped` scopes
+    (ABI >= 6). Paths that do not exist are skipped. Raises OSError when the kernel refuses."""
+    attr = _ScopedRulesetAttr(handled, 0, scoped) if scoped else _RulesetAttr(handled)
     ruleset = _check(_libc.syscall(SYS_CREATE_RULESET, ctypes.byref(attr),
                                    ctypes.c_size_t(ctypes.sizeof(attr)), ctypes.c_uint32(0)),
                      "create_ruleset")

@@ -8,14 +8,14 @@ new PID namespace and does the job, and the child only waits for it and ends the
 relay, so the worker's view of the child's pid, process group, stops and exit status is
 unchanged). Inside, a fresh /proc shows only the namespace's processes: no parent, no kagent-rt,
 no pid 1 of the machine, so no environ of theirs to read. When process 1 ends, the kernel kills
-everything left in the namespace, setsid or not. The network namespace has only its own
-loopback (brought up: tools such as compute-sanitizer talk to their target over it), so nothing
-outside the job can be reached.
-
-The mount namespace also gets its own /dev/shm (a tmpfs no larger than the job's memory limit,
-gone with the namespace: nothing a job writes there outlives it or escapes its limit), and the
-machine's password hashes are hidden (/dev/null bound over them): a candidate run by root sees
-an empty /etc/shadow.
+everything left in the namespace, setsid or not. The mount namespace also gets its own
+/dev/shm (a tmpfs no larger than the job's memory limit, gone with the namespace: nothing a job
+writes there outlives it or escapes its limit) and covers what jail.HIDDEN_PATHS names: the
+machine's secret files (/etc/shadow and the like: an empty file) and the folders that hold its
+UNIX sockets (/run, the X11 ones: an empty folder, with what CUDA needs bound back in), so a job
+cannot connect to the host's daemons by path. The network namespace has only its own loopback
+(brought up: tools such as compute-sanitizer talk to their target over it), so nothing outside
+the job can be reached, abstract UNIX sockets included (they belong to a network namespace).
 
 Must run before Landlock, which forbids mounting.
 """
@@ -24,6 +24,7 @@ import fcntl
 import os
 import signal
 import socket
+import stat
 import struct
 
 CLONE_NEWNS, CLONE_NEWPID, CLONE_NEWUSER, CLONE_NEWNET = 0x00020000, 0x20000000, 0x10000000, 0x40000000
@@ -32,7 +33,7 @@ _IFREQ = struct.Struct("16sH22x")
 _MS_RDONLY, _MS_NOSUID, _MS_NODEV, _MS_NOEXEC = 1, 2, 4, 8
 _MS_REMOUNT, _MS_BIND, _MS_REC, _MS_PRIVATE = 32, 4096, 0x4000, 0x40000
 proc_guarded = False  # True in process 1 once its /proc's machine-wide entries are read-only
-_PR_SET_PDEATHSIG = 1
+_PR_SET_PDEATHSIG, _PR_SET_DUMPABLE = 1, 4
 
 _libc = ctypes.CDLL(None, use_errno=True)
 
@@ -50,6 +51,11 @@ def _write(path, text):
 
 def _unshare(user):
     uid, gid = os.getuid(), os.getgid()
+    if user:
+        # forked from the worker, which is not dumpable: its /proc files then belong to root, and
+        # an ordinary user could write neither its uid_map nor, later, its threads' names (CUDA's
+        # start). The job's own processes may be dumpable: the worker's secrets are not in them
+        _libc.prctl(_PR_SET_DUMPABLE, 1, 0, 0, 0)
     flags = CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWNET | (CLONE_NEWUSER if user else 0)
     _call(_libc.unshare(flags), "unshare")
     if user:  # the same ids inside, so files keep their owners
@@ -81,23 +87,53 @@ def _guard_proc():
     return True
 
 
-# what a candidate has no business reading, even as root: bound over with /dev/null
-HIDDEN_FILES = ("/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-")
 SHM_DEFAULT_BYTES = 1 << 30  # a job without a memory limit still gets a bounded /dev/shm
 
 
-def _private_shm(limit_bytes):
-    size = limit_bytes if limit_bytes else SHM_DEFAULT_BYTES
-    opts = ("size=%d,mode=1777" % size).encode()
-    _call(_libc.mount(b"tmpfs", b"/dev/shm", b"tmpfs", _MS_NOSUID | _MS_NODEV, opts),
-          "mount tmpfs on /dev/shm")
+def _private_shm(size_bytes):
+    """A fresh tmpfs on /dev/shm: what a job writes there is gone with its mount namespace, and
+    never more than size_bytes (0: SHM_DEFAULT_BYTES)."""
+    if not os.path.isdir("/dev/shm"):
+        return
+    opts = "size=%d,mode=1777" % (size_bytes or SHM_DEFAULT_BYTES)
+    _call(_libc.mount(b"tmpfs", b"/dev/shm", b"tmpfs", _MS_NOSUID | _MS_NODEV, opts.encode()),
+          "mount a private /dev/shm")
 
 
-def _hide_files():
-    for path in HIDDEN_FILES:
-        if os.path.exists(path):
-            p = path.encode()
-            _call(_libc.mount(b"/dev/null", p, None, _MS_BIND, None), "bind /dev/null over " + path)
+def _hide(paths, kept=()):
+    """Covers each path that exists (not a symbolic link: the path it points to is covered in
+    its own right) with an empty read-only file (a bind of /dev/null over a file or socket) or
+    folder (a tmpfs). A `kept` path under a covered folder is bound back in, as it was."""
+    for path in paths:
+        try:
+            st = os.lstat(path)
+        except OSError:
+            continue
+        p = path.encode()
+        if stat.S_ISDIR(st.st_mode):
+            inside = [k for k in kept if k.startswith(path.rstrip("/") + "/") and os.path.exists(k)]
+            # the kept paths are opened before the folder is covered, then bound from their fds
+            fds = [os.open(k, os.O_PATH | os.O_CLOEXEC) for k in inside]
+            try:
+                _call(_libc.mount(b"tmpfs", p, b"tmpfs", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC,
+                                  b"size=64k,mode=0755"), "hide %s" % path)
+                for k, fd in zip(inside, fds):
+                    if os.path.isdir("/proc/self/fd/%d" % fd):
+                        os.makedirs(k, exist_ok=True)
+                    else:
+                        os.makedirs(os.path.dirname(k), exist_ok=True)
+                        open(k, "a").close()
+                    _call(_libc.mount(("/proc/self/fd/%d" % fd).encode(), k.encode(), None,
+                                      _MS_BIND | _MS_REC, None), "keep %s" % k)
+            finally:
+                for fd in fds:
+                    os.close(fd)
+            _call(_libc.mount(None, p, None, _MS_REMOUNT | _MS_RDONLY | _MS_NOSUID | _MS_NODEV
+                              | _MS_NOEXEC, b"size=64k,mode=0755"), "hide %s read-only" % path)
+        elif stat.S_ISREG(st.st_mode) or stat.S_ISSOCK(st.st_mode):
+            _call(_libc.mount(b"/dev/null", p, None, _MS_BIND, None), "hide %s" % path)
+            _call(_libc.mount(None, p, None, _MS_REMOUNT | _MS_BIND | _MS_RDONLY | _MS_NOSUID
+                              | _MS_NODEV | _MS_NOEXEC, None), "hide %s read-only" % path)
 
 
 def _loopback_up():
@@ -126,11 +162,12 @@ def _relay(pid):
     os._exit(128 + sig)
 
 
-def enter(user, shm_bytes=0):
+def enter(user, shm_bytes=0, hidden=(), kept=()):
     """In a single-threaded child: from here on this code runs as process 1 of a new PID
-    namespace with its own /proc, /dev/shm (at most shm_bytes; 0: SHM_DEFAULT_BYTES) and network
-    (the calling process stays behind as the relay and never returns). user: True to create a
-    user namespace too (without CAP_SYS_ADMIN)."""
+    namespace with its own /proc, /dev/shm and network, the `hidden` paths covered but for the
+    `kept` ones under them (the calling process stays behind as the relay and never returns).
+    user: True to create a user namespace too (without CAP_SYS_ADMIN). shm_bytes: the size of
+    the private /dev/shm (0: SHM_DEFAULT_BYTES)."""
     _unshare(user)
     pid = os.fork()
     if pid != 0:
@@ -140,18 +177,17 @@ def enter(user, shm_bytes=0):
     _own_proc()
     proc_guarded = _guard_proc()
     _private_shm(shm_bytes)
-    if not user:  # a user namespace cannot bind over root's files, and cannot read them anyway
-        _hide_files()
+    _hide(hidden, kept)
     _loopback_up()
 
 
 PROC_NOT_GUARDED = 3  # probe's exit code: namespaces work, but /proc could not be made read-only
 
 
-def probe():
+def probe(hidden=(), kept=()):
     """"root", "user" or None: the kind of namespace a child can get here (tried in a child
-    process, so the caller stays untouched), and the reason when none, or a note when the
-    job's /proc could not be guarded (proc_guarded)."""
+    process, with the private /dev/shm and `hidden` covered, so the caller stays untouched), and
+    the reason when none, or a note when the job's /proc could not be guarded (proc_guarded)."""
     reasons = []
     for user in (False, True):
         if not user and os.geteuid() != 0:
@@ -160,7 +196,7 @@ def probe():
         if pid == 0:
             code = 1
             try:
-                enter(user)
+                enter(user, hidden=hidden, kept=kept)
                 alone = [p for p in os.listdir("/proc") if p.isdigit()] == ["1"]
                 with socket.socket() as s:  # the loopback is up
                     s.bind(("127.0.0.1", 0))

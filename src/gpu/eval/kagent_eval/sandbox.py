@@ -150,14 +150,15 @@ def role_of(target):
 def run_child(target, args=(), timeouts=None, close_fds=(), stage_names=None):
     """Fork, run target(channel, *args) in the child, collect its frames until it exits. The
     child may read the files its job names (jail.job_files of the first dict in args)."""
+    role = role_of(target)
+    job_dir = jail.new_job_dir(role)
     rfd, wfd = wire.pipe()
-    job_dir = jail.new_job_dir()
     spec = next((a for a in args if isinstance(a, dict)), {})
     try:
-        pid = fork_child(_in_child, rfd, wfd, close_fds, target, args, job_dir, role_of(target),
+        pid = fork_child(_in_child, rfd, wfd, close_fds, target, args, job_dir, role,
                          jail.job_files(spec))
         os.close(wfd)
-        return collect(pid, rfd, timeouts)
+        return collect(pid, rfd, timeouts, job_dir=job_dir)
     finally:
         jail.remove_job_dir(job_dir)
 
@@ -168,10 +169,10 @@ def limits_with(timeouts):
     return limits
 
 
-def collect(pid, rfd, timeouts, on_stage=None):
+def collect(pid, rfd, timeouts, on_stage=None, job_dir=None):
     """Read a child's frames until it exits, applying per-stage deadlines; reaps it and closes
     rfd. on_stage(name), if given, runs when the child announces a stage (before its deadline
-    starts)."""
+    starts). job_dir: the child's job folder, whose cgroups say whether it hit a limit."""
     limits = limits_with(timeouts)
     out = Outcome()
     t_start = time.monotonic()
@@ -218,6 +219,10 @@ def collect(pid, rfd, timeouts, on_stage=None):
         memory = jail.memory_failure(err.get("error_type"), err.get("message"))
         if memory:
             out.failure = ("EMEMORY", memory)
+    limit = jail.limit_failure(job_dir, "%s %s" % ((err or {}).get("error_type"), (err or {}).get(
+        "message"))) if job_dir else None
+    if limit:  # a job that ran into a limit fails for it, whatever it did next
+        out.failure = limit
     if out.failure is None and not done and not out.of_type("error"):
         if os.WIFSIGNALED(status):
             out.failure = ("ECRASH", "the candidate's process died of %s in stage %s" % (

@@ -72,7 +72,7 @@ class Spare:
         pid, rfd, gate_w = self.pid, self.rfd, self.spec_w
         self.pid = self.rfd = None
         try:
-            out = sandbox.collect(pid, rfd, timeouts, on_stage)
+            out = sandbox.collect(pid, rfd, timeouts, on_stage, job_dir=self.job_dir)
         finally:
             sandbox.PARENT_ONLY_FDS.difference_update((rfd, gate_w))
             os.close(gate_w)

@@ -242,6 +242,9 @@ end
 -- dropped), the stream is taken at most 4 MiB at a time (the rest is dropped by proc), and every
 -- step is linear in what arrived, so no output stalls the event loop.
 M.MAX_LOG_LINE = 65536
+-- a worker's reply (one line of its stdout, which candidates never reach: their prints go to
+-- stderr) and each stream's unread buffer: 4 MiB
+M.MAX_REPLY = 4 * 1048576
 -- bytes held back from the end of a cut line's head: a secret that straddles the cut is never
 -- written in part (the head is redacted whole first)
 local SECRET_MARGIN = 512
@@ -308,8 +311,10 @@ function Pool:_spawn(device, slot, gpu)
   local argv = { self.python, "-m", "kagent_eval.worker", "--device", gpu and gpu.visible or "cpu" }
   -- a device's only worker never asks for the lease: no round trip where nothing can collide
   if self.leases[device] then argv[#argv + 1] = "--lease" end
+  -- a reply is one line of at most MAX_REPLY bytes: one longer is cut there (and fails the job at
+  -- once, rather than filling the buffer and waiting out the job's wall limit)
   local p, err = proc.spawn(argv, { stdin = true, env = self:_env(), clear_env = true,
-    max_output = 4 * 1048576 })
+    max_output = M.MAX_REPLY, max_line = M.MAX_REPLY })
   if not p then return nil, "EWORKER: cannot start the evaluator worker: " .. tostring(err) end
   local w = { proc = p, device = device, slot = slot, gpu = gpu, busy = false, next_id = 0,
     log_path = self.log_dir and string.format("%s/worker-%s-%d.log", self.log_dir, tostring(device), slot) }
@@ -560,6 +565,11 @@ function Pool:_request(w, op, job, wall)
     local left = deadline - ktime.now()
     local reply, rerr
     if left > 0 then reply, rerr = w.proc:read_line(left) else rerr = "ETIMEDOUT: no reply" end
+    if reply and rerr == true then
+      local why = string.format("a reply longer than %d bytes (cut)", M.MAX_REPLY)
+      self:_respawn(w, why)
+      return nil, "EWORKER: " .. why
+    end
     if not reply then
       local why = tostring(rerr):match("^ETIMEDOUT") and
         string.format("no reply in %.0f s (killed)", wall) or "the worker died (" .. tostring(rerr) .. ")"

@@ -34,11 +34,13 @@ end
 
 function Proc:close_stdin() P.close_stdin(self._h) end
 
---- read_line(timeout) -> line | nil, "ETIMEDOUT: ..." | nil, "EOF: ..."
+--- read_line(timeout) -> line, cut | nil, "ETIMEDOUT: ..." | nil, "EOF: ..."; cut is true for a
+--- line over max_line, of which this is the head (the rest was dropped).
 function Proc:read_line(timeout)
   task._running_task("p:read_line")
-  local line, eof = P.try_read_line(self._h)
-  if line then return line end
+  local line, more = P.try_read_line(self._h)
+  if line then return line, more end
+  local eof = more
   if eof then return nil, "EOF: end of output", "EOF" end
   return task._await(P.read_line_start(self._h, timeout), "p:read_line")
 end
