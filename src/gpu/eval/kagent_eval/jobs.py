@@ -5,7 +5,7 @@ import time
 
 from . import child_candidate, compare, compile_gate, fingerprint, loader, sandbox, sanitizer
 from . import spare as spare_mod
-from . import compare_op, sanitize_op, static_checks, verdict
+from . import compare_op, sanitize_op, static_checks, timing, verdict
 from .lease import EXCLUSIVE, SHARED, Lease
 from .reference import ReferenceCache
 from .request import BadRequest  # noqa: F401  (worker.py takes it from here)
@@ -129,6 +129,8 @@ class Evaluator:
         bench_opts = dict(job.get("bench") or {}) if bench else None
         if bench_opts is not None and "baselines" not in bench_opts:
             bench_opts["baselines"] = list(DEFAULT_BASELINES)
+        if bench_opts is not None and bench_opts.get("stop", "ci") not in timing.STOPS:
+            raise BadRequest("bench.stop must be one of %s" % ", ".join(timing.STOPS))
         return {
             "op": op, "problem": os.path.abspath(problem), "candidate": candidate, "dtype": dtype,
             "trials": trials, "seed": int(job.get("seed", 42)), "timeouts": timeouts,

@@ -1,4 +1,5 @@
 """Turns the two children's reports into the job result (worker process, trusted)."""
+import math
 import os
 from concurrent.futures import ThreadPoolExecutor
 
@@ -289,8 +290,9 @@ def check_generalization(result, ref_trials, cand_outcome, rtol, atol, sample_se
 def failure_from_outcome(result, outcome, stage_map=None):
     """A crash, hang or exception in the candidate's process."""
     stage = {"start": "load", "build": "load", "gate_shared": "load",
-             "benchmark_loop": "benchmark",
-             "benchmark_check": "benchmark", "roofline": "benchmark"}.get(
+             "warmup": "benchmark", "benchmark_loop": "benchmark",
+             "benchmark_probe": "benchmark", "benchmark_check": "benchmark",
+             "roofline": "benchmark"}.get(
         outcome.stage, outcome.stage)
     if outcome.failure:
         code, msg = outcome.failure
@@ -325,11 +327,32 @@ def apply_audit(result, kernels, policy, threshold):
     return True
 
 
+STOP_FIELDS = {"rule": str, "by": str, "calls": int, "ci_rel": float, "ci_target": float,
+               "budget_s": float}
+
+
+def stop_report(stop):
+    """Why the timed loop stopped (timing.StopRule.report), as the child said: its known fields
+    of their types only (the child may run candidate code; the figure rules do not read it)."""
+    if not isinstance(stop, dict):
+        return None
+    out = {}
+    for k, kind in STOP_FIELDS.items():
+        v = stop.get(k)
+        if kind is str and isinstance(v, str):
+            out[k] = v[:16]
+        elif kind is not str and isinstance(v, (int, float)) and not isinstance(v, bool) \
+                and math.isfinite(v):
+            out[k] = kind(v)
+    return out
+
+
 def apply_benchmark(result, bench_msg, bench_arrays, loop_ms, ref_trial0, rtol, atol, sample_seed,
                     mode="cuda"):
     t = bench_msg.get("time_ms") or {}
     result["time_ms"] = {k: t.get(k) for k in TIME_KEYS + ("fresh_ms", "repeat_ms")}
     result["time_ms"]["loop_ms"] = loop_ms
+    result["time_ms"]["stop"] = stop_report(t.get("stop"))
     metas = bench_msg.get("last_outputs") or []
     attach_arrays(metas, bench_arrays)
     ok, summary = compare.compare_outputs(metas, ref_trial0["outputs"], rtol, atol, sample_seed,
@@ -348,8 +371,9 @@ def apply_benchmark(result, bench_msg, bench_arrays, loop_ms, ref_trial0, rtol, 
                         repeat, fresh))
     n = t.get("n") or 0
     if loop_ms is not None and n:
-        # the loop ran n timed calls plus a warm-up, a launch-time probe and a first timed call,
-        # each timed call after a flush and a launch pad of at most MAX_PAD_MS
+        # the loop stage ran n timed calls (and, in the hardened re-measure, a warm-up call, a
+        # launch-time probe and a first timed call), each after a flush and a launch pad of at
+        # most MAX_PAD_MS
         per_call = loop_ms / (n + 3)
         if per_call > 3 * max(median, t.get("mean") or 0.0) + 1.0 + MAX_PAD_MS:
             result["flags"].append("timing_mismatch")
