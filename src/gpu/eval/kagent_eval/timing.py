@@ -7,6 +7,8 @@ clock as well. The figure is the events' time; it is only trusted once the all-s
 agrees that no device work of the call lay outside the events (see ``all_stream_check``).
 Timing primitives are bound at import, before any candidate code runs in the process, so a
 candidate that patches them later does not reach this module.
+How many calls: until the median's confidence interval is narrow enough, or a time budget, never
+below a floor (StopRule; the options and their defaults: BENCH_DEFAULTS).
 
 All-stream check: the timed loop runs under an activity trace (CUPTI: every kernel, copy and
 fill on any stream, from any thread) with host marks on the trace's clock, taken while the device
