@@ -58,10 +58,11 @@ class Spare:
         self.discard()
         return False
 
-    def run(self, spec, timeouts, on_stage=None):
+    def run(self, spec, timeouts, on_stage=None, defer_exit=False):
         """Outcome of the job in the prepared child, or None when the child is not usable (the
         caller then forks a fresh one). The child stops at each gate (stages "gate_shared" and
-        "gate") until open_gate() is called (typically from on_stage)."""
+        "gate") until open_gate() is called (typically from on_stage). defer_exit: see
+        sandbox.collect."""
         if not self.wait_ready():
             return None
         try:
@@ -72,7 +73,7 @@ class Spare:
         pid, rfd, gate_w = self.pid, self.rfd, self.spec_w
         self.pid = self.rfd = None
         try:
-            out = sandbox.collect(pid, rfd, timeouts, on_stage)
+            out = sandbox.collect(pid, rfd, timeouts, on_stage, defer_exit)
         finally:
             sandbox.PARENT_ONLY_FDS.difference_update((rfd, gate_w))
             os.close(gate_w)
