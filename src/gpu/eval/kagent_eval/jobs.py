@@ -37,6 +37,8 @@ def follow_stage(lease, name):
 
 
 class Evaluator:
+    _exiting = None  # this job's candidate process while it exits (_wait_exit)
+
     def __init__(self, device, threads=None, protocol_fd=None, lease=None, share=None):
         self.device = device
         # the GPU's lease (lease.py): none while nothing of the job runs on the GPU, shared
@@ -59,7 +61,6 @@ class Evaluator:
         # a candidate sandbox prepared ahead of the next job (KAGENT_EVAL_SPARE=0 turns it off)
         self.use_spare = os.environ.get("KAGENT_EVAL_SPARE", "1") != "0"
         self.spare = None
-        self._exiting = None  # this job's candidate process while it exits (_wait_exit)
         self._refill_spare()
 
     def _refill_spare(self):
