@@ -24,7 +24,9 @@ class DeviceShareTest(unittest.TestCase):
         for w in cls.workers:
             w.close()
         if cls.share:
+            gone = not os.path.exists(cls.share)
             shutil.rmtree(cls.share, ignore_errors=True)
+            assert gone, "the device's last worker leaves no shared folder behind"
 
     def setUp(self):
         if not self.share:

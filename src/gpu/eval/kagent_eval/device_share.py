@@ -20,7 +20,8 @@ others wait on the lock and read it. Entries:
 Only workers started with --lease share (a device's only worker has no one to share with), and
 only where the sandbox confines reads and writes (Landlock): otherwise a candidate could plant an
 entry, or read the reference's output samples from one.
-Folders of pools that are gone are removed when a worker starts.
+The device's last worker to stop removes the folder; folders of pools that died without that are
+removed when a worker starts.
 """
 import contextlib
 import fcntl
@@ -84,6 +85,23 @@ class DeviceShare:
     def __init__(self, path):
         self.path = path
         os.makedirs(path, 0o700, exist_ok=True)
+        # every live worker of the device holds this lock shared: the last one to leave, alone
+        # able to take it exclusive, removes the folder (close)
+        self._member = os.open(os.path.join(path, "members.lock"), os.O_RDWR | os.O_CREAT, 0o600)
+        fcntl.flock(self._member, fcntl.LOCK_SH)
+
+    def close(self):
+        """This worker leaves; the device's last worker removes the folder."""
+        if self._member is None:
+            return
+        fd, self._member = self._member, None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            shutil.rmtree(self.path, ignore_errors=True)
+        except OSError:
+            pass  # another worker of the device is still alive
+        finally:
+            os.close(fd)
 
     @contextlib.contextmanager
     def locked(self, name):

@@ -72,6 +72,8 @@ class Evaluator:
         if self.spare is not None:
             self.spare.discard()
             self.spare = None
+        if self.refs.share is not None:
+            self.refs.share.close()
 
     def run_candidate(self, cspec, defer_exit=False):
         """The candidate's child for a job: the prepared spare when there is one, else a fresh
