@@ -82,7 +82,8 @@ def ci_rel(sorted_vals):
     if len(sorted_vals) < 2:
         return math.inf
     lo, hi = median_ci(sorted_vals)
-    med = statistics.median(sorted_vals)
+    n = len(sorted_vals)  # the median of a sorted list, in constant time (checked every call)
+    med = sorted_vals[n // 2] if n % 2 else (sorted_vals[n // 2 - 1] + sorted_vals[n // 2]) / 2.0
     if med <= 0:
         return 0.0 if hi == lo else math.inf
     return (hi - lo) / 2.0 / med
