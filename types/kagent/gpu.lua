@@ -29,7 +29,10 @@ gpu.AUTO_WORKERS = nil
 ---    `KAGENT_WORKERS_PER_GPU` (a number or `auto`; anything else raises), else 1. On an H100, 4
 ---    workers per GPU evaluated 1.87x the candidates per minute of one on 20 µs matmul kernels and
 ---    1.11x on showcase #4, whose trials, timing and profile keep the GPU busy, while the pool took
----    twice as long to start (docs/results/2026-11-24-pipelined-pool.md); 1 stays the default,
+---    twice as long to start (docs/results/2026-11-24-pipelined-pool.md; the workers of a device
+---    now share one reference run per problem, one peaks measurement and the job seeds where the
+---    sandbox confines reads and writes: their ready line's `share` names the folder, and
+---    `bench/pool_start.lua` measures the start); 1 stays the default,
 ---    and `"auto"` suits long searches of small kernels. `"auto"`
 ---    is resolved when the workers start: 1 in CPU mode, on GPUs `gpu.auto_workers_per_gpu({gpus =
 ---    #gpu.gpus()}).workers`. `pool:devices()` tells the number and how it was chosen.
@@ -64,7 +67,10 @@ function gpu.pool(opts) end
 ---    `KAGENT_WORKERS_PER_GPU` (a number or `auto`; anything else raises), else 1. On an H100, 4
 ---    workers per GPU evaluated 1.87x the candidates per minute of one on 20 µs matmul kernels and
 ---    1.11x on showcase #4, whose trials, timing and profile keep the GPU busy, while the pool took
----    twice as long to start (docs/results/2026-11-24-pipelined-pool.md); 1 stays the default,
+---    twice as long to start (docs/results/2026-11-24-pipelined-pool.md; the workers of a device
+---    now share one reference run per problem, one peaks measurement and the job seeds where the
+---    sandbox confines reads and writes: their ready line's `share` names the folder, and
+---    `bench/pool_start.lua` measures the start); 1 stays the default,
 ---    and `"auto"` suits long searches of small kernels. `"auto"`
 ---    is resolved when the workers start: 1 in CPU mode, on GPUs `gpu.auto_workers_per_gpu({gpus =
 ---    #gpu.gpus()}).workers`. `pool:devices()` tells the number and how it was chosen.
@@ -98,7 +104,10 @@ function gpu.gpus() end
 ---    `KAGENT_WORKERS_PER_GPU` (a number or `auto`; anything else raises), else 1. On an H100, 4
 ---    workers per GPU evaluated 1.87x the candidates per minute of one on 20 µs matmul kernels and
 ---    1.11x on showcase #4, whose trials, timing and profile keep the GPU busy, while the pool took
----    twice as long to start (docs/results/2026-11-24-pipelined-pool.md); 1 stays the default,
+---    twice as long to start (docs/results/2026-11-24-pipelined-pool.md; the workers of a device
+---    now share one reference run per problem, one peaks measurement and the job seeds where the
+---    sandbox confines reads and writes: their ready line's `share` names the folder, and
+---    `bench/pool_start.lua` measures the start); 1 stays the default,
 ---    and `"auto"` suits long searches of small kernels. `"auto"`
 ---    is resolved when the workers start: 1 in CPU mode, on GPUs `gpu.auto_workers_per_gpu({gpus =
 ---    #gpu.gpus()}).workers`. `pool:devices()` tells the number and how it was chosen.
@@ -136,7 +145,10 @@ local pool = {}
 ---    `KAGENT_WORKERS_PER_GPU` (a number or `auto`; anything else raises), else 1. On an H100, 4
 ---    workers per GPU evaluated 1.87x the candidates per minute of one on 20 µs matmul kernels and
 ---    1.11x on showcase #4, whose trials, timing and profile keep the GPU busy, while the pool took
----    twice as long to start (docs/results/2026-11-24-pipelined-pool.md); 1 stays the default,
+---    twice as long to start (docs/results/2026-11-24-pipelined-pool.md; the workers of a device
+---    now share one reference run per problem, one peaks measurement and the job seeds where the
+---    sandbox confines reads and writes: their ready line's `share` names the folder, and
+---    `bench/pool_start.lua` measures the start); 1 stays the default,
 ---    and `"auto"` suits long searches of small kernels. `"auto"`
 ---    is resolved when the workers start: 1 in CPU mode, on GPUs `gpu.auto_workers_per_gpu({gpus =
 ---    #gpu.gpus()}).workers`. `pool:devices()` tells the number and how it was chosen.
