@@ -2,14 +2,17 @@
 """Per-candidate evaluation latency: a warm evaluator worker vs a fresh interpreter per candidate.
 
     python3 bench/eval_latency.py [--n 5] [--cpu] [--nospare] [--nosandbox] [--gap S]
+        [--stop ci|time] [--min-time S]
 
-Each candidate is verified (5 trials) and benchmarked (min_time 0.1 s, no baselines). Warm: one
+Each candidate is verified (5 trials) and benchmarked (no baselines; the timed loop by the
+default rule, or with --stop time a fixed loop of --min-time seconds, 0.1 by default). Warm: one
 long-lived worker (torch/triton imported once, a sandbox per job, prepared ahead of it by the
 worker's spare; --nospare also times one forked on demand, --nosandbox one whose children are
 not confined: KAGENT_EVAL_SANDBOX=0, the cost of the sandbox). Fresh: a new worker
 process per candidate (interpreter start, imports, CUDA context, reference outputs), which is
 what running each candidate as its own script costs. Overhead = wall time minus the timed loop.
-Prints a table; writes JSON to $OUT/eval_latency.json when OUT is set.
+Prints a table, then where a warm job's time goes (the worker's phases and the candidate's stages,
+medians) and the harness overhead: wall minus compile minus the timed loop; writes JSON to $OUT/eval_latency.json when OUT is set.
 """
 import argparse
 import json
@@ -35,10 +38,14 @@ def candidate_text(i, cpu):
 ID_BASE = 0
 
 
+# the timed loop's rule (--stop): "ci" (the default rule) or "time" (the fixed loop, --min-time s)
+BENCH = {"min_time": 0.1, "baselines": []}
+
+
 def job(i, cpu):
     prob = "relu_problem.py" if cpu else "gpu_relu_problem.py"
     return {"problem": os.path.join(ROOT, "tests/fixtures/eval", prob), "candidate": candidate_text(i, cpu),
-            "bench": {"min_time": 0.1, "baselines": []}}
+            "bench": dict(BENCH)}
 
 
 def one(w, i, cpu):
@@ -50,7 +57,8 @@ def one(w, i, cpu):
     return {"ok": res.get("ok"), "prepared": res.get("prepared"), "prepare_s": res.get("prepare_s"),
             "warmed": res.get("warmed"), "wall_s": wall, "loop_s": loop, "overhead_s": wall - loop,
             "error": res.get("error"), "stage_s": res.get("stage_s"), "reference_s": res.get("reference_s"),
-            "elapsed_s": res.get("elapsed"), "timeline": timeline(res)}
+            "elapsed_s": res.get("elapsed"), "timeline": timeline(res),
+            "worker_s": res.get("worker_s") or {}, "calls": (res.get("time_ms") or {}).get("n")}
 
 
 def timeline(res):
@@ -71,6 +79,40 @@ def warm_rows(device, cpu, n, first_id, env):
     rows = [one(w, first_id + 1 + i, cpu) for i in range(n)]
     w.close()
     return rows
+
+
+def phase_table(rows):
+    """Where a job's wall time goes, median seconds per phase: the worker's own phases, the
+    candidate's stages, and the reply's way back (wall minus the worker's elapsed)."""
+    phases = {}
+    for r in rows:
+        w, st = r["worker_s"], r["stage_s"] or {}
+        parts = {"worker: static checks": w.get("static"), "worker: reference": w.get("reference"),
+                 "worker: to the first stage (spare/fork)": w.get("to_first_stage"),
+                 "worker: checks after the child": w.get("verdict"),
+                 "worker: wait for the child's exit": w.get("exit_wait"),
+                 "reply and request transport": (r["wall_s"] - (r["elapsed_s"] or 0.0))}
+        parts.update(("child: " + k, v) for k, v in st.items())
+        for k, v in parts.items():
+            if v is not None:
+                phases.setdefault(k, []).append(v)
+    return {k: statistics.median(v) for k, v in phases.items()}
+
+
+def print_phases(label, rows):
+    if not rows:
+        return {}
+    table = phase_table(rows)
+    compile_s = statistics.median((r["stage_s"] or {}).get("compile", 0.0) for r in rows)
+    loop_s = statistics.median(r["loop_s"] for r in rows)
+    wall = statistics.median(r["wall_s"] for r in rows)
+    print("%s jobs, per phase (median s over %d):" % (label, len(rows)))
+    for k, v in sorted(table.items(), key=lambda kv: -kv[1]):
+        print("  %-44s %7.3f" % (k, v))
+    print("  %-44s %7.3f  (wall %.3f - compile %.3f - timed loop %.3f; target 0.4)" % (
+        "harness overhead", wall - compile_s - loop_s, wall, compile_s, loop_s))
+    print("  timed calls per job (median): %s" % statistics.median(r["calls"] or 0 for r in rows))
+    return dict(table, harness_overhead=wall - compile_s - loop_s)
 
 
 def stage_medians(rows):
@@ -94,7 +136,11 @@ def main():
                     help="also time a warm worker without its prepared spare sandbox")
     ap.add_argument("--nosandbox", action="store_true",
                     help="also time a warm worker whose children are not confined")
+    ap.add_argument("--stop", default="ci", choices=("ci", "time"),
+                    help="the timed loop's rule (bench.stop): ci (default) or time (fixed loop)")
+    ap.add_argument("--min-time", type=float, default=0.1, help="the fixed loop's seconds")
     args = ap.parse_args()
+    BENCH.update(stop=args.stop, min_time=args.min_time)
     global ID_BASE
     ID_BASE = args.id_base
     device = "cpu" if args.cpu else 0
@@ -164,6 +210,7 @@ def main():
     if nospare:
         out["nospare_stage_median_s"] = stage_medians(nospare)
         print("no-spare job stages, median (s):", out["nospare_stage_median_s"])
+    out["warm_phase_median_s"] = print_phases("warm (bench.stop=%s)" % args.stop, warm)
     if fresh:
         print("fresh job stages (s):", {k: round(v, 3) for k, v in (fresh[-1]["stage_s"] or {}).items()},
               "reference_s=%.3f" % (fresh[-1]["reference_s"] or 0))

@@ -53,7 +53,8 @@ function M.alone(kernel)
   return out
 end
 
--- run(o) -> {jobs, results, wall, start, waits, shared_waits, alone, failed, warm_failed} or nil,
+-- run(o) -> {jobs, results, wall, start, waits, shared_waits, alone, failed, warm_failed,
+-- warm_results} or nil,
 -- error (waits: the batch's seconds of waiting for the lease exclusive, lease_wait_s;
 -- shared_waits: shared, lease_shared_wait_s; warm_failed: the warm-ups' errors). A fresh pool
 -- of o.workers_per_gpu on o.devices ("cpu" or GPU numbers) with a cold Triton cache. Every
@@ -78,9 +79,10 @@ function M.run(o)
   for k, src in ipairs(warm_ups(o.warm, o.workers_per_gpu * (o.devices == "cpu" and 1 or #devs))) do
     warm[k] = function() return pool[o.op](pool, o.job(src)) end
   end
-  local warm_failed = {}
-  for _, r in ipairs(task.all(warm)) do
+  local warm_failed, warm_results = {}, {}
+  for k, r in ipairs(task.all(warm)) do
     local res = r.ok and r[1] or { error = tostring(r[1] or r[2]) }
+    warm_results[k] = res
     if not res.ok then warm_failed[#warm_failed + 1] = tostring(res.error) end
   end
   local start = ktime.now() - t_start
@@ -107,7 +109,8 @@ function M.run(o)
     shared_waits = shared_waits + (results[k].lease_shared_wait_s or 0)
   end
   return { jobs = o.jobs, results = results, wall = wall, start = start, waits = waits,
-    shared_waits = shared_waits, alone = alone, failed = failed, warm_failed = warm_failed, devices = devs }
+    shared_waits = shared_waits, alone = alone, failed = failed, warm_failed = warm_failed,
+    warm_results = warm_results, devices = devs }
 end
 
 -- controls(run) -> the results of the batch's control jobs

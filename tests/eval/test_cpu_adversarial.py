@@ -25,7 +25,7 @@ CASES = {
     "cpu_exit_on_load.py": ("relu_problem.py", "verify", "load", "ECRASH"),
     "cpu_raises.py": ("relu_problem.py", "verify", "compile", "ERUN"),
 }
-BENCH = {"min_time": 0.1, "min_reps": 5}
+BENCH = {"budget": 0.1, "min_reps": 5}
 
 
 class CpuAdversarialTest(CpuWorkerTest):

@@ -306,7 +306,7 @@ class SecondUserTest(unittest.TestCase):
 
         def run(i):
             results[i] = workers[i].job("benchmark", "matmul_problem.py", fixture("eval", "matmul_good.py"),
-                                        bench={"min_time": 0.1, "min_reps": 5})
+                                        bench={"budget": 0.1, "min_reps": 5})
         threads = [threading.Thread(target=run, args=(i,)) for i in range(2)]
         try:
             for t in threads:

@@ -93,7 +93,7 @@ class CpuVerifyTest(CpuWorkerTest):
 
     def test_beyond_sol_is_rejected_after_a_remeasure(self):
         r = self.w.job("benchmark", "relu_problem.py", fixture("eval", "relu_good.py"),
-                       sol_ms=1e6, bench={"min_time": 0.05, "baselines": []})
+                       sol_ms=1e6, bench={"budget": 0.05, "baselines": []})
         self.assertFalse(r["ok"], r)
         self.assertEqual((r["stage"], r["code"]), ("timing", "EUNTRUSTED"))
         self.assertIn("speed-of-light", r["error"])
@@ -103,7 +103,7 @@ class CpuVerifyTest(CpuWorkerTest):
 
     def test_a_bound_below_the_time_is_accepted_without_remeasure(self):
         r = self.w.job("benchmark", "relu_problem.py", fixture("eval", "relu_good.py"),
-                       sol_ms=1e-6, bench={"min_time": 0.05, "baselines": []})
+                       sol_ms=1e-6, bench={"budget": 0.05, "baselines": []})
         self.assertTrue(r["ok"], r)
         self.assertFalse(r["trust"]["remeasured"])
         self.assertLess(r["roofline"]["sol_pct"], 100)
@@ -111,7 +111,7 @@ class CpuVerifyTest(CpuWorkerTest):
     def test_confirm_remeasures_in_a_fresh_process_and_keeps_the_second_figure(self):
         # a call of milliseconds: microsecond CPU calls move with whatever ran before them
         r = self.w.job("benchmark", "matmul_problem.py", fixture("eval", "matmul_good.py"),
-                       confirm=True, bench={"min_time": 0.2, "baselines": []})
+                       confirm=True, bench={"budget": 0.2, "baselines": []})
         self.assertTrue(r["ok"], r)
         self.assertTrue(r["trust"]["remeasured"])
         self.assertEqual(r["trust"]["second_flags"], [])

@@ -20,7 +20,7 @@ class FakeSpare:
     def __init__(self, out):
         self.out = out
 
-    def run(self, spec, timeouts, on_stage=None):
+    def run(self, spec, timeouts, on_stage=None, defer_exit=False):
         return self.out
 
 

@@ -10,7 +10,10 @@ from worker_client import Worker, fixture
 # the candidate's stages that run on the GPU untimed (before its gate) and timed (after it);
 # "load" (the problem's module) runs nothing on the GPU and holds no lease
 SHARED_STAGES = ("build", "compile", "run")
-EXCLUSIVE_STAGES = ("benchmark", "benchmark_loop", "benchmark_check")
+EXCLUSIVE_STAGES = ("benchmark", "benchmark_loop", "benchmark_probe")
+# untimed GPU work around the timed stages: the warm-up before the gate, the trace's analysis
+# and the digests after the timed stages; these hold the lease shared, never exclusive
+SHARED_ONLY_STAGES = ("warmup", "benchmark_check")
 
 
 class LeasePool:
@@ -81,6 +84,11 @@ class LeasePool:
             if stage in at:
                 case.assertEqual(self.held_at(at[stage]), "exclusive",
                                  "stage %s was timed without the exclusive lease" % stage)
+        for stage in SHARED_ONLY_STAGES:
+            if stage in at:
+                case.assertEqual(self.held_at(at[stage]), "shared",
+                                 "stage %s is untimed but held the lease %s" % (
+                                     stage, self.held_at(at[stage])))
 
 
 class LeaseTest(unittest.TestCase):
@@ -125,7 +133,7 @@ class LeaseTest(unittest.TestCase):
         reply = pool.job("benchmark", {
             "problem": fixture("eval", "matmul_problem.py"),
             "candidate": fixture("eval", "matmul_good.py"), "confirm": True,
-            "bench": {"min_time": 0.05, "baselines": ["eager"]}})
+            "bench": {"budget": 0.05, "baselines": ["eager"]}})
         self.assertTrue(reply["ok"], reply)
         result = reply["result"]
         self.assertTrue(result["ok"], result.get("error"))
@@ -145,12 +153,36 @@ class LeaseTest(unittest.TestCase):
         self.assertGreater(pool.times("acquire", "shared")[-1], exclusive[1],
                            "the candidate asked for shared again after its timed stages")
 
+    def test_exclusive_covers_only_the_timed_stages(self):
+        # a warm-up long enough to see (CPU mode: calls, not seconds), then the timing: the
+        # warm-up and the check after the loop run shared, the loop and the probe exclusive,
+        # and the exclusive hold ends before the check begins
+        pool = LeasePool(self.worker)
+        reply = pool.job("benchmark", {
+            "problem": fixture("eval", "matmul_problem.py"),
+            "candidate": fixture("eval", "matmul_good.py"),
+            "bench": {"budget": 0.05, "warmup": 30, "baselines": []}})
+        self.assertTrue(reply["ok"], reply)
+        result = reply["result"]
+        self.assertTrue(result["ok"], result.get("error"))
+        at = result["stage_at"]
+        for stage in SHARED_ONLY_STAGES + EXCLUSIVE_STAGES:
+            self.assertIn(stage, at)
+        pool.check_stages(self, result)
+        self.assertIn(result["time_ms"]["stop"]["by"], ("ci", "budget"))
+        exclusive = [h for h in pool.holds if h[0] == "exclusive"]
+        self.assertEqual(len(exclusive), 1, pool.holds)
+        _, granted, released = exclusive[0]
+        self.assertLess(at["warmup"], granted, "the warm-up ran before the exclusive grant")
+        self.assertLessEqual(released, at["benchmark_check"],
+                             "exclusive was given up before the timing's check")
+
     def test_no_lease_without_the_flag(self):
         solo = Worker("cpu")
         try:
             self.assertIs(solo.ready.get("lease"), False)
             result = solo.job("benchmark", "relu_problem.py", fixture("eval", "relu_good.py"),
-                              bench={"min_time": 0.05, "baselines": []})
+                              bench={"budget": 0.05, "baselines": []})
             self.assertTrue(result["ok"], result.get("error"))
         finally:
             solo.close()
@@ -162,7 +194,7 @@ class LeaseTest(unittest.TestCase):
             w.send({"id": w.next_id, "op": "benchmark", "job": {
                 "problem": fixture("eval", "relu_problem.py"),
                 "candidate": fixture("eval", "relu_good.py"),
-                "bench": {"min_time": 0.05, "baselines": []}}})
+                "bench": {"budget": 0.05, "baselines": []}}})
             self.assertEqual(w._read(120).get("lease"), "acquire")  # the reference's, shared
             w.proc.stdin.close()
             self.assertEqual(w.proc.wait(timeout=60), 0)

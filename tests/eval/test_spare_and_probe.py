@@ -162,7 +162,7 @@ class WorkerSpareTest(unittest.TestCase):
         try:
             for _ in range(3):
                 r = w.job("benchmark", "relu_problem.py", fixture("eval", "relu_good.py"),
-                          bench={"min_time": 0.05, "min_reps": 5, "baselines": []})
+                          bench={"budget": 0.05, "min_reps": 5, "baselines": []})
                 self.assertTrue(r["ok"], r)
                 self.assertTrue(r["prepared"])
                 self.assertIsNotNone(r["time_ms"]["repeat_ms"])

@@ -8,7 +8,7 @@ import numpy as np
 
 from worker_client import CpuWorkerTest, fixture
 
-BENCH = {"min_time": 0.2, "min_reps": 40}
+BENCH = {"budget": 0.2, "min_reps": 40}
 STALE = ("cpu_stale_one_in_16.py", "cpu_stale_most_calls.py", "cpu_stale_address_cache.py",
          "cpu_drift_with_calls.py")
 

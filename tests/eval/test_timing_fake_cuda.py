@@ -109,6 +109,16 @@ class TimerFakeCudaTest(unittest.TestCase):
         self.timer.measure(self.kernel(5.0, 1.0), warmup=1, reps=2, warmup_time=0.0)
         self.assertLessEqual(self.timer.pad_ms, timing.MAX_PAD_MS)
 
+    def test_steady_calls_stop_at_the_floor_and_the_fixed_loop_runs_its_time(self):
+        fn = self.kernel(0.01, 1.0)
+        res = self.timer.measure(fn, warmup=1, warmup_time=0.0, min_reps=12)
+        # 1 ms calls: the budget fits the checked calls, the floor of a fast kernel
+        self.assertEqual((res["n"], res["stop"]["by"]), (timing.CHECKED_CALLS, "ci"))
+        fixed = self.timer.measure(fn, warmup=1, warmup_time=0.0, stop="time", min_time=0.1)
+        self.assertGreaterEqual(fixed["n"], 90)  # 100 ms of 1 ms calls
+        self.assertEqual(fixed["stop"]["by"], "reps")
+        self.assertAlmostEqual(res["median"], fixed["median"], delta=0.01)
+
     def test_warm_up_lasts_its_minimum_duration(self):
         calls = self.timer.warm(self.kernel(0.01, 2.0), calls=3, seconds=0.1)
         self.assertGreaterEqual(calls, 50)  # 100 ms of 2 ms calls

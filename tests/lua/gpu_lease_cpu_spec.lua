@@ -20,7 +20,7 @@ end
 
 -- A correct relu candidate that sleeps `load` seconds at import (its build stage, which holds the lease shared; default 1, so
 -- the loads of jobs sent together overlap; "forever" hangs there) and 2 ms a call, so its timed
--- stage lasts (about min_time); after `hang_after` calls, it sleeps for good (in its timed stage).
+-- stage lasts (about min_time, with stop = "time"); after `hang_after` calls, it sleeps for good (in its timed stage).
 local function candidate(tag, o)
   o = o or {}
   local load = o.load == "forever" and 3600 or (o.load or 1.0)
@@ -37,7 +37,7 @@ end
 
 local function job(tag, extra, cand)
   local j = { problem = relu, candidate = candidate(tag, cand), properties = false,
-    bench = { min_time = 0.5, baselines = {} } }
+    bench = { stop = "time", min_time = 0.5, baselines = {} } }
   for k, v in pairs(extra or {}) do j[k] = v end
   return j
 end
@@ -127,7 +127,7 @@ describe("the GPU lease", function()
     -- job a times for 2 s; b and c are sent once it holds the lease exclusive: without their
     -- shared holds, their loads (1 s each) would run during a's timing
     local a = task.spawn(function()
-      return p:benchmark(job("a", { bench = { min_time = 2.0, baselines = {} } }, { load = 0.1 }))
+      return p:benchmark(job("a", { bench = { stop = "time", min_time = 2.0, baselines = {} } }, { load = 0.1 }))
     end)
     expect.truthy(holding(p, "exclusive"), "job a took the lease exclusive")
     local rs = run_all(p, { job("b"), job("c") })
@@ -190,7 +190,8 @@ describe("the GPU lease", function()
       local p = shared_pool()
       local respawns = p:stats().respawns
       -- hangs in its load stage (holding shared) or in its timed stage (holding exclusive)
-      local hang = mode == "shared" and { load = "forever" } or { load = 0.1, hang_after = 6 }
+      -- (5 trials and 3 warm-up calls under shared; the 9th call is the timed loop's first)
+      local hang = mode == "shared" and { load = "forever" } or { load = 0.1, hang_after = 8 }
       local hung = task.spawn(function() return p:benchmark(job("hang " .. mode, nil, hang)) end)
       local holder = holding(p, mode)
       expect.truthy(holder, "the hanging job took the lease " .. mode)

@@ -29,7 +29,10 @@ gpu.AUTO_WORKERS = nil
 ---    `KAGENT_WORKERS_PER_GPU` (a number or `auto`; anything else raises), else 1. On an H100, 4
 ---    workers per GPU evaluated 1.87x the candidates per minute of one on 20 µs matmul kernels and
 ---    1.11x on showcase #4, whose trials, timing and profile keep the GPU busy, while the pool took
----    twice as long to start (docs/results/2026-11-24-pipelined-pool.md); on two H100s, #4 gave
+---    twice as long to start (docs/results/2026-11-24-pipelined-pool.md; the workers of a device
+---    now share one reference run per problem, one peaks measurement and the job seeds where the
+---    sandbox confines reads and writes: their ready line's `share` names the folder, and
+---    `bench/pool_start.lua` measures the start); on two H100s, #4 gave
 ---    30.6 candidates per minute with one worker per GPU and 32.1 with four (1.05x), measured with
 ---    the first-free dispatch that least-loaded dispatch replaced. 1 stays the default until
 ---    `tests/gpu/dispatch_gpu_check.sh` measures a gain with it, and `"auto"` suits long searches
@@ -74,7 +77,10 @@ function gpu.pool(opts) end
 ---    `KAGENT_WORKERS_PER_GPU` (a number or `auto`; anything else raises), else 1. On an H100, 4
 ---    workers per GPU evaluated 1.87x the candidates per minute of one on 20 µs matmul kernels and
 ---    1.11x on showcase #4, whose trials, timing and profile keep the GPU busy, while the pool took
----    twice as long to start (docs/results/2026-11-24-pipelined-pool.md); on two H100s, #4 gave
+---    twice as long to start (docs/results/2026-11-24-pipelined-pool.md; the workers of a device
+---    now share one reference run per problem, one peaks measurement and the job seeds where the
+---    sandbox confines reads and writes: their ready line's `share` names the folder, and
+---    `bench/pool_start.lua` measures the start); on two H100s, #4 gave
 ---    30.6 candidates per minute with one worker per GPU and 32.1 with four (1.05x), measured with
 ---    the first-free dispatch that least-loaded dispatch replaced. 1 stays the default until
 ---    `tests/gpu/dispatch_gpu_check.sh` measures a gain with it, and `"auto"` suits long searches
@@ -118,7 +124,10 @@ function gpu.gpus() end
 ---    `KAGENT_WORKERS_PER_GPU` (a number or `auto`; anything else raises), else 1. On an H100, 4
 ---    workers per GPU evaluated 1.87x the candidates per minute of one on 20 µs matmul kernels and
 ---    1.11x on showcase #4, whose trials, timing and profile keep the GPU busy, while the pool took
----    twice as long to start (docs/results/2026-11-24-pipelined-pool.md); on two H100s, #4 gave
+---    twice as long to start (docs/results/2026-11-24-pipelined-pool.md; the workers of a device
+---    now share one reference run per problem, one peaks measurement and the job seeds where the
+---    sandbox confines reads and writes: their ready line's `share` names the folder, and
+---    `bench/pool_start.lua` measures the start); on two H100s, #4 gave
 ---    30.6 candidates per minute with one worker per GPU and 32.1 with four (1.05x), measured with
 ---    the first-free dispatch that least-loaded dispatch replaced. 1 stays the default until
 ---    `tests/gpu/dispatch_gpu_check.sh` measures a gain with it, and `"auto"` suits long searches
@@ -166,7 +175,10 @@ local pool = {}
 ---    `KAGENT_WORKERS_PER_GPU` (a number or `auto`; anything else raises), else 1. On an H100, 4
 ---    workers per GPU evaluated 1.87x the candidates per minute of one on 20 µs matmul kernels and
 ---    1.11x on showcase #4, whose trials, timing and profile keep the GPU busy, while the pool took
----    twice as long to start (docs/results/2026-11-24-pipelined-pool.md); on two H100s, #4 gave
+---    twice as long to start (docs/results/2026-11-24-pipelined-pool.md; the workers of a device
+---    now share one reference run per problem, one peaks measurement and the job seeds where the
+---    sandbox confines reads and writes: their ready line's `share` names the folder, and
+---    `bench/pool_start.lua` measures the start); on two H100s, #4 gave
 ---    30.6 candidates per minute with one worker per GPU and 32.1 with four (1.05x), measured with
 ---    the first-free dispatch that least-loaded dispatch replaced. 1 stays the default until
 ---    `tests/gpu/dispatch_gpu_check.sh` measures a gain with it, and `"auto"` suits long searches

@@ -5,7 +5,7 @@ against the reference child's and sanity-checks timings with its own clock.
 """
 import threading
 
-from . import child_common, child_reference, digest, inputs, loader, timed_inputs, verdict
+from . import child_common, child_reference, digest, inputs, loader, timed_inputs, timing, verdict
 from .timing import _perf_counter
 
 
@@ -85,15 +85,22 @@ def run(ch, spec, state=None):
             _trials(ch, torch, timer, problem, cand, spec, dtype, device, cuda, late, tolerant=True)
         _gpu_done(ch, torch, cuda)
         return
-    # the timed calls' input sets are made while the lease is still shared (untimed work)
+    # the timed calls' input sets and the warm-up run while the lease is still shared: neither
+    # is a figure; the lease exclusive covers only the calls that are timed or profiled
     sets = timed_inputs.Rotation(torch, problem, spec, dtype, device,
                                  timed_inputs.set_trials(plan))
-    child_common.gate(state, "exclusive")
     holder = [None]
 
     def call():
         with torch.no_grad():
             holder[0] = cand(*sets.current)
+
+    opts = timing.bench_options(spec.get("bench"))
+    warm_calls = 0
+    if spec.get("bench") is not None:
+        ch.stage("warmup")
+        warm_calls = timer.warm(call, opts["warmup"], opts["warmup_time"])
+    child_common.gate(state, "exclusive")
 
     if spec.get("audit") and cuda:
         # the trials have warmed the candidate up already, so one traced call is enough
@@ -101,32 +108,51 @@ def run(ch, spec, state=None):
         ch.stage("audit")
         ch.send({"type": "kernels", "kernels": _kernels(torch, call)})
 
+    loop = probe = last_out = None
     if spec.get("bench") is not None:
+        # one call (its clocks back after the gate's wait), the launch pad, then the loop
         ch.stage("benchmark")
-        bench = spec["bench"] or {}
-        opts = _measure_opts(bench)
-        timer.warm(call, opts.get("warmup", 3), float(bench.get("warmup_time", 0.1)))
-        # the worker's clock bounds this stage against the reported times (ETAMPER), so the
-        # time-based warm-up stays outside it
-        ch.stage("benchmark_loop")
         sampler = timed_inputs.Sampler(torch, spec["sample_seed"])
-        summary = timer.measure(call, **dict(opts, warmup=1, warmup_time=0.0), feed=sets,
-                                after_call=lambda i: sampler.take(holder[0]))
-        ch.stage("benchmark_check")
-        _send_benchmark(ch, torch, spec, summary, holder[0], sets, sampler,
-                        _fresh_input_probe(torch, timer, cand, sets.current))
+        # the worker's clock bounds the loop stage against the reported times (ETAMPER)
+        loop = timer.timed_loop(call, **dict(opts, warmup=1, warmup_time=0.0), feed=_Staged(
+            ch, sets, "benchmark_loop"), after_call=lambda i: sampler.take(holder[0]))
+        last_out = holder[0]  # the last timed call's output (the profile's calls come after)
+        ch.stage("benchmark_probe")
+        probe = _fresh_input_probe(torch, timer, cand, sets.current)
 
     if spec.get("profile") is not None and cuda:
         ch.stage("profile")
         ch.send({"type": "profile", "result": _profile(torch, call, spec)})
-    del sets, holder
     if cuda:
         torch.cuda.synchronize()
-    # the timed work is over: the late trials and this process's exit need the lease only shared
+    # the timed work is over: the trace's analysis, the digests, the late trials and this
+    # process's exit need the lease only shared
     child_common.gate(state, "shared")
+    if loop is not None:
+        ch.stage("benchmark_check")
+        summary = timer.finish(loop)
+        summary["warmup_calls"] += warm_calls
+        _send_benchmark(ch, torch, spec, summary, last_out, sets, sampler, probe)
+    del sets, holder, loop, last_out
     if late:
         _trials(ch, torch, timer, problem, cand, spec, dtype, device, cuda, late, tolerant=True)
     _gpu_done(ch, torch, cuda)
+
+
+class _Staged:
+    """A feed that announces `stage` before the first timed call (after the loop's own one-call
+    warm-up, pad fit and first timing), so the stage covers the timed calls only."""
+
+    def __init__(self, ch, feed, stage):
+        self.ch, self.feed, self.stage = ch, feed, stage
+
+    def before(self, i, plan):
+        if i == 0:
+            self.ch.stage(self.stage)
+        self.feed.before(i, plan)
+
+    def __getattr__(self, name):
+        return getattr(self.feed, name)
 
 
 # the stage a candidate's process announces once its GPU work is over: the worker gives back a
@@ -139,11 +165,6 @@ def _gpu_done(ch, torch, cuda):
     if cuda:
         torch.cuda.synchronize()
         ch.stage(GPU_DONE)
-
-
-def _measure_opts(bench):
-    return {k: bench[k] for k in ("warmup", "reps", "min_reps", "max_reps", "min_time")
-            if bench.get(k) is not None}
 
 
 def _trials(ch, torch, timer, problem, cand, spec, dtype, device, cuda, plan, tolerant=False):
@@ -238,8 +259,7 @@ def _benchmark_hardened(ch, torch, timer, problem, cand, spec, dtype, device):
     stale), and the last call runs on the inputs of trial 0, which this process has not seen
     before, its output checked whole by the worker: a cache keyed by address or content cannot
     pass."""
-    bench = spec.get("bench") or {}
-    opts = _measure_opts(bench)
+    opts = timing.bench_options(spec.get("bench"))
     reps = int(opts.pop("reps", 0) or 50)
     holder = [None]
     fresh = timed_inputs.Fresh(torch, problem, spec, dtype, device)
@@ -248,7 +268,7 @@ def _benchmark_hardened(ch, torch, timer, problem, cand, spec, dtype, device):
         with torch.no_grad():
             holder[0] = cand(*fresh.current)
 
-    timer.warm(call, opts.get("warmup", 3), float(bench.get("warmup_time", 0.1)))
+    timer.warm(call, opts["warmup"], opts["warmup_time"])
     ch.stage("benchmark_loop")
     sampler = timed_inputs.Sampler(torch, spec["sample_seed"])
     # each call's sample is taken inside the next call's announced preparation (and the last

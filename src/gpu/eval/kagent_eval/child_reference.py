@@ -7,7 +7,7 @@ parameter bytes, the GPU's measured peaks), and on request the eager / torch.com
 timings measured with the same Timer the candidate gets.
 """
 from . import child_common, digest, inputs, loader, shadow, timed_inputs
-from .timing import do_bench_mean
+from .timing import bench_options, do_bench_mean
 
 
 def trial_plan(spec, problem=None):
@@ -180,14 +180,10 @@ def baselines(torch, problem, model, spec, dtype, device):
                 continue
             with torch.no_grad():
                 call = lambda: fn(*sets.current)
-                res[name] = timer.measure(call, **_measure_opts(bench), feed=sets)
+                res[name] = timer.measure(call, **bench_options(bench), feed=sets)
                 if want_do_bench:
                     res.setdefault("do_bench", {})[name] = do_bench_mean(call)
         except Exception as e:
             res[name + "_error"] = "ERUN: %s: %s" % (type(e).__name__, str(e)[:500])
     return res
 
-
-def _measure_opts(bench):
-    keys = ("warmup", "reps", "min_reps", "max_reps", "min_time", "warmup_time")
-    return {k: bench[k] for k in keys if bench.get(k) is not None}

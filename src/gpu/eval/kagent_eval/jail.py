@@ -307,6 +307,13 @@ def _process_limit(procs, groups, namespace):
     return None
 
 
+def share_root():
+    """Where the workers of one device keep what they share (device_share.py): in the private
+    folder but outside every child's grants, so no child reads or writes it where Landlock
+    confines them (a candidate would find the reference's output samples there)."""
+    return os.path.join(_state["root"], "shared")
+
+
 def memory_mb():
     return _state["memory_mb"] if _state else 0
 

@@ -5,7 +5,7 @@ import time
 
 from . import child_candidate, compare, compile_gate, fingerprint, loader, sandbox, sanitizer
 from . import spare as spare_mod
-from . import compare_op, sanitize_op, static_checks, verdict
+from . import compare_op, sanitize_op, static_checks, timing, verdict
 from .lease import EXCLUSIVE, SHARED, Lease
 from .reference import ReferenceCache
 from .request import BadRequest  # noqa: F401  (worker.py takes it from here)
@@ -37,7 +37,9 @@ def follow_stage(lease, name):
 
 
 class Evaluator:
-    def __init__(self, device, threads=None, protocol_fd=None, lease=None):
+    _exiting = None  # this job's candidate process while it exits (_wait_exit)
+
+    def __init__(self, device, threads=None, protocol_fd=None, lease=None, share=None):
         self.device = device
         # the GPU's lease (lease.py): none while nothing of the job runs on the GPU, shared
         # around untimed GPU work, exclusive through every timed or profiled phase; a worker
@@ -48,10 +50,14 @@ class Evaluator:
         self.close_fds = [protocol_fd] if protocol_fd is not None else []
         # secret to the candidate until it is forked: where multi-GB outputs are sampled
         self.sample_seed = random.SystemRandom().randrange(1, 2 ** 31)
-        # the seed of property trials and resized problems: new per worker, reported with every
-        # result so a failure can be replayed (job "replay_seed")
+        # the seed of property trials and resized problems: new per worker (per device where
+        # its workers share their references: device_share.py), reported with every result so
+        # a failure can be replayed (job "replay_seed")
         self.replay_seed = random.SystemRandom().randrange(1, 2 ** 31)
-        self.refs = ReferenceCache(self.close_fds, self.lease, self.cuda)
+        if share is not None:
+            seeds = share.seeds()
+            self.sample_seed, self.replay_seed = seeds["sample_seed"], seeds["replay_seed"]
+        self.refs = ReferenceCache(self.close_fds, self.lease, self.cuda, share)
         # a candidate sandbox prepared ahead of the next job (KAGENT_EVAL_SPARE=0 turns it off)
         self.use_spare = os.environ.get("KAGENT_EVAL_SPARE", "1") != "0"
         self.spare = None
@@ -66,8 +72,10 @@ class Evaluator:
         if self.spare is not None:
             self.spare.discard()
             self.spare = None
+        if self.refs.share is not None:
+            self.refs.share.close()
 
-    def run_candidate(self, cspec):
+    def run_candidate(self, cspec, defer_exit=False):
         """The candidate's child for a job: the prepared spare when there is one, else a fresh
         fork; the next spare starts preparing meanwhile (it needs no lease). The spare's child
         holds no lease until its first gate; at each gate the worker gets the lease in the mode
@@ -84,7 +92,8 @@ class Evaluator:
 
         cspec = dict(cspec, shared_device=self.lease.enabled)
         try:
-            out = current.run(cspec, cspec["timeouts"], on_stage) if current is not None else None
+            out = current.run(cspec, cspec["timeouts"], on_stage, defer_exit) \
+                if current is not None else None
             if out is None:
                 # a child forked on demand has no gate to stop at: it holds the lease
                 # exclusive throughout when it has anything to time
@@ -94,6 +103,7 @@ class Evaluator:
             elif self.lease.enabled and self.cuda and out.out_of_gpu_memory():
                 # the GPU's memory was shared with the other workers' processes: once more with
                 # the GPU to itself, so that only a candidate that runs out alone fails for it
+                sandbox.finish_exit(out)
                 with self.lease.held(EXCLUSIVE):
                     out = self._fork_candidate(cspec)
                 out.retried_alone = True
@@ -129,6 +139,8 @@ class Evaluator:
         bench_opts = dict(job.get("bench") or {}) if bench else None
         if bench_opts is not None and "baselines" not in bench_opts:
             bench_opts["baselines"] = list(DEFAULT_BASELINES)
+        if bench_opts is not None and bench_opts.get("stop", "ci") not in timing.STOPS:
+            raise BadRequest("bench.stop must be one of %s" % ", ".join(timing.STOPS))
         return {
             "op": op, "problem": os.path.abspath(problem), "candidate": candidate, "dtype": dtype,
             "trials": trials, "seed": int(job.get("seed", 42)), "timeouts": timeouts,
@@ -166,6 +178,11 @@ class Evaluator:
         try:
             self._run(spec, result)
         finally:
+            # the candidate's process exits while its results are checked; it is gone before
+            # the reply (and before anything else of this worker runs)
+            if "stage_at" in result:
+                result["worker_s"]["verdict"] = time.monotonic() - result["stage_at"]["verdict"]
+            self._wait_exit(result)
             result["elapsed"] = time.monotonic() - t0
         return result
 
@@ -184,7 +201,10 @@ class Evaluator:
             return verdict.fail(result, "audit", "ESTATIC", "%s at line %d: %s" % (
                 f["rule"], f["line"], f["text"]))
 
+        phases = result["worker_s"] = {"static": time.monotonic() - result["started_at"]}
+        t = time.monotonic()
         ref_trials, base, err = self.refs.get(spec)
+        phases["reference"] = time.monotonic() - t
         result["reference_s"] = self.refs.last_s
         if err:
             return verdict.fail(result, "load", "EREFERENCE", err)
@@ -199,8 +219,16 @@ class Evaluator:
         # trials transform their inputs by it as the reference's did, bit for bit
         cspec = dict(spec, poison_bytes=poison, skip_trials=skipped,
                      input_contract=trial0.get("input_contract"))
-        out = self.run_candidate(cspec)
-        checked_at = time.monotonic()  # the child is gone: the worker's own checks start here
+        t = time.monotonic()
+        out = self.run_candidate(cspec, defer_exit=True)
+        self._exiting = out
+        # the child's last message is in: the worker's own checks start here (the child exits
+        # meanwhile, sandbox.finish_exit)
+        checked_at = time.monotonic()
+        phases["candidate"] = checked_at - t
+        first_stage = next((o["t"] for o, _ in out.messages if o.get("type") == "stage"), None)
+        if first_stage is not None:
+            phases["to_first_stage"] = first_stage - t  # the spare's readiness, or a fork
         result["stage_s"] = _stage_durations(out)
         # when each stage first began, on the host's monotonic clock (CLOCK_MONOTONIC: the same
         # clock as kagent.time.now()), so jobs of several workers can be laid on one timeline
@@ -211,6 +239,7 @@ class Evaluator:
         result["stage_at"]["verdict"] = checked_at
         if getattr(out, "exit_s", None) is not None:
             result["stage_s"]["exit"] = out.exit_s  # process teardown after its last message
+        result["worker_s"] = phases
         prepared = getattr(out, "prepared", None) or {}
         result["prepared"] = bool(prepared)
         if prepared:
@@ -278,10 +307,26 @@ class Evaluator:
                     result["metrics"] = p["result"]["metrics"]
             elif not self.cuda:
                 result["profile"] = {"ok": False, "error": "ENOTSUP: profiling needs a GPU"}
+        if spec["sanitize"]:
+            self._wait_exit(result)
         if spec["sanitize"] and not sanitize_op.verdict_of(self, spec, result):
             return result
         result.update(ok=True, stage="done")
         return result
+
+    def _wait_exit(self, result=None):
+        """The candidate's process of this job is gone once this returns (it was left to exit
+        while its results were checked): before the reply and before any other GPU work of the
+        job (a re-measure, the sanitizer)."""
+        out, self._exiting = self._exiting, None
+        if out is None:
+            return
+        t = time.monotonic()
+        sandbox.finish_exit(out)
+        if result is not None and "stage_s" in result:
+            result["worker_s"]["exit_wait"] = time.monotonic() - t
+            if out.exit_s is not None:
+                result["stage_s"]["exit"] = out.exit_s
 
     def _apply_roofline(self, spec, result, trial0):
         roof = self.refs.roofline(spec, trial0, result["time_ms"].get("median"))
@@ -303,6 +348,7 @@ class Evaluator:
         result["trust"] = {"first_flags": flags + triggers, "remeasured": False}
         if not (spec["confirm"] or verdict.needs_remeasure(flags + triggers)):
             return True
+        self._wait_exit(result)
         hspec = dict(spec, hardened=True, audit=False, profile=None,
                      bench=dict(spec["bench"] or {}, reps=max(10, min(200, first.get("n") or 50))))
         result["trust"]["remeasured"] = True

@@ -9,6 +9,8 @@ the GPU work of a job, in one of two modes:
              the reference's outputs, an analysis. Any number of workers at once.
   exclusive  timed or profiled work: the candidate's timed and profiled stages, the baselines,
              the hardened re-measure, sanitize, peaks. Nobody else holds the lease meanwhile.
+             A candidate's warm-up before its timed loop, and the analysis of the loop's trace
+             and the digests of its outputs after it, run shared (child_candidate.py).
 
 What runs nothing on the GPU holds no lease: a spare sandbox preparing (a CUDA context, the
 timer's buffers, CUPTI and Triton set up, no kernel), the problem's module loading, a Triton

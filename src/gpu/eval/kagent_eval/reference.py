@@ -4,11 +4,13 @@ it measured per problem (trial outputs, baseline timings, the roofline's inputs)
 The roofline is computed here, from the reference's figures (compulsory bytes of its inputs,
 outputs and parameters; its FLOP count; the GPU's peaks), so nothing a candidate's process
 reports goes into the speed-of-light bound. The peaks are a measurement: they are taken once per
-worker in a child of their own (peaks.py) under the lease exclusive, and handed to the
+worker (or device, device_share.py) in a child of their own (peaks.py) under the lease exclusive, and handed to the
 reference child; measured beside other workers' trials they would come out low, and every
-honest kernel near the bound would look faster than it.
+honest kernel near the bound would look faster than it. Workers sharing a device take both from
+its first worker that measured them (device_share.py).
 """
 import collections
+import hashlib
 import json
 import os
 
@@ -20,9 +22,11 @@ ITEMSIZE = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2, "int64": 8,
 
 
 class ReferenceCache:
-    def __init__(self, close_fds, lease, cuda):
+    def __init__(self, close_fds, lease, cuda, share=None):
         self.close_fds = close_fds
         self.cuda = cuda
+        # the device's other workers' results (device_share.py), or None: this worker's own
+        self.share = share
         self._peaks = None  # the device's measured peaks, once taken
         # the GPU's lease: shared while the reference computes its outputs, exclusive when the
         # child also times the baselines (one process does both; the outputs are computed once
@@ -36,7 +40,9 @@ class ReferenceCache:
     @staticmethod
     def problem_key(spec):
         st = os.stat(spec["problem"])
-        return (spec["problem"], st.st_mtime_ns, st.st_size, spec["dtype"], spec["seed"])
+        with open(spec["problem"], "rb") as f:  # what another worker's entry was made from
+            content = hashlib.sha256(f.read()).hexdigest()[:32]
+        return (spec["problem"], st.st_mtime_ns, st.st_size, content, spec["dtype"], spec["seed"])
 
     def get(self, spec):
         """(trials {index: trial}, baselines or None, error or None)."""
@@ -49,55 +55,101 @@ class ReferenceCache:
         want_outputs = trials is None
         want_base = bench is not None and base is None and bench.get("baselines")
         self.last_s = 0.0
-        if want_outputs or want_base:
-            rspec = dict(spec, want_outputs=want_outputs,
-                         baselines=list(bench["baselines"]) if want_base else None)
-            if want_outputs and self.cuda:
-                rspec["peaks"] = self.device_peaks()
-            with self.lease.held(EXCLUSIVE if want_base else SHARED):
+        if (want_outputs or want_base) and self.share is not None:
+            # one reference per device: the first worker runs it, the others wait and read
+            names = (self.share.entry("trials", rkey + (spec["sample_seed"],)),
+                     self.share.entry("base", bkey) if bkey else None)
+            with self.share.locked(self.share.entry("problem", pkey)):
+                got = [self.share.load(n) if n and w else None
+                       for n, w in zip(names, (want_outputs, want_base))]
+                if got[0] is not None:
+                    self._keep_outputs(pkey, rkey, got[0])
+                if got[1] is not None:
+                    base = self._keep_base(bkey, got[1])
+                out, err = self._run_reference(spec, pkey, rkey, bkey, got[0] is None and want_outputs,
+                                               got[1] is None and want_base)
+                if err:
+                    return None, None, err
+                if out is not None:
+                    if got[0] is None and want_outputs:
+                        self.share.store(names[0], out.of_type("trial") + out.of_type("flops"))
+                    if got[1] is None and want_base:
+                        self.share.store(names[1], out.of_type("baselines"))
+                        base = self.baselines[bkey]
+            return self.trials.get(rkey), base, None
+        out, err = self._run_reference(spec, pkey, rkey, bkey, want_outputs, want_base)
+        if err:
+            return None, None, err
+        if want_base:
+            base = self.baselines[bkey]
+        return self.trials.get(rkey), base, None
+
+    def _keep_outputs(self, pkey, rkey, out):
+        f, _ = out.first("flops")
+        if f is not None:
+            self.roof[pkey] = {"flops": f.get("value"), "param_bytes": f.get("param_bytes"),
+                               "peaks": f.get("peaks")}
+        self.trials[rkey] = verdict.reference_trials(out)
+        while len(self.trials) > 2:
+            self.trials.popitem(last=False)
+
+    def _keep_base(self, bkey, out):
+        b, _ = out.first("baselines")
+        self.baselines[bkey] = (b or {}).get("result")
+        return self.baselines[bkey]
+
+    def _run_reference(self, spec, pkey, rkey, bkey, want_outputs, want_base):
+        """Runs the reference child for what is wanted and keeps it: (outcome or None when
+        nothing was wanted, error text or None)."""
+        if not (want_outputs or want_base):
+            return None, None
+        bench = spec["bench"]
+        rspec = dict(spec, want_outputs=want_outputs,
+                     baselines=list(bench["baselines"]) if want_base else None)
+        if want_outputs and self.cuda:
+            rspec["peaks"] = self.device_peaks()
+        with self.lease.held(EXCLUSIVE if want_base else SHARED):
+            out = sandbox.run_child(child_reference.run, (rspec,), spec["timeouts"],
+                                    self.close_fds)
+        if not want_base and self.lease.enabled and self.cuda and out.out_of_gpu_memory():
+            # out of GPU memory beside the other workers' processes: again, alone on the GPU
+            with self.lease.held(EXCLUSIVE):
                 out = sandbox.run_child(child_reference.run, (rspec,), spec["timeouts"],
                                         self.close_fds)
-            if not want_base and self.lease.enabled and self.cuda and out.out_of_gpu_memory():
-                # out of GPU memory beside the other workers' processes: again, alone on the GPU
-                with self.lease.held(EXCLUSIVE):
-                    out = sandbox.run_child(child_reference.run, (rspec,), spec["timeouts"],
-                                            self.close_fds)
-            self.last_s = out.elapsed
-            err = out.failure or None
-            e, _ = out.first("error")
-            if err or e:
-                msg = err[1].replace("the candidate's process", "the reference's process") if err \
-                    else "%s: %s" % (e.get("error_type"), e.get("message"))
-                return None, None, "the reference failed in stage %s: %s" % (out.stage, msg)
-            if want_outputs:
-                f, _ = out.first("flops")
-                if f is not None:
-                    self.roof[pkey] = {"flops": f.get("value"), "param_bytes": f.get("param_bytes"),
-                                       "peaks": f.get("peaks")}
-                trials = verdict.reference_trials(out)
-                self.trials[rkey] = trials
-                while len(self.trials) > 2:
-                    self.trials.popitem(last=False)
-            if want_base:
-                b, _ = out.first("baselines")
-                base = (b or {}).get("result")
-                self.baselines[bkey] = base
-        return trials, base, None
+        self.last_s = out.elapsed
+        err = out.failure or None
+        e, _ = out.first("error")
+        if err or e:
+            msg = err[1].replace("the candidate's process", "the reference's process") if err \
+                else "%s: %s" % (e.get("error_type"), e.get("message"))
+            return None, "the reference failed in stage %s: %s" % (out.stage, msg)
+        if want_outputs:
+            self._keep_outputs(pkey, rkey, out)
+        if want_base:
+            self._keep_base(bkey, out)
+        return out, None
 
     def device_peaks(self):
         """The GPU's peaks ({"dram_bytes_per_s", ...} or {"error": ...}), measured on first use in
         a child of their own under the lease exclusive and kept for the worker's life."""
         if self._peaks is None:
-            from . import peaks
-            with self.lease.timed():
-                out = sandbox.run_child(peaks.run, ({"device": "cuda:0" if self.cuda else "cpu"},),
-                                        {"run": 120}, self.close_fds)
-            res, _ = out.first("peaks")
-            if res is None or not isinstance(res.get("result"), dict):
-                why = out.failure or (out.first("error")[0] or {}).get("message")
-                return {"error": "EROOFLINE: the peaks could not be measured: %s" % (why,)}
-            self._peaks = res["result"]
+            res = self.share.peaks(self._measure_peaks) if self.share is not None \
+                else self._measure_peaks()
+            if "error" in res:
+                return res
+            self._peaks = res
         return self._peaks
+
+    def _measure_peaks(self):
+        from . import peaks
+        with self.lease.timed():
+            out = sandbox.run_child(peaks.run, ({"device": "cuda:0" if self.cuda else "cpu"},),
+                                    {"run": 120}, self.close_fds)
+        res, _ = out.first("peaks")
+        if res is None or not isinstance(res.get("result"), dict):
+            why = out.failure or (out.first("error")[0] or {}).get("message")
+            return {"error": "EROOFLINE: the peaks could not be measured: %s" % (why,)}
+        return res["result"]
 
     def peaks(self, spec):
         return (self.roof.get(self.problem_key(spec)) or {}).get("peaks")

@@ -117,6 +117,7 @@ class Outcome:
         self.stage_times = {}
         self.elapsed = 0.0
         self.exit_s = None  # from the child's last message until it was reaped
+        self.pending_exit = None  # (pid, when its last message came) while it exits (collect)
 
     def of_type(self, kind):
         return [(o, a) for o, a in self.messages if o.get("type") == kind]
@@ -169,10 +170,13 @@ def limits_with(timeouts):
     return limits
 
 
-def collect(pid, rfd, timeouts, on_stage=None, job_dir=None):
+def collect(pid, rfd, timeouts, on_stage=None, job_dir=None, defer_exit=False):
     """Read a child's frames until it exits, applying per-stage deadlines; reaps it and closes
     rfd. on_stage(name), if given, runs when the child announces a stage (before its deadline
-    starts). job_dir: the child's job folder, whose cgroups say whether it hit a limit."""
+    starts). job_dir: the child's job folder, whose cgroups say whether it hit a limit.
+    defer_exit: a child that said "done" is left to exit (its CUDA context's teardown takes a
+    tenth of a second) while the caller checks what it sent; the caller then calls
+    finish_exit(outcome), before it replies."""
     limits = limits_with(timeouts)
     out = Outcome()
     t_start = time.monotonic()
@@ -211,8 +215,13 @@ def collect(pid, rfd, timeouts, on_stage=None, job_dir=None):
     finally:
         os.close(rfd)
         t_last = time.monotonic()
-        status = _reap(pid, kill=not done and out.failure is not None)
-        out.exit_s = time.monotonic() - t_last
+        if done and defer_exit:
+            # nothing more is read from it and its status is not needed: it said "done"
+            out.pending_exit = (pid, t_last)
+            status = 0
+        else:
+            status = _reap(pid, kill=not done and out.failure is not None)
+            out.exit_s = time.monotonic() - t_last
         out.elapsed = time.monotonic() - t_start
     err, _ = out.first("error")
     if out.failure is None and err is not None:
@@ -231,6 +240,21 @@ def collect(pid, rfd, timeouts, on_stage=None, job_dir=None):
             out.failure = ("ECRASH", "the candidate's process exited (code %s) in stage %s" % (
                 os.WEXITSTATUS(status) if os.WIFEXITED(status) else "?", out.stage))
     return out
+
+
+def finish_exit(out):
+    """Waits for a child collect() left exiting (defer_exit) and kills what it left behind;
+    exit_s is then the time from its last message until it was gone. Safe to call twice."""
+    pending = getattr(out, "pending_exit", None)
+    if pending is None:
+        return
+    out.pending_exit = None
+    pid, t_last = pending
+    _reap(pid, kill=False)
+    out.exit_s = time.monotonic() - t_last
+    job_dir, out.job_dir_after_exit = getattr(out, "job_dir_after_exit", None), None
+    if job_dir:
+        jail.remove_job_dir(job_dir)
 
 
 def _reap(pid, kill):

@@ -58,10 +58,11 @@ class Spare:
         self.discard()
         return False
 
-    def run(self, spec, timeouts, on_stage=None):
+    def run(self, spec, timeouts, on_stage=None, defer_exit=False):
         """Outcome of the job in the prepared child, or None when the child is not usable (the
         caller then forks a fresh one). The child stops at each gate (stages "gate_shared" and
-        "gate") until open_gate() is called (typically from on_stage)."""
+        "gate") until open_gate() is called (typically from on_stage). defer_exit: see
+        sandbox.collect."""
         if not self.wait_ready():
             return None
         try:
@@ -71,13 +72,19 @@ class Spare:
             return None
         pid, rfd, gate_w = self.pid, self.rfd, self.spec_w
         self.pid = self.rfd = None
+        out = None
         try:
-            out = sandbox.collect(pid, rfd, timeouts, on_stage, job_dir=self.job_dir)
+            out = sandbox.collect(pid, rfd, timeouts, on_stage, job_dir=self.job_dir, defer_exit=defer_exit)
         finally:
             sandbox.PARENT_ONLY_FDS.difference_update((rfd, gate_w))
             os.close(gate_w)
             self.spec_w = None
-            jail.remove_job_dir(self.job_dir)
+            if out is not None and getattr(out, "pending_exit", None):
+                # its folder and cgroups go once it has exited (sandbox.finish_exit): a group
+                # with a process in it cannot be removed
+                out.job_dir_after_exit = self.job_dir
+            else:
+                jail.remove_job_dir(self.job_dir)
         out.prepared = self.info
         return out
 

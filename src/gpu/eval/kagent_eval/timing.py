@@ -7,6 +7,8 @@ clock as well. The figure is the events' time; it is only trusted once the all-s
 agrees that no device work of the call lay outside the events (see ``all_stream_check``).
 Timing primitives are bound at import, before any candidate code runs in the process, so a
 candidate that patches them later does not reach this module.
+How many calls: until the median's confidence interval is narrow enough, or a time budget, never
+below a floor (StopRule; the options and their defaults: BENCH_DEFAULTS).
 
 All-stream check: the timed loop runs under an activity trace (CUPTI: every kernel, copy and
 fill on any stream, from any thread) with host marks on the trace's clock, taken while the device
@@ -18,6 +20,7 @@ is time the events did not see. Work between
 windows (a thread launching after the call returned) is outside every window. Honest kernels,
 on one stream or on side streams joined back to the timed one, leave none of either.
 """
+import bisect
 import ctypes
 import math
 import statistics
@@ -33,13 +36,117 @@ ESCAPE_ABS_MS = 0.0015
 ESCAPE_REL = 0.002
 # CUPTI puts device timestamps on the host clock by a running estimate that can be off by a
 # microsecond or two; windows are widened by this much, and one odd call in a hundred is
-# tolerated (a single call's escape moves no median)
+# tolerated, one at least (a single call's escape moves no median, and an adaptive loop of a
+# few dozen calls would otherwise be refused for one timestamp's jitter)
 WINDOW_JITTER_NS = 2000
 ESCAPE_CALL_SHARE = 0.01
 # names of the harness's own kernels (the flush is a fill of the flush buffer, the spin is
 # torch.cuda._sleep); only the first of each in a window, on one stream, is the harness's
 _FLUSH_NAME = "FillFunctor"
 _SPIN_NAME = "spin_kernel"
+
+# A job's timing options and their defaults: the one place (docs/lua-api.md, job field `bench`;
+# the children and the worker read them through bench_options).
+BENCH_DEFAULTS = {
+    "warmup": 3, "warmup_time": 0.1,  # warm-up: at least this many calls and, on a GPU, seconds
+    # how many timed calls: "ci" until the median is known to within +-ci of itself (StopRule),
+    # or budget seconds of calls; "time" about min_time seconds of calls (the earlier fixed loop)
+    "stop": "ci", "ci": 0.005, "budget": 1.0, "min_time": 1.0,
+    "min_reps": 10, "max_reps": 1000,  # floor and cap on the number of timed calls
+    "reps": None,  # a fixed number of calls instead (the hardened re-measure)
+}
+STOPS = ("ci", "time")
+# The "ci" rule times at least this many calls where the budget allows them at the first call's
+# speed (a kernel under 15 ms: every kernel the fixed second timed this often). Each timed call's
+# output is checked (timed_inputs.py): a kernel that answers stale on one call in N is met at
+# least twice while N <= 32, as it was by the fixed second of calls.
+CHECKED_CALLS = 64
+# two-sided 95% normal quantile: the median's interval between order statistics (median_ci)
+CI_Z = 1.96
+
+
+def bench_options(bench):
+    """BENCH_DEFAULTS with a job's `bench` table over them (None keeps the default; keys that
+    are not timing options, such as baselines, are left out)."""
+    bench = bench or {}
+    return {k: (bench[k] if bench.get(k) is not None else v) for k, v in BENCH_DEFAULTS.items()}
+
+
+def median_ci(sorted_vals, z=CI_Z):
+    """(low, high): a distribution-free confidence interval of the median, between the order
+    statistics at ranks n/2 -+ z*sqrt(n)/2 (the binomial count of values below the median,
+    approximated as normal). Needs no assumption about the shape of the timings."""
+    n = len(sorted_vals)
+    half = z * math.sqrt(n) / 2.0
+    lo = max(0, int(math.floor(n / 2.0 - half)))
+    hi = min(n - 1, int(math.ceil(n / 2.0 + half)))
+    return sorted_vals[lo], sorted_vals[hi]
+
+
+def ci_rel(sorted_vals):
+    """Half-width of median_ci relative to the median (inf where it cannot be had)."""
+    if len(sorted_vals) < 2:
+        return math.inf
+    lo, hi = median_ci(sorted_vals)
+    n = len(sorted_vals)  # the median of a sorted list, in constant time (checked every call)
+    med = sorted_vals[n // 2] if n % 2 else (sorted_vals[n // 2 - 1] + sorted_vals[n // 2]) / 2.0
+    if med <= 0:
+        return 0.0 if hi == lo else math.inf
+    return (hi - lo) / 2.0 / med
+
+
+class StopRule:
+    """When a timed loop stops. Fixed (reps given, or "time": the count min_time of calls take
+    at the first call's speed): after that many calls. "ci": once at least min_reps calls (and
+    CHECKED_CALLS where the budget fits them) are in and the median's interval (median_ci) lies
+    within +-ci of it, or the loop has run budget seconds, or max_reps calls. Tight timings stop after a few dozen
+    calls; noisy ones run to the budget, so the spread rule sees as many calls as before."""
+
+    def __init__(self, min_reps, max_reps, reps=None, ci=None, budget_s=None):
+        self.min_reps, self.max_reps = max(1, int(min_reps)), max(1, int(max_reps))
+        self.reps = int(reps) if reps else None
+        self.ci, self.budget_s = ci, budget_s
+        # the calls a feed may count on (a rotation's moves fall inside them)
+        self.plan = self.reps or min(self.min_reps, self.max_reps)
+        self.sorted = []
+        self.by = None
+
+    @classmethod
+    def for_options(cls, o, first_ms):
+        if o["reps"]:
+            return cls(o["min_reps"], o["max_reps"], reps=o["reps"])
+        if o["stop"] == "time":
+            est = max(first_ms, 1e-3)
+            reps = int(min(o["max_reps"], max(o["min_reps"], math.ceil(o["min_time"] * 1e3 / est))))
+            return cls(o["min_reps"], o["max_reps"], reps=reps)
+        if o["stop"] != "ci":
+            raise ValueError("bench.stop must be one of %s" % ", ".join(STOPS))
+        fit = math.ceil(float(o["budget"]) * 1e3 / max(first_ms, 1e-3))
+        floor = max(o["min_reps"], min(CHECKED_CALLS, fit))
+        return cls(floor, o["max_reps"], ci=float(o["ci"]), budget_s=float(o["budget"]))
+
+    def add(self, ms, elapsed_s):
+        """Takes one call's time; True when the loop stops after it."""
+        bisect.insort(self.sorted, ms)
+        n = len(self.sorted)
+        if self.reps:
+            self.by = "reps" if n >= self.reps else None
+        elif n < self.min_reps:
+            self.by = None
+        elif n >= self.max_reps:
+            self.by = "max_reps"
+        elif ci_rel(self.sorted) <= self.ci:
+            self.by = "ci"
+        elif elapsed_s >= self.budget_s:
+            self.by = "budget"
+        return self.by is not None
+
+    def report(self):
+        width = ci_rel(self.sorted)
+        return {"rule": "ci" if self.reps is None else "reps", "by": self.by,
+                "calls": len(self.sorted), "ci_rel": None if math.isinf(width) else width,
+                "ci_target": self.ci, "budget_s": self.budget_s}
+
 
 
 class Timer:
@@ -159,22 +266,29 @@ class Timer:
         self._sync()
         return done
 
-    def measure(self, fn, warmup=3, reps=None, min_reps=10, max_reps=1000, min_time=1.0,
-                warmup_time=0.1, feed=None, after_call=None, hardened=False):
-        """Timing summary in ms; reps chosen so the timed calls take about min_time.
+    def measure(self, fn, feed=None, after_call=None, hardened=False, **opts):
+        """Timing summary in ms (``timed_loop`` then ``finish``: one process that can give the
+        GPU up between them calls the two itself, child_candidate.py)."""
+        return self.finish(self.timed_loop(fn, feed=feed, after_call=after_call,
+                                           hardened=hardened, **opts))
 
-        feed.before(i, reps), if given, runs untimed before timed call i (which input set it
-        runs on, timed_inputs.py); after_call(i) runs untimed after it (a sample of its output),
+    def timed_loop(self, fn, feed=None, after_call=None, hardened=False, **opts):
+        """The timed calls; what ``finish`` summarizes. opts: those of BENCH_DEFAULTS (the
+        number of calls: ``reps`` when given, else by ``stop``: "ci" until StopRule says the
+        median is known well enough, "time" about min_time seconds of calls).
+
+        feed.before(i, plan), if given, runs untimed before timed call i (which input set it
+        runs on, timed_inputs.py; plan: the calls it may count on, so a rotation's moves fall
+        inside the loop); after_call(i) runs untimed after it (a sample of its output),
         in the same untimed stretch as the next call's feed (one wait between calls, not two).
         Both run on a stream of their own, outside every call's window. hardened: the
         persisting-L2 set-aside is reset before every call as well, so no data a candidate
         pinned in L2 survives the flush."""
-        done = self.warm(fn, warmup, warmup_time)
+        o = bench_options(opts)
+        done = self.warm(fn, o["warmup"], o["warmup_time"])
         self.fit_pad(fn)
         first_event, _ = self.time_once(fn)
-        if reps is None:
-            est = max(first_event, 1e-3)
-            reps = int(min(max_reps, max(min_reps, math.ceil(min_time * 1e3 / est))))
+        rule = StopRule.for_options(o, first_event)
         tracer = self.tracer
         marks = []
         mark = (lambda: marks.append(tracer.mark())) if tracer is not None else None
@@ -191,16 +305,20 @@ class Timer:
             tracer.begin()
         t_begin = _perf_counter()
         try:
-            for i in range(reps):
+            i = 0
+            while True:
                 if feed is not None or (after_call is not None and i > 0):
-                    self._untimed(lambda: _between(i, reps, feed, after_call), prep_stream)
+                    self._untimed(lambda: _between(i, rule.plan, feed, after_call), prep_stream)
                 if hardened and self._reset_persisting_l2 is not None:
                     self._reset_persisting_l2()
                 e, w = self.time_once(fn, mark)
                 events.append(e)
                 walls.append(w)
+                i += 1
+                if rule.add(e, _perf_counter() - t_begin):
+                    break
             if after_call is not None:
-                self._untimed(lambda: after_call(reps - 1), prep_stream)
+                self._untimed(lambda: after_call(i - 1), prep_stream)
             elapsed_ms = (_perf_counter() - t_begin) * 1e3
             if tracer is not None:
                 # work a thread launches after the last call still lands in the trace
@@ -210,14 +328,24 @@ class Timer:
         finally:
             if tracer is not None:
                 records = tracer.end()
-        out = summarize(events, walls, elapsed_ms)
-        out["warmup_calls"], out["pad_ms"] = done, round(self.pad_ms, 4)
-        out["hardened"] = bool(hardened)
-        if tracer is not None:
+        return {"events": events, "walls": walls, "elapsed_ms": elapsed_ms, "warmup_calls": done,
+                "hardened": bool(hardened), "stop": rule.report(), "marks": marks,
+                "end_mark": end_mark, "records": records, "gap_streams": gap_streams}
+
+    def finish(self, loop):
+        """The summary of a ``timed_loop``, with its all-stream check: CPU work only (the trace
+        was taken during the loop), so it may run after the GPU's lease is given back."""
+        events = loop["events"]
+        out = summarize(events, loop["walls"], loop["elapsed_ms"])
+        out["warmup_calls"], out["pad_ms"] = loop["warmup_calls"], round(self.pad_ms, 4)
+        out["hardened"] = loop["hardened"]
+        out["stop"] = loop["stop"]
+        if self.tracer is not None:
+            marks = loop["marks"]
             windows = list(zip(marks[0::2], marks[1::2]))
-            out["all_streams"] = all_stream_check(records, windows, end_mark, events,
-                                                  has_spin=self.pad_cycles > 0,
-                                                  gap_streams=gap_streams)
+            out["all_streams"] = all_stream_check(loop["records"], windows, loop["end_mark"],
+                                                  events, has_spin=self.pad_cycles > 0,
+                                                  gap_streams=loop["gap_streams"])
         elif self.cuda:
             out["all_streams"] = {"checked": False, "ok": False,
                                   "why": "no activity trace in this process (%s)" % self.untraced}
@@ -232,12 +360,12 @@ class Timer:
         stream.synchronize()
 
 
-def _between(i, reps, feed, after_call):
+def _between(i, plan, feed, after_call):
     """The untimed work before timed call i: the last call's output sampled, then call i's inputs."""
     if after_call is not None and i > 0:
         after_call(i - 1)
     if feed is not None:
-        feed.before(i, reps)
+        feed.before(i, plan)
 
 
 def _persisting_l2_reset():
@@ -329,7 +457,7 @@ def all_stream_check(records, windows, end_mark, events_ms, has_spin=True, gap_s
             res["outside_windows"] += 1
     res["max_uncovered_ms"] = max(per_call_ms) if per_call_ms else 0.0
     res["median_uncovered_ms"] = statistics.median(per_call_ms) if per_call_ms else 0.0
-    res["tolerated_calls"] = int(ESCAPE_CALL_SHARE * n)
+    res["tolerated_calls"] = max(1, int(ESCAPE_CALL_SHARE * n))
     res["ok"] = (res["escaped_calls"] <= res["tolerated_calls"] and res["outside_windows"] == 0
                  and res["unchecked_calls"] == 0)
     if per_call:

@@ -144,14 +144,18 @@ def main(argv=None):
         proto.write(json.dumps(obj, default=_jsonable) + "\n")
         proto.flush()
 
+    share = None
+    if args.lease:  # the device's other workers are this pool's: one reference and peaks for all
+        from . import device_share, jail
+        share = device_share.open_for(args.device, _STARTED_BY, sandbox_status, jail.share_root())
     ev = Evaluator(device, threads=threads, protocol_fd=proto_fd,
-                   lease=Lease(args.lease, reply, sys.stdin.readline))
+                   lease=Lease(args.lease, reply, sys.stdin.readline), share=share)
     gpu_id = int(args.device) if args.device.isdigit() else args.device  # an index or a UUID
     ready = {"ready": True, "device": "cpu" if cpu else gpu_id, "mode": "cpu" if cpu else "cuda",
              "torch": torch.__version__, "triton": triton_ver, "pid": os.getpid(),
              "gpu_name": None if cpu else _gpu_name(args.device), "sandbox": sandbox_status,
              "version": __version__, "package": os.path.dirname(os.path.abspath(__file__)),
-             "lease": args.lease}
+             "lease": args.lease, "share": share.path if share is not None else None}
     reply(ready)
     try:
         _serve(ev, sandbox, reply, ready, BadRequest, OPS_WITH)
