@@ -72,6 +72,7 @@ return setmetatable({
   stream = { type = "boolean", default = false, group = LLM, llm = true, help = "stream LLM replies (the default; KAGENT_LLM_STREAM=0 takes them whole) and show tokens per second" },
   ["llm-failures"] = { type = "integer", min = 1, default = 6, group = LLM, llm = true, help = "LLM calls failing in a row that stop the run (exit 3; --resume continues it)" },
   ["llm-backoff"] = { type = "number", min = 0, default = 5, group = LLM, llm = true, help = "seconds before a worker tries a failed LLM call again (doubled on the second try)" },
+  ["rules-warn"] = { type = "number", min = 0, max = 100, default = 50, group = LLM, llm = true, help = "percent of directions from the skills' rules (the model's reply unusable) above which the run's last line says it was mostly rule-driven" },
   ["budget-usd"] = { type = "number", above = 0, group = LLM, llm = true, help = "stop when this much is spent on the LLM" },
   ["budget-tokens"] = { type = "integer", min = 1, group = LLM, llm = true, help = "stop after this many LLM tokens" },
   out = { type = "string", metavar = "dir", default = "runs", group = RUN, help = "folder of run directories" },

@@ -1,5 +1,5 @@
 -- One progress line on stderr: round, busy workers, best time and speedups, tokens (and the
--- decoding rate when replies stream), cost, and LLM calls that failed.
+-- decoding rate when replies stream), cost, LLM calls that failed, and how usable the replies were.
 -- Rewritten in place on a terminal, one line per update otherwise (logs stay readable).
 local M = {}
 M.__index = M
@@ -30,6 +30,8 @@ function M.format(s)
   local line = string.format("%s workers %d/%d busy | %s | tokens %s | $%.4f",
     where, s.busy or 0, s.workers or 0, best, toks, s.cost_usd or 0)
   if (s.llm_failures or 0) > 0 then line = line .. string.format(" | LLM failures %d", s.llm_failures) end
+  -- how usable the model's replies were (agents/lib/reply_stats.lua): "replies 12 (1 re-asked) rules 25%"
+  if s.replies then line = line .. " | " .. s.replies end
   return line
 end
 
@@ -47,7 +49,7 @@ function M:update(fields)
   if not self.tty then
     local key = M.format({ phase = self.phase, round = self.round, rounds = self.rounds, busy = self.busy, workers = self.workers,
       best_ms = self.best_ms, speedup_eager = self.speedup_eager, speedup_compile = self.speedup_compile, sol_pct = self.sol_pct,
-      llm_failures = self.llm_failures })
+      llm_failures = self.llm_failures, replies = self.replies })
     if key == self.last_key then return end
     self.last_key = key
   end

@@ -20,6 +20,7 @@ local skills_lib = require("agents.lib.skills")
 local progress = require("agents.lib.progress")
 local calls = require("agents.lib.calls")
 local llm_guard = require("agents.lib.llm_guard")
+local reply_stats = require("agents.lib.reply_stats")
 
 local M = {}
 
@@ -277,6 +278,7 @@ function M.setup(prog, opts, how)
   local failed = state and state.llm_failures or {}
   r.llm_guard = llm_guard.new({ limit = opts.llm_failures, backoff = opts.llm_backoff, failures = failed.calls,
     by_code = failed.by_code })
+  r.reply_stats = reply_stats.new(state and state.replies)
   r.usage = usage_fn(how.llm, state and state.usage)
   r.progress = progress.new({ rounds = opts.rounds, usage = r.usage })
   M.add_helpers(r)
@@ -357,6 +359,7 @@ function M.add_helpers(r)
   -- run's mean (kagent.llm usage), once a reply came streamed.
   local guard = r.llm_guard or llm_guard.new({ limit = opts.llm_failures, backoff = opts.llm_backoff })
   r.llm_guard = guard
+  r.reply_stats = r.reply_stats or reply_stats.new()
   local streams, shown_at = {}, 0
   local function rate()
     local sum, n = 0, 0
@@ -372,14 +375,17 @@ function M.add_helpers(r)
     local now = ktime.now()
     if not force and now - shown_at < 0.5 then return end
     shown_at = now
-    r.progress:update({ tokens_per_s = guard.streamed and rate() or nil, llm_failures = guard.failures })
+    r.progress:update({ tokens_per_s = guard.streamed and rate() or nil, llm_failures = guard.failures,
+      replies = r.reply_stats:status() })
   end
 
   -- chat(text, tag, shared) -> result or nil, "CODE: message", "CODE". `shared` (a block from
   -- above) goes first; for Anthropic it is its own message marked for the prompt cache, for
   -- OpenAI-compatible servers (which cache prefixes by themselves) it is joined with the text
   -- into one message. Failures are retried and counted by the run's guard (agents/lib/llm_guard.lua).
-  function r.chat(text, tag, shared)
+  -- follow: messages after the prompt (the asking loop's continuation or re-ask: the model's
+  -- reply, then what is asked of it), optional
+  function r.chat(text, tag, shared, follow)
     if not r.llm then return nil, "ENOTSUP: no LLM configured", "ENOTSUP" end
     local messages
     if shared and tostring(r.model):match("^anthropic:") then
@@ -387,10 +393,15 @@ function M.add_helpers(r)
     else
       messages = { { role = "user", content = M.full_prompt(text, shared) } }
     end
+    local asked = M.full_prompt(text, shared)
+    for _, m in ipairs(follow or {}) do
+      messages[#messages + 1] = m
+      asked = asked .. "\n\n" .. m.role .. ": " .. m.content
+    end
     -- the call's place and replay key are taken once: the guard's retries are the same call
     local system = r.system_prompt()
     local place, key
-    if r.calls then place, key = r.calls:key(tag, system, M.full_prompt(text, shared)) end
+    if r.calls then place, key = r.calls:key(tag, system, asked) end
     local slot = {}
     streams[slot] = true
     local res, err, code = guard:call(function()
@@ -409,6 +420,15 @@ function M.add_helpers(r)
     show(true)
     return res, err, code
   end
+
+  -- ask{tag, template, vars, shared, parse} -> {value, how, prompt, reply, res, error, llm_code}:
+  -- one question to the model, asked until its answer can be used or is lost
+  -- (agents/lib/ask.lua); counted per role in r.reply_stats
+  -- ask_code{tag, template, vars, shared, base} -> the same with .code (base: the kernel a diff
+  -- applies to); ask_json{tag, template, vars, shared, want} (want: the shape, replies.json's)
+  function r.ask(q) return require("agents.lib.ask").ask(r, q) end
+  function r.ask_code(q) return require("agents.lib.ask").code(r, q) end
+  function r.ask_json(q) return require("agents.lib.ask").json(r, q) end
 
   function r.extract_code(text)
     if not text or not r.llm then return nil end

@@ -7,6 +7,7 @@ local fs = require("kagent.fs")
 local log = require("kagent.log")
 local calls = require("agents.lib.calls")
 local confirm = require("agents.lib.confirm")
+local reply_stats = require("agents.lib.reply_stats")
 
 local M = {}
 
@@ -25,7 +26,25 @@ function M.base(run)
     tokens = { input = u.input_tokens, output = u.output_tokens, cache_read = u.cache_read_tokens,
       cache_write = u.cache_write_tokens, total = u.tokens },
     llm_calls = u.calls, llm_failures = run.llm_guard:summary(), cost_usd = u.cost_usd,
-    wall_s = ktime.now() - run.t0, memory_run_id = run.mem.run_id, replay = M.replay(run) }
+    wall_s = ktime.now() - run.t0, memory_run_id = run.mem.run_id, replay = M.replay(run),
+    replies = M.replies(run) }
+end
+
+-- replies(run) -> the replies' quality per role and the directions' sources
+-- (agents/lib/reply_stats.lua), with the share above which the last line warns
+function M.replies(run)
+  local s = run.reply_stats and run.reply_stats:summary() or reply_stats.new():summary()
+  s.totals.rules_share = s.totals.rules_share or json.null
+  s.rules_warn = (run.opts.rules_warn or 100 * reply_stats.DEFAULT_WARN) / 100
+  return s
+end
+
+-- rules_line(s) -> the last line's warning of a run mostly driven by rules, or ""
+function M.rules_line(s)
+  local r = s.replies
+  if type(r) ~= "table" or type(r.totals) ~= "table" or type(r.totals.rules_share) ~= "number" then return "" end
+  local w = reply_stats.warning(r, r.rules_warn)
+  return w and ("\n  " .. w) or ""
 end
 
 -- failed(run, why): a run that ended before it had a result: summary.json says so (status
@@ -101,7 +120,7 @@ function M.search(run, st, reason, fin)
     run.rd.id, t.median, s.speedup_vs_input,
     eager and string.format(", %.2fx eager", eager / t.median) or "",
     comp and string.format(", %.2fx torch.compile", comp / t.median) or "", st.round, s.stop_reason,
-    run.rd.dir .. M.replay_line(s)))
+    run.rd.dir .. M.replay_line(s) .. M.rules_line(s)))
   return s
 end
 
@@ -133,7 +152,7 @@ function M.unconfirmed(run, st, reason, fin)
   run.rd:write("summary.json", s)
   M.write_report(run)
   run.mem:finish("unconfirmed", s)
-  run.progress:finish(string.format("run %s: %s\n  %s", run.rd.id, s.error, run.rd.dir .. M.replay_line(s)))
+  run.progress:finish(string.format("run %s: %s\n  %s", run.rd.id, s.error, run.rd.dir .. M.replay_line(s) .. M.rules_line(s)))
   return s
 end
 
