@@ -17,6 +17,9 @@ local replies = require("agents.lib.replies")
 
 local M = {}
 
+-- the replies of a question as the run folder keeps them (the first MiB; agents/lib/run.lua)
+local function trace(parts) return require("agents.lib.run").transcript_trace(parts) end
+
 -- the part of an unusable reply sent back with the re-ask (enough to see what was wrong)
 local ECHO = 4000
 
@@ -49,31 +52,39 @@ function M.ask(run, q)
     out.reply, out.error, out.llm_code = "LLM call failed: " .. tostring(err), err, code
     return out
   end
-  local text = res.text or ""
-  local transcript = { text }
-  if res.truncated then
+  -- what the reply files show: every reply of the question, with a line saying why the next
+  -- one was asked, together cut to a MiB (run.transcript_trace)
+  local transcript, head = {}, nil
+  -- complete(res) -> the reply's text, continued once when it was cut at the length limit
+  local function complete(r)
+    local text = r.text or ""
+    transcript[#transcript + 1] = { head = head, text = text }
+    head = nil
+    if not r.truncated then return text end
     stats:add(q.tag, "continued")
     local more, merr = run.chat(prompt, q.tag, q.shared,
-      { { role = "assistant", content = text }, { role = "user", content = replies.CONTINUE } })
-    if more then
-      text = replies.join(text, more.text or "")
-      transcript[#transcript + 1] = "\n[kagent-rt: the reply was cut at the length limit; its continuation:]\n" .. (more.text or "")
-      repaired = true
-      res = more
-    else
+      { { role = "assistant", content = text ~= "" and text or "(empty)" }, { role = "user", content = replies.CONTINUE } })
+    if not more then
       log.warn("%s: the continuation of a reply cut at the length limit failed (%s); reading what came", q.tag, tostring(merr))
+      return text
     end
+    transcript[#transcript + 1] = { head = "\n[kagent-rt: the reply was cut at the length limit; its continuation:]\n",
+      text = more.text or "" }
+    repaired = true
+    return replies.join(text, more.text or "")
   end
+  local text = complete(res)
   local value, how, perr, pcode = q.parse(text)
   if value == nil then
     log.warn("%s: the reply cannot be used (%s); asking once more with the reason", q.tag, tostring(how))
     perr, pcode = how, perr
     local again, aerr, acode = run.chat(prompt, q.tag, q.shared,
-      { { role = "assistant", content = clip(text) }, { role = "user", content = string.format(replies.REASK, tostring(perr)) } })
+      { { role = "assistant", content = text:match("%S") and clip(text) or "(empty)" },
+        { role = "user", content = string.format(replies.REASK, tostring(perr)) } })
     if again then
-      transcript[#transcript + 1] = "\n[kagent-rt: the reply could not be used (" .. tostring(perr) .. "); the answer to the re-ask:]\n" .. (again.text or "")
+      head = "\n[kagent-rt: the reply could not be used (" .. tostring(perr) .. "); the answer to the re-ask:]\n"
       res = again
-      value, how, perr, pcode = q.parse(again.text or "")
+      value, how, perr, pcode = q.parse(complete(again))
       if value == nil then perr, pcode = how, perr end
       if value ~= nil then how = "reasked" end
     else
@@ -91,7 +102,7 @@ function M.ask(run, q)
   end
   if run.progress then run.progress:update({ replies = stats:status() }) end
   out.value, out.how, out.res = value, value ~= nil and how or nil, res
-  out.reply = table.concat(transcript)
+  out.reply = trace(transcript)
   if value == nil then out.error, out.llm_code = perr, pcode end
   return out
 end

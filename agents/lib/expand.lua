@@ -24,7 +24,7 @@ function M.expand(parent, d, run, w, opts)
   local prop = optimizer.propose(run, parent, d, M.hints(run, parent, d))
   local pp, rp = w.dir .. "/opt_prompt.txt", w.dir .. "/opt_reply.txt"
   run.rd:write(pp, prop.prompt)
-  run.rd:write(rp, run.reply_trace(prop.reply))
+  run.rd:write(rp, prop.reply)  -- cut to run.MAX_REPLY_TRACE (run.transcript_trace)
   if prop.error then
     return { stage = "llm", error = tostring(prop.error), llm_code = prop.llm_code or "ELLM", skill = prop.skill,
       prompt_path = pp, reply_path = rp }

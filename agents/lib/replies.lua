@@ -96,9 +96,12 @@ local function lines_of(s)
   return t
 end
 
+-- the old lines `want` stand at line `at` of src (trailing space aside; a blank line past the end
+-- of src matches, as the kernel shown in a prompt may end with one blank line more)
 local function matches_at(src, at, want)
   for i, w in ipairs(want) do
     local s = src[at + i - 1]
+    if s == nil and at + i - 1 > #src and w:match("^%s*$") then s = "" end
     if s == nil or s:gsub("%s+$", "") ~= w:gsub("%s+$", "") then return false end
   end
   return true
@@ -124,6 +127,16 @@ function M.apply_diff(base, diff)
     end
   end
   if #hunks == 0 then return nil, "the diff has no hunk" end
+  -- blank context lines at a hunk's ends are dropped (they may be past the kernel's end)
+  for _, h in ipairs(hunks) do
+    while #h.old > 0 and #h.new > 0 and h.old[#h.old]:match("^%s*$") and h.new[#h.new]:match("^%s*$") do
+      h.old[#h.old], h.new[#h.new] = nil, nil
+    end
+    while #h.old > 0 and #h.new > 0 and h.old[1]:match("^%s*$") and h.new[1]:match("^%s*$") do
+      table.remove(h.old, 1); table.remove(h.new, 1)
+      h.start = h.start + 1
+    end
+  end
   local out, pos = {}, 1
   for n, h in ipairs(hunks) do
     local at
@@ -131,7 +144,7 @@ function M.apply_diff(base, diff)
       at = math.max(pos, math.min(h.start, #src + 1))
     else
       local best
-      for i = pos, #src - #h.old + 1 do
+      for i = pos, #src + 1 do
         if matches_at(src, i, h.old) and (not best or math.abs(i - h.start) < math.abs(best - h.start)) then best = i end
       end
       at = best
@@ -287,34 +300,41 @@ local function candidates(text)
   return out
 end
 
-local function norm_key(k)
-  return (tostring(k):lower():gsub("[^%w]", ""):gsub("s$", ""))
-end
+local function norm_key(k) return (tostring(k):lower():gsub("[^%w]", "")) end
+local function singular(k) return (norm_key(k):gsub("s$", "")) end
 
--- keys_of(schema) -> {normalized name = name} of every object key in a schema's example JSON
+-- keys_of(schema) -> {names = {name = true}, norm = {normalized = name}, sing = {singular = name}}
+-- of every object key in a schema's example JSON
 local function keys_of(schema)
-  local known = {}
+  local known = { names = {}, norm = {}, sing = {} }
   local function walk(v)
     if type(v) ~= "table" then return end
     for k, x in pairs(v) do
-      if type(k) == "string" then known[norm_key(k)] = k end
+      if type(k) == "string" then known.names[k], known.norm[norm_key(k)] = true, k end
       walk(x)
     end
   end
   walk(type(schema) == "string" and json.decode(schema) or schema)
+  for n, k in pairs(known.norm) do
+    -- "plan" and "plans" both in a schema: neither is the other's singular
+    local sg = singular(n)
+    if known.sing[sg] == nil then known.sing[sg] = k else known.sing[sg] = false end
+  end
   return known
 end
 
 -- conform(v, known) -> v with keys renamed to the schema's (camelCase, capitals, singular or
--- plural), and whether any was renamed
+-- plural), and whether any was renamed. A key the schema has is kept as it is.
 local function conform(v, known)
-  if type(v) ~= "table" then return v, false end
+  if type(v) ~= "table" or not known.names then return v, false end
   local changed, out = false, {}
   for k, x in pairs(v) do
     local cx, c = conform(x, known)
     changed = changed or c
-    local name = type(k) == "string" and known[norm_key(k)] or nil
-    if name and name ~= k and v[name] == nil then k, changed = name, true end
+    if type(k) == "string" and not known.names[k] then
+      local name = known.norm[norm_key(k)] or known.sing[singular(k)]
+      if name and v[name] == nil then k, changed = name, true end
+    end
     out[k] = cx
   end
   return out, changed

@@ -454,12 +454,25 @@ end
 -- (a 10 MB reply of junk is not worth 10 MB in every trace file that shows it).
 M.MAX_REPLY_TRACE = 1048576
 
--- reply_trace(text) -> what a reply file in the run folder holds
-function M.reply_trace(text)
-  text = text or ""
-  if #text <= M.MAX_REPLY_TRACE then return text end
-  return text:sub(1, M.MAX_REPLY_TRACE) .. string.format("\n[kagent-rt: the reply was %d bytes; the %d after the "
-    .. "first %d are not kept here]\n", #text, #text - M.MAX_REPLY_TRACE, M.MAX_REPLY_TRACE)
+-- reply_trace(text[, max]) -> what a reply file in the run folder holds (max: the bytes it may
+-- keep, default MAX_REPLY_TRACE)
+function M.reply_trace(text, max)
+  text, max = text or "", max or M.MAX_REPLY_TRACE
+  if #text <= max then return text end
+  return text:sub(1, max) .. string.format("\n[kagent-rt: the reply was %d bytes; the %d after the "
+    .. "first %d are not kept here]\n", #text, #text - max, max)
+end
+
+-- transcript_trace(parts) -> a reply file for the replies of one question (its first reply, a
+-- continuation, the answer to a re-ask): parts {head, text}, together at most MAX_REPLY_TRACE
+-- bytes of what the model sent, each cut reply saying how much was not kept
+function M.transcript_trace(parts)
+  local out, left = {}, M.MAX_REPLY_TRACE
+  for _, p in ipairs(parts) do
+    out[#out + 1] = (p.head or "") .. M.reply_trace(p.text, left)
+    left = math.max(0, left - #(p.text or ""))
+  end
+  return table.concat(out)
 end
 
 -- code_from(extract, text) -> code | nil, "ENOCODE: ...", "ENOCODE". A reply with no usable code

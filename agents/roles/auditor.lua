@@ -21,7 +21,7 @@ function M.repair(run, f)
   local a = run.ask_json({ tag = "audit", template = "audit", vars = vars, shared = shared,
     want = { fields = { "cause", "fix" }, schema = M.AUDIT_SCHEMA } })
   run.rd:write(base .. "_audit_prompt.txt", a.prompt)
-  run.rd:write(base .. "_audit_reply.txt", run.reply_trace(a.reply))
+  run.rd:write(base .. "_audit_reply.txt", a.reply)
   if not a.res then return { error = a.error, llm_code = a.llm_code, prompt_path = base .. "_audit_prompt.txt" } end
   -- a diagnosis that could not be read still says something: its text is the cause
   local d = a.value or { cause = (a.res.text or ""):sub(1, 400), evidence = "", fix = "" }
@@ -30,7 +30,7 @@ function M.repair(run, f)
   for k, v in pairs(common) do pvars[k] = v end
   local p = run.ask_code({ tag = "repair", template = "repair", vars = pvars, shared = shared, base = f.code })
   run.rd:write(base .. "_prompt.txt", p.prompt)
-  run.rd:write(base .. "_reply.txt", run.reply_trace(p.reply))
+  run.rd:write(base .. "_reply.txt", p.reply)
   return { code = p.code, error = p.error, llm_code = p.llm_code,
     diagnosis = pvars.cause .. " -> fix: " .. pvars.fix, prompt_path = base .. "_prompt.txt", reply_path = base .. "_reply.txt" }
 end

@@ -55,7 +55,7 @@ function M.refine(run, f)
     } })
   local pp, rp = f.dir .. "/refine_" .. f.try .. "_prompt.txt", f.dir .. "/refine_" .. f.try .. "_reply.txt"
   run.rd:write(pp, a.prompt)
-  run.rd:write(rp, run.reply_trace(a.reply))
+  run.rd:write(rp, a.reply)
   return { code = a.code, error = a.error, llm_code = a.llm_code, prompt_path = pp, reply_path = rp }
 end
 
