@@ -102,6 +102,8 @@ function M.ask(run, q)
   end
   if run.progress then run.progress:update({ replies = stats:status() }) end
   out.value, out.how, out.res = value, value ~= nil and how or nil, res
+  -- the model that answered ("provider:model"), recorded with what it wrote
+  out.model = res and res.model and ((res.provider and (res.provider .. ":") or "") .. res.model) or nil
   out.reply = trace(transcript)
   if value == nil then out.error, out.llm_code = perr, pcode end
   return out

@@ -21,6 +21,7 @@ local progress = require("agents.lib.progress")
 local calls = require("agents.lib.calls")
 local llm_guard = require("agents.lib.llm_guard")
 local reply_stats = require("agents.lib.reply_stats")
+local models = require("agents.lib.models")
 
 local M = {}
 
@@ -96,11 +97,39 @@ function M.check_inputs(prog, opts, spec)
   return true
 end
 
--- configure_llm(opts) -> kagent.llm set up from the options (--model, --llm-timeout, --stream),
--- then llm.configured()'s answer: true, "provider:model" | false, why, code
+-- model_plan(opts) -> which model answers each role (agents/lib/models.lua) | nil, why
+function M.model_plan(opts)
+  return models.parse(type(opts.model) == "table" and opts.model or (opts.model and { opts.model } or {}))
+end
+
+-- prices(path) -> the --prices table | nil, why
+local function read_prices(path)
+  local text = fs.read(path)
+  if not text then return nil, "cannot read " .. path end
+  local t = json.decode(text)
+  if type(t) ~= "table" then return nil, path .. " is not a JSON object" end
+  for m, p in pairs(t) do
+    if type(p) ~= "table" then return nil, path .. ": the price of " .. tostring(m) .. " is not an object" end
+    for k, v in pairs(p) do
+      if type(v) ~= "number" or v < 0 then return nil, string.format("%s: %s.%s is not a number >= 0", path, m, k) end
+    end
+  end
+  return t
+end
+
+-- configure_llm(opts) -> kagent.llm set up from the options (--model, --prices, --llm-timeout,
+-- --stream), then llm.configured()'s answer: true, "provider:model" | false, why, code (ENOTSUP
+-- for a --model set or --prices file that cannot be used)
 function M.configure_llm(opts)
   local llm = require("kagent.llm")
-  local conf = { model = opts.model, timeout = opts.llm_timeout, stream = opts.stream or nil }
+  local plan, why = M.model_plan(opts)
+  if not plan then return llm, false, why, "ENOTSUP" end
+  local conf = { model = plan.default, timeout = opts.llm_timeout, stream = opts.stream or nil }
+  if opts.prices then
+    local p, perr = read_prices(opts.prices)
+    if not p then return llm, false, "--prices: " .. perr, "ENOTSUP" end
+    conf.prices = p
+  end
   if next(conf) then llm.configure(conf) end
   return llm, llm.configured()
 end
@@ -274,6 +303,7 @@ function M.setup(prog, opts, how)
     can_profile = d1.mode ~= "cpu", db = db, mem = m, rd = rd, t0 = t0, llm = how.llm,
     -- "provider:model" as the LLM layer resolved it (an --model without provider included)
     model = how.llm and select(2, how.llm.configured()) or nil,
+    model_plan = how.llm and M.model_plan(opts) or nil,
     skills = skills_lib.load(), op_class = features.op_class(problem_code) }
   local failed = state and state.llm_failures or {}
   r.llm_guard = llm_guard.new({ limit = opts.llm_failures, backoff = opts.llm_backoff, failures = failed.calls,
@@ -385,10 +415,15 @@ function M.add_helpers(r)
   -- into one message. Failures are retried and counted by the run's guard (agents/lib/llm_guard.lua).
   -- follow: messages after the prompt (the asking loop's continuation or re-ask: the model's
   -- reply, then what is asked of it), optional
+  local asked_by_role = {}
   function r.chat(text, tag, shared, follow)
     if not r.llm then return nil, "ENOTSUP: no LLM configured", "ENOTSUP" end
+    -- the model of this role (--model ROLE=...), a worker's turn of a mixture, else the run's
+    local n = (asked_by_role[tag or "?"] or 0) + 1
+    asked_by_role[tag or "?"] = n
+    local model = models.pick(r.model_plan, tag, calls.place(), n) or r.model
     local messages
-    if shared and tostring(r.model):match("^anthropic:") then
+    if shared and tostring(model):match("^anthropic:") then
       messages = { { role = "user", content = shared, cache = true }, { role = "user", content = text } }
     else
       messages = { { role = "user", content = M.full_prompt(text, shared) } }
@@ -405,12 +440,12 @@ function M.add_helpers(r)
     local slot = {}
     streams[slot] = true
     local res, err, code = guard:call(function()
-      return r.llm.chat({ model = r.model, system = system, messages = messages,
+      return r.llm.chat({ model = model, system = system, messages = messages,
         max_tokens = opts.max_tokens, temperature = opts.temperature, tag = tag, replay_key = key,
         on_token = function(_, p) slot.p = p; show(false) end })
     end, tag)
     streams[slot] = nil
-    if r.calls then r.calls:record(place, key, res, err, code, r.model) end
+    if r.calls then r.calls:record(place, key, res, err, code, model) end
     if res then
       if res.text == nil then res.text = "" end
       if res.streamed then guard.streamed = true end

@@ -8,6 +8,7 @@ local log = require("kagent.log")
 local calls = require("agents.lib.calls")
 local confirm = require("agents.lib.confirm")
 local reply_stats = require("agents.lib.reply_stats")
+local models = require("agents.lib.models")
 
 local M = {}
 
@@ -27,7 +28,24 @@ function M.base(run)
       cache_write = u.cache_write_tokens, total = u.tokens },
     llm_calls = u.calls, llm_failures = run.llm_guard:summary(), cost_usd = u.cost_usd,
     wall_s = ktime.now() - run.t0, memory_run_id = run.mem.run_id, replay = M.replay(run),
-    replies = M.replies(run) }
+    replies = M.replies(run), models = M.models(run) }
+end
+
+-- models(run, attempts, best_attempt_id) -> per model ("provider:model"): attempts, verified,
+-- improved, share_improved, best (wrote the best kernel), calls, tokens, cost_usd (null: the
+-- model has no price, the cost is unknown) (agents/lib/models.lua). attempts: the search's
+-- attempt summaries, each with the model that wrote it (none for a generation run).
+function M.models(run, attempts, best_attempt_id)
+  local usage = run.llm and run.llm.usage().by_model or {}
+  local out = {}
+  local known = { run.model }
+  for _, m in ipairs(run.model_plan and run.model_plan.all or {}) do known[#known + 1] = m end
+  for m, e in pairs(models.stats(attempts, usage, best_attempt_id, known)) do
+    if not e.priced then e.cost_usd = json.null end
+    e.priced = nil
+    out[m] = e
+  end
+  return out
 end
 
 -- replies(run) -> the replies' quality per role and the directions' sources
@@ -111,6 +129,7 @@ function M.search(run, st, reason, fin)
   s.sol_pct = (final.roofline and final.roofline.sol_pct) or best.sol_pct or json.null
   s.verified, s.confirmation, s.beam = true, fin.tried, beam
   M.add_search_counts(s, run, st, reason)
+  s.models = M.models(run, st.attempts, best.attempt_id)
   s.attempts_to_best, s.rounds_to_best = M.attempts_to_best(st.attempts, best), best.round or 0
   run.rd:write("summary.json", s)
   M.write_report(run)
@@ -130,6 +149,7 @@ function M.add_search_counts(s, run, st, reason)
   for _, a in ipairs(st.attempts) do outcomes[a.outcome or "?"] = (outcomes[a.outcome or "?"] or 0) + 1 end
   s.rounds, s.rounds_requested, s.stop_reason = st.round, run.opts.rounds, reason or "rounds done"
   s.attempts, s.outcomes = #st.attempts, outcomes
+  s.models = M.models(run, st.attempts, nil)
 end
 
 -- replay_line(s) -> the last line's note of what a record/replay cache answered, or ""

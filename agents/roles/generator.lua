@@ -32,7 +32,7 @@ function M.propose(run, w)
     worker = w.k, workers = w.n, approach = M.APPROACHES[(w.k - 1) % #M.APPROACHES + 1],
     lessons = w.lessons or "(none)",
   } })
-  return { code = a.code, prompt = a.prompt, reply = a.reply, error = a.error, llm_code = a.llm_code }
+  return { code = a.code, prompt = a.prompt, reply = a.reply, error = a.error, llm_code = a.llm_code, model = a.model }
 end
 
 return M

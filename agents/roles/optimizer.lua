@@ -15,7 +15,7 @@ function M.skill_text(run, name)
     table.concat(s.expected or {}, "; "), table.concat(s.avoid or {}, "; ")), s.name
 end
 
--- propose(run, parent, d, hints) -> {code, prompt, reply, skill, error, llm_code}
+-- propose(run, parent, d, hints) -> {code, prompt, reply, skill, error, llm_code, model}
 -- (error and llm_code: the LLM call failed, or its reply was lost: ENOCODE)
 -- hints: {history, lessons} as text.
 function M.propose(run, parent, d, hints)
@@ -28,7 +28,8 @@ function M.propose(run, parent, d, hints)
   }
   local a = run.ask_code({ tag = "optimize", template = "optimize", vars = vars, shared = run.parent_block(parent),
     base = parent.code })
-  return { code = a.code, prompt = a.prompt, reply = a.reply, skill = skill_name, error = a.error, llm_code = a.llm_code }
+  return { code = a.code, prompt = a.prompt, reply = a.reply, skill = skill_name, error = a.error, llm_code = a.llm_code,
+    model = a.model }
 end
 
 return M

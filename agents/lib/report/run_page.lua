@@ -106,6 +106,29 @@ local function replies_section(s)
   return table.concat(out, "\n")
 end
 
+local MODEL_COLUMNS = { { key = "model" }, { key = "attempts" }, { key = "verified" }, { key = "improved" },
+  { key = "share_improved", title = "share of improvements", fmt = function(r)
+    return type(r.share_improved) == "number" and string.format("%.0f%%", 100 * r.share_improved) or "-"
+  end },
+  { key = "best", title = "wrote the best", fmt = function(r) return r.best == true and "yes" or "" end },
+  { key = "calls", title = "LLM calls" }, { key = "tokens" },
+  { key = "cost_usd", title = "cost $", fmt = function(r)
+    return type(r.cost_usd) == "number" and string.format("%.4f", r.cost_usd) or "unknown (no price)"
+  end } }
+
+-- models_section(s) -> the per-model table of summary.json's `models` (agents/lib/models.lua)
+local function models_section(s)
+  local rows = {}
+  for m, e in pairs(type(s.models) == "table" and s.models or {}) do
+    local row = { model = m }
+    for k, v in pairs(e) do row[k] = v end
+    rows[#rows + 1] = row
+  end
+  if #rows == 0 then return '<p class="note">No model answered (the LLM-free tuner, or a run from before models were counted).</p>' end
+  table.sort(rows, function(a, b) return a.model < b.model end)
+  return html.table_html(MODEL_COLUMNS, rows, { id = "models" })
+end
+
 -- render(d) -> the page for run data d (agents/lib/report/run_data.lua)
 function M.render(d)
   local s = d.summary
@@ -158,6 +181,10 @@ function M.render(d)
   else
     body[#body + 1] = '<p class="note">No LLM calls (the LLM-free tuner, or no usage.csv).</p>'
   end
+  body[#body + 1] = "<h2>Models</h2>"
+  body[#body + 1] = '<p class="note">What each model wrote (the model of the reply that gave an attempt its kernel) and '
+    .. "what it cost; a model without a price (--prices) has its cost shown as unknown.</p>"
+  body[#body + 1] = models_section(s)
   body[#body + 1] = "<h2>Replies by role</h2>"
   body[#body + 1] = '<p class="note">Used as they came, repaired (sloppy JSON, renamed keys, class Model, a diff, a '
     .. "reply continued after the length limit or a prompt shortened after a context error), re-asked with the reason "
