@@ -1,6 +1,6 @@
 -- Replies as models write them (agents/lib/replies.lua) and the asking loop (agents/lib/ask.lua)
 -- with a FAKE chat that answers from a list. No Python, no network. The same failure modes come
--- from the FAKE server's quirks mode in tests/lua/agent_quirks_cpu_spec.lua, end to end.
+-- from the FAKE server's quirks mode in tests/lua/agent_quirks_*_cpu_spec.lua, end to end.
 package.path = kagent.root .. "/?.lua;" .. package.path
 local json = kagent.json
 local replies = require("agents.lib.replies")
