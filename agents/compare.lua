@@ -99,7 +99,9 @@ local function main(argv)
   if not problems then return fail(perr) end
   if (opts.replay ~= nil) == opts.live then return fail("say where the LLM's answers come from: --replay CACHE.db or --live") end
   if opts.replay and not fs.exists(opts.replay) then return fail("--replay " .. opts.replay .. ": no such database") end
-  local model = opts.model or os.getenv("KAGENT_MODEL")
+  -- the run's model (a --model without a role; role models pass on to the runs as given)
+  local model = require("agents.lib.run").model_plan(opts)
+  model = model and model.default or os.getenv("KAGENT_MODEL")
   if not model or model == "" then
     return fail("name the model (--model provider:model or KAGENT_MODEL): replayed answers are keyed on it, and a live comparison fixes it")
   end

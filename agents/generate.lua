@@ -16,7 +16,7 @@ local fingerprint = require("agents.lib.fingerprint")
 
 local PROG = "agents/generate.lua"
 local SPEC = {}
-for _, name in ipairs({ "problem", "gen-workers", "refine", "model", "dtype", "out", "db", "devices",
+for _, name in ipairs({ "problem", "gen-workers", "refine", "model", "prices", "dtype", "out", "db", "devices",
     "job-timeout", "metrics", "max-tokens", "temperature", "budget-usd", "budget-tokens", "llm-timeout", "stream",
     "llm-failures", "llm-backoff" }) do
   SPEC[name] = options[name]

@@ -4,6 +4,7 @@
 --    min =, max =, above = (exclusive lower bound), check = fn(value) -> value | nil, why,
 --    metavar =, group =, llm = true (an LLM setting: hidden from an LLM-free script's help),
 --    complete = fn() -> words (offered by shell completion besides file names: --policy's names)}
+--    ["repeat"] = true (the option may be given several times: its value is the list of them)}
 -- Every value is converted and checked while parsing, so a bad option stops the script before
 -- any work with one line that says what is wrong, what is allowed, and "did you mean" for a typo.
 -- Booleans are flags (`--tuner`). Defaults are filled after parsing, so a caller knows which
@@ -106,6 +107,7 @@ function M.parser(how, spec)
       o = p:flag("--" .. name)
     else
       o = p:option("--" .. name):args(1):convert(converter(name, s))
+      if s["repeat"] then o:count("*") end
       if s.choices then o:choices(s.choices) end
       o:argname("<" .. (s.metavar or (s.choices and "choice") or
         ((s.type == "number" or s.type == "integer") and "n") or name) .. ">")
@@ -204,6 +206,7 @@ function M.parse(argv, spec, how)
   for name, s in pairs(spec) do
     local k = M.key(name)
     local v = res[k]
+    if s["repeat"] and type(v) == "table" and #v == 0 then v = nil end
     if v ~= nil then
       opts[k], opts._given[k] = v, true
     elseif s.default ~= nil then

@@ -60,7 +60,7 @@ function M.shape(run, parent, d, draft, w)
     skill = draft.skill or d.skill, plan_signature = direction.signature(d), direction = d,
     code = draft.code or "", result = r, ok = r.ok == true, stage = r.stage, error = r.error,
     tries = draft.tries or 1, chain = draft.chain or {}, cached = draft.cached,
-    prompt_path = draft.prompt_path, reply_path = draft.reply_path,
+    prompt_path = draft.prompt_path, reply_path = draft.reply_path, model = draft.model,
     parent_ms = parent.result and parent.result.time_ms and parent.result.time_ms.median,
     bottleneck_text = direction.text(d), lesson = d.lesson,
     llm_error = llm_failed or nil, llm_code = llm_code,
@@ -174,7 +174,7 @@ function M.summary(a, id, parent)
   return { round = a.round, worker = a.worker, outcome = a.outcome, skill = a.skill, time_ms = a.child_ms,
     p10 = t.p10, p90 = t.p90, parent_ms = a.parent_ms, stage = a.stage, error = a.error, llm_code = a.llm_code,
     tries = a.tries, parent = parent.id, attempt_id = id, duplicate_of = a.duplicate_of, gained = a.gained == true or nil,
-    bottleneck = bottleneck and tostring(bottleneck):sub(1, 200) or nil, role = a.role }
+    bottleneck = bottleneck and tostring(bottleneck):sub(1, 200) or nil, role = a.role, model = a.model }
 end
 
 return M

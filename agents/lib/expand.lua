@@ -24,15 +24,16 @@ function M.expand(parent, d, run, w, opts)
   local prop = optimizer.propose(run, parent, d, M.hints(run, parent, d))
   local pp, rp = w.dir .. "/opt_prompt.txt", w.dir .. "/opt_reply.txt"
   run.rd:write(pp, prop.prompt)
-  run.rd:write(rp, run.reply_trace(prop.reply))
+  run.rd:write(rp, prop.reply)  -- cut to run.MAX_REPLY_TRACE (run.transcript_trace)
   if prop.error then
     return { stage = "llm", error = tostring(prop.error), llm_code = prop.llm_code or "ELLM", skill = prop.skill,
-      prompt_path = pp, reply_path = rp }
+      prompt_path = pp, reply_path = rp, model = prop.model }
   end
   local v = verifier.run(run, prop.code, w, { target = string.format('the bottleneck "%s"', d.summary or ""),
     keep = "the optimization", shared = run.parent_block(parent), repair = opts and opts.repair })
   return { code = v.code, result = v.result, tries = v.tries, chain = v.chain, cached = v.cached,
-    skill = prop.skill, prompt_path = pp, reply_path = rp, llm_code = v.llm_code, llm_error = v.llm_error }
+    skill = prop.skill, prompt_path = pp, reply_path = rp, llm_code = v.llm_code, llm_error = v.llm_error,
+    model = prop.model }
 end
 
 return M

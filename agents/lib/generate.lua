@@ -25,7 +25,7 @@ local function worker(run, k, n, shared, lessons)
   phase("llm")
   local g = generator.propose(run, { k = k, n = n, lessons = lessons })
   run.rd:write(dir .. "/gen_prompt.txt", g.prompt)
-  run.rd:write(dir .. "/gen_reply.txt", run.reply_trace(g.reply))
+  run.rd:write(dir .. "/gen_reply.txt", g.reply)  -- cut to run.MAX_REPLY_TRACE (run.transcript_trace)
   if g.error then
     out.outcome, out.error, out.llm_code = "llm_error", tostring(g.error), g.llm_code
     return

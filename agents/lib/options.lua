@@ -42,6 +42,14 @@ local function policy_names()
   return out
 end
 
+-- model: one --model value: provider:model, or ROLE=models (agents/lib/models.lua checks the
+-- whole set when the run starts)
+local function model_value(v)
+  local ok, why = require("agents.lib.models").parse({ v })
+  if not ok then return nil, why end
+  return v
+end
+
 local START, SEARCH, GATE, EVAL, LLM, RUN = "Problem and start", "Search", "Promotion and the final choice",
   "Evaluation", "LLM", "Run"
 
@@ -71,7 +79,9 @@ return setmetatable({
   metrics = { type = "string", choices = { "full", "sol" }, default = "full", group = EVAL, help = "profiler metric set for parents and children" },
   tolerance = { type = "string", choices = { "strict", "kernelbench-v0.1" }, default = "strict", group = EVAL, help = "correctness tolerance: strict (KernelBench today: atol=rtol=1e-4 in fp32) or kernelbench-v0.1 (1e-2, what most published results used); 1e-2 in bf16/fp16 either way. Every verdict records both outcomes" },
   ["job-timeout"] = { type = "number", above = 0, default = 300, group = EVAL, help = "seconds per evaluator stage" },
-  model = { type = "string", metavar = "provider:model", group = LLM, llm = true, help = "the LLM (default KAGENT_MODEL, or the one model a local server lists)" },
+  model = { type = "string", metavar = "[ROLE=]provider:model", ["repeat"] = true, check = model_value, group = LLM, llm = true,
+    help = "the LLM (default KAGENT_MODEL, or the one model a local server lists); repeat with ROLE=provider:model for one role (diagnose, plan, optimize, refine, audit, repair, reflect, generate, route, decompose, or worker: the roles that write kernels), and worker=A,B (turns) or worker=A*3,B (weights) for a mixture" },
+  prices = { type = "string", metavar = "file.json", group = LLM, llm = true, help = "prices of models, USD per million tokens: {\"model\": {\"input\": 3, \"output\": 15, \"cache_read\": 0.3, \"cache_write\": 3.75}}, over the built-in table; a model with no price has its cost reported as unknown" },
   ["max-tokens"] = { type = "integer", min = 1, default = 8192, group = LLM, llm = true, help = "LLM reply limit" },
   temperature = { type = "number", min = 0, max = 2, group = LLM, llm = true, help = "LLM temperature" },
   ["llm-timeout"] = { type = "string", metavar = "time", check = llm_timeout, group = LLM, llm = true,
@@ -79,6 +89,7 @@ return setmetatable({
   stream = { type = "boolean", default = false, group = LLM, llm = true, help = "stream LLM replies (the default; KAGENT_LLM_STREAM=0 takes them whole) and show tokens per second" },
   ["llm-failures"] = { type = "integer", min = 1, default = 6, group = LLM, llm = true, help = "LLM calls failing in a row that stop the run (exit 3; --resume continues it)" },
   ["llm-backoff"] = { type = "number", min = 0, default = 5, group = LLM, llm = true, help = "seconds before a worker tries a failed LLM call again (doubled on the second try)" },
+  ["rules-warn"] = { type = "number", min = 0, max = 100, default = 50, group = LLM, llm = true, help = "percent of directions from the skills' rules (the model's reply unusable) above which the run's last line says it was mostly rule-driven" },
   ["budget-usd"] = { type = "number", above = 0, group = LLM, llm = true, help = "stop when this much is spent on the LLM" },
   ["budget-tokens"] = { type = "integer", min = 1, group = LLM, llm = true, help = "stop after this many LLM tokens" },
   out = { type = "string", metavar = "dir", default = "runs", group = RUN, help = "folder of run directories" },

@@ -1,6 +1,7 @@
 -- One progress line on stderr: elapsed time, phase (baselines, round k/n, confirmation), an
 -- estimate of the time left once a round has ended, busy workers, best time and speedups,
--- tokens (and the decoding rate when replies stream), cost, and LLM calls that failed.
+-- tokens (and the decoding rate when replies stream), cost, LLM calls that failed, and how usable
+-- the replies were.
 -- On a terminal it is kagent.log's status line: log lines pass above it, and it is redrawn every
 -- second so the elapsed time moves. Elsewhere (a pipe, a log file, TERM=dumb,
 -- KAGENT_PROGRESS=lines) it is one plain line per change of phase, workers or best.
@@ -61,6 +62,8 @@ function M.format(s, now)
   local line = string.format("%s] workers %d/%d busy | %s | tokens %s | $%.4f",
     head, s.busy or 0, s.workers or 0, best, toks, s.cost_usd or 0)
   if (s.llm_failures or 0) > 0 then line = line .. string.format(" | LLM failures %d", s.llm_failures) end
+  -- how usable the model's replies were (agents/lib/reply_stats.lua): "replies 12 (1 re-asked) rules 25%"
+  if s.replies then line = line .. " | " .. s.replies end
   return line
 end
 
@@ -68,7 +71,7 @@ end
 local function key(s)
   return M.format({ phase = s.phase, round = s.round, rounds = s.rounds, busy = s.busy, workers = s.workers,
     best_ms = s.best_ms, speedup_eager = s.speedup_eager, speedup_compile = s.speedup_compile, sol_pct = s.sol_pct,
-    llm_failures = s.llm_failures })
+    llm_failures = s.llm_failures, replies = s.replies })
 end
 
 -- A terminal's line is redrawn every second so the clock moves between updates.

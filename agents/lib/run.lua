@@ -20,6 +20,8 @@ local skills_lib = require("agents.lib.skills")
 local progress = require("agents.lib.progress")
 local calls = require("agents.lib.calls")
 local llm_guard = require("agents.lib.llm_guard")
+local reply_stats = require("agents.lib.reply_stats")
+local models = require("agents.lib.models")
 
 local M = {}
 
@@ -99,11 +101,47 @@ function M.check_inputs(prog, opts, spec)
   return true
 end
 
--- configure_llm(opts) -> kagent.llm set up from the options (--model, --llm-timeout, --stream),
--- then llm.configured()'s answer: true, "provider:model" | false, why, code
+-- model_plan(opts) -> which model answers each role (agents/lib/models.lua) | nil, why
+function M.model_plan(opts)
+  return models.parse(type(opts.model) == "table" and opts.model or (opts.model and { opts.model } or {}))
+end
+
+-- model_flags(opts) -> "--model a --model b: " as the user gave them ("" without --model), for
+-- messages about them
+function M.model_flags(opts)
+  local list = type(opts.model) == "table" and opts.model or (opts.model and { opts.model } or {})
+  if #list == 0 then return "" end
+  return "--model " .. table.concat(list, " --model ") .. ": "
+end
+
+-- prices(path) -> the --prices table | nil, why
+local function read_prices(path)
+  local text = fs.read(path)
+  if not text then return nil, "cannot read " .. path end
+  local t = json.decode(text)
+  if type(t) ~= "table" then return nil, path .. " is not a JSON object" end
+  for m, p in pairs(t) do
+    if type(p) ~= "table" then return nil, path .. ": the price of " .. tostring(m) .. " is not an object" end
+    for k, v in pairs(p) do
+      if type(v) ~= "number" or v < 0 then return nil, string.format("%s: %s.%s is not a number >= 0", path, m, k) end
+    end
+  end
+  return t
+end
+
+-- configure_llm(opts) -> kagent.llm set up from the options (--model, --prices, --llm-timeout,
+-- --stream), then llm.configured()'s answer: true, "provider:model" | false, why, code (ENOTSUP
+-- for a --model set or --prices file that cannot be used)
 function M.configure_llm(opts)
   local llm = require("kagent.llm")
-  local conf = { model = opts.model, timeout = opts.llm_timeout, stream = opts.stream or nil }
+  local plan, why = M.model_plan(opts)
+  if not plan then return llm, false, why, "ENOTSUP" end
+  local conf = { model = plan.default, timeout = opts.llm_timeout, stream = opts.stream or nil }
+  if opts.prices then
+    local p, perr = read_prices(opts.prices)
+    if not p then return llm, false, "--prices: " .. perr, "ENOTSUP" end
+    conf.prices = p
+  end
   if next(conf) then llm.configure(conf) end
   return llm, llm.configured()
 end
@@ -121,7 +159,7 @@ function M.require_llm(prog, opts, needs, hint)
   if which == llm.NOT_CONFIGURED then
     io.stderr:write(prog .. ": " .. needs .. " needs an LLM, and " .. which .. "\n" .. (hint and (hint .. "\n") or ""))
   else
-    io.stderr:write(prog .. ": " .. (opts.model and ("--model " .. opts.model .. ": ") or "") .. tostring(which)
+    io.stderr:write(prog .. ": " .. M.model_flags(opts) .. tostring(which)
       .. ". Nothing was started.\n")
   end
   return nil, 2
@@ -282,10 +320,12 @@ function M.setup(prog, opts, how)
     profile_children = how.profile_children or nil,
     -- "provider:model" as the LLM layer resolved it (an --model without provider included)
     model = how.llm and select(2, how.llm.configured()) or nil,
+    model_plan = how.llm and M.model_plan(opts) or nil,
     skills = skills_lib.load(), op_class = features.op_class(problem_code) }
   local failed = state and state.llm_failures or {}
   r.llm_guard = llm_guard.new({ limit = opts.llm_failures, backoff = opts.llm_backoff, failures = failed.calls,
     by_code = failed.by_code })
+  r.reply_stats = reply_stats.new(state and state.replies)
   r.usage = usage_fn(how.llm, state and state.usage)
   r.progress = progress.new({ rounds = opts.rounds, usage = r.usage })
   M.add_helpers(r)
@@ -371,6 +411,7 @@ function M.add_helpers(r)
   -- run's mean (kagent.llm usage), once a reply came streamed.
   local guard = r.llm_guard or llm_guard.new({ limit = opts.llm_failures, backoff = opts.llm_backoff })
   r.llm_guard = guard
+  r.reply_stats = r.reply_stats or reply_stats.new()
   local streams, shown_at = {}, 0
   local function rate()
     local sum, n = 0, 0
@@ -386,34 +427,47 @@ function M.add_helpers(r)
     local now = ktime.now()
     if not force and now - shown_at < 0.5 then return end
     shown_at = now
-    r.progress:update({ tokens_per_s = guard.streamed and rate() or nil, llm_failures = guard.failures })
+    r.progress:update({ tokens_per_s = guard.streamed and rate() or nil, llm_failures = guard.failures,
+      replies = r.reply_stats:status() })
   end
 
   -- chat(text, tag, shared) -> result or nil, "CODE: message", "CODE". `shared` (a block from
   -- above) goes first; for Anthropic it is its own message marked for the prompt cache, for
   -- OpenAI-compatible servers (which cache prefixes by themselves) it is joined with the text
   -- into one message. Failures are retried and counted by the run's guard (agents/lib/llm_guard.lua).
-  function r.chat(text, tag, shared)
+  -- follow: messages after the prompt (the asking loop's continuation or re-ask: the model's
+  -- reply, then what is asked of it), optional
+  local asked_by_role = {}
+  function r.chat(text, tag, shared, follow)
     if not r.llm then return nil, "ENOTSUP: no LLM configured", "ENOTSUP" end
+    -- the model of this role (--model ROLE=...), a worker's turn of a mixture, else the run's
+    local n = (asked_by_role[tag or "?"] or 0) + 1
+    asked_by_role[tag or "?"] = n
+    local model = models.pick(r.model_plan, tag, calls.place(), n) or r.model
     local messages
-    if shared and tostring(r.model):match("^anthropic:") then
+    if shared and tostring(model):match("^anthropic:") then
       messages = { { role = "user", content = shared, cache = true }, { role = "user", content = text } }
     else
       messages = { { role = "user", content = M.full_prompt(text, shared) } }
     end
+    local asked = M.full_prompt(text, shared)
+    for _, m in ipairs(follow or {}) do
+      messages[#messages + 1] = m
+      asked = asked .. "\n\n" .. m.role .. ": " .. m.content
+    end
     -- the call's place and replay key are taken once: the guard's retries are the same call
     local system_text = r.system_prompt()
     local place, key
-    if r.calls then place, key = r.calls:key(tag, system_text, M.full_prompt(text, shared)) end
+    if r.calls then place, key = r.calls:key(tag, system_text, asked) end
     local slot = {}
     streams[slot] = true
     local res, err, code = guard:call(function()
-      return r.llm.chat({ model = r.model, system = system_text, messages = messages,
+      return r.llm.chat({ model = model, system = system_text, messages = messages,
         max_tokens = opts.max_tokens, temperature = opts.temperature, tag = tag, replay_key = key,
         on_token = function(_, p) slot.p = p; show(false) end })
     end, tag)
     streams[slot] = nil
-    if r.calls then r.calls:record(place, key, res, err, code, r.model) end
+    if r.calls then r.calls:record(place, key, res, err, code, model) end
     if res then
       if res.text == nil then res.text = "" end
       if res.streamed then guard.streamed = true end
@@ -423,6 +477,15 @@ function M.add_helpers(r)
     show(true)
     return res, err, code
   end
+
+  -- ask{tag, template, vars, shared, parse} -> {value, how, prompt, reply, res, error, llm_code}:
+  -- one question to the model, asked until its answer can be used or is lost
+  -- (agents/lib/ask.lua); counted per role in r.reply_stats
+  -- ask_code{tag, template, vars, shared, base} -> the same with .code (base: the kernel a diff
+  -- applies to); ask_json{tag, template, vars, shared, want} (want: the shape, replies.json's)
+  function r.ask(q) return require("agents.lib.ask").ask(r, q) end
+  function r.ask_code(q) return require("agents.lib.ask").code(r, q) end
+  function r.ask_json(q) return require("agents.lib.ask").json(r, q) end
 
   function r.extract_code(text)
     if not text or not r.llm then return nil end
@@ -448,12 +511,25 @@ end
 -- (a 10 MB reply of junk is not worth 10 MB in every trace file that shows it).
 M.MAX_REPLY_TRACE = 1048576
 
--- reply_trace(text) -> what a reply file in the run folder holds
-function M.reply_trace(text)
-  text = text or ""
-  if #text <= M.MAX_REPLY_TRACE then return text end
-  return text:sub(1, M.MAX_REPLY_TRACE) .. string.format("\n[kagent-rt: the reply was %d bytes; the %d after the "
-    .. "first %d are not kept here]\n", #text, #text - M.MAX_REPLY_TRACE, M.MAX_REPLY_TRACE)
+-- reply_trace(text[, max]) -> what a reply file in the run folder holds (max: the bytes it may
+-- keep, default MAX_REPLY_TRACE)
+function M.reply_trace(text, max)
+  text, max = text or "", max or M.MAX_REPLY_TRACE
+  if #text <= max then return text end
+  return text:sub(1, max) .. string.format("\n[kagent-rt: the reply was %d bytes; the %d after the "
+    .. "first %d are not kept here]\n", #text, #text - max, max)
+end
+
+-- transcript_trace(parts) -> a reply file for the replies of one question (its first reply, a
+-- continuation, the answer to a re-ask): parts {head, text}, together at most MAX_REPLY_TRACE
+-- bytes of what the model sent, each cut reply saying how much was not kept
+function M.transcript_trace(parts)
+  local out, left = {}, M.MAX_REPLY_TRACE
+  for _, p in ipairs(parts) do
+    out[#out + 1] = (p.head or "") .. M.reply_trace(p.text, left)
+    left = math.max(0, left - #(p.text or ""))
+  end
+  return table.concat(out)
 end
 
 -- code_from(extract, text) -> code | nil, "ENOCODE: ...", "ENOCODE". A reply with no usable code

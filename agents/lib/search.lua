@@ -366,8 +366,8 @@ local function llm_for(prog, opts)
     say(prog, "the LLM does not answer: " .. tostring(which) .. ". Nothing was started.")
     return false, M.EXIT.llm_down
   end
-  if which ~= llm.NOT_CONFIGURED or opts.model then
-    say(prog, (opts.model and ("--model " .. opts.model .. ": ") or "") .. tostring(which) .. ". Nothing was started.")
+  if which ~= llm.NOT_CONFIGURED or run_lib.model_flags(opts) ~= "" then
+    say(prog, run_lib.model_flags(opts) .. tostring(which) .. ". Nothing was started.")
     return false, M.EXIT.input
   end
   io.stderr:write(prog .. ": " .. tostring(which) .. ".\n"

@@ -39,7 +39,7 @@ end
 -- encode(run, st) -> the state.json table of a search state (st nil: the run has only started)
 function M.encode(run, st)
   local t = { version = M.VERSION, opts = run_options(run.opts), mem_run_id = run.mem.run_id, usage = run.usage(),
-    llm_failures = run.llm_guard:summary() }
+    llm_failures = run.llm_guard:summary(), replies = run.reply_stats and run.reply_stats:summary() or nil }
   if not st then return t end
   local beam = {}
   for i, k in ipairs(st.beam) do beam[i] = slim(run, k) end

@@ -8,6 +8,8 @@ local log = require("kagent.log")
 local proc = require("kagent.proc")
 local calls = require("agents.lib.calls")
 local confirm = require("agents.lib.confirm")
+local reply_stats = require("agents.lib.reply_stats")
+local models = require("agents.lib.models")
 
 local M = {}
 
@@ -26,7 +28,42 @@ function M.base(run)
     tokens = { input = u.input_tokens, output = u.output_tokens, cache_read = u.cache_read_tokens,
       cache_write = u.cache_write_tokens, total = u.tokens },
     llm_calls = u.calls, llm_failures = run.llm_guard:summary(), cost_usd = u.cost_usd,
-    wall_s = ktime.now() - run.t0, memory_run_id = run.mem.run_id, replay = M.replay(run) }
+    wall_s = ktime.now() - run.t0, memory_run_id = run.mem.run_id, replay = M.replay(run),
+    replies = M.replies(run), models = M.models(run) }
+end
+
+-- models(run, attempts, best_attempt_id) -> per model ("provider:model"): attempts, verified,
+-- improved, share_improved, best (wrote the best kernel), calls, tokens, cost_usd (null: the
+-- model has no price, the cost is unknown) (agents/lib/models.lua). attempts: the search's
+-- attempt summaries, each with the model that wrote it (none for a generation run).
+function M.models(run, attempts, best_attempt_id)
+  local usage = run.llm and run.llm.usage().by_model or {}
+  local out = {}
+  local known = { run.model }
+  for _, m in ipairs(run.model_plan and run.model_plan.all or {}) do known[#known + 1] = m end
+  for m, e in pairs(models.stats(attempts, usage, best_attempt_id, known)) do
+    if not e.priced then e.cost_usd = json.null end
+    e.priced = nil
+    out[m] = e
+  end
+  return out
+end
+
+-- replies(run) -> the replies' quality per role and the directions' sources
+-- (agents/lib/reply_stats.lua), with the share above which the last line warns
+function M.replies(run)
+  local s = run.reply_stats and run.reply_stats:summary() or reply_stats.new():summary()
+  s.totals.rules_share = s.totals.rules_share or json.null
+  s.rules_warn = (run.opts.rules_warn or 100 * reply_stats.DEFAULT_WARN) / 100
+  return s
+end
+
+-- rules_line(s) -> the last line's warning of a run mostly driven by rules, or ""
+function M.rules_line(s)
+  local r = s.replies
+  if type(r) ~= "table" or type(r.totals) ~= "table" or type(r.totals.rules_share) ~= "number" then return "" end
+  local w = reply_stats.warning(r, r.rules_warn)
+  return w and ("\n  " .. w) or ""
 end
 
 -- failed(run, why): a run that ended before it had a result: summary.json says so (status
@@ -107,6 +144,7 @@ function M.search(run, st, reason, fin)
   s.verified, s.confirmation, s.beam = true, fin.tried, beam
   M.add_search_counts(s, run, st, reason)
   M.add_time_split(s, st, fin)
+  s.models = M.models(run, st.attempts, best.attempt_id)
   s.attempts_to_best, s.rounds_to_best = M.attempts_to_best(st.attempts, best), best.round or 0
   run.rd:write("summary.json", s)
   M.write_report(run)
@@ -116,7 +154,8 @@ function M.search(run, st, reason, fin)
     run.rd.id, t.median, s.speedup_vs_input,
     eager and string.format(", %.2fx eager", eager / t.median) or "",
     comp and string.format(", %.2fx torch.compile", comp / t.median) or "", st.round, s.stop_reason,
-    M.figures_line(search_ms, t.median, final.trust), run.rd.dir .. M.replay_line(s) .. M.time_line(s)))
+    M.figures_line(search_ms, t.median, final.trust), run.rd.dir .. M.replay_line(s) .. M.time_line(s)
+    .. M.rules_line(s)))
   return s
 end
 
@@ -174,6 +213,7 @@ function M.add_search_counts(s, run, st, reason)
   for _, a in ipairs(st.attempts) do outcomes[a.outcome or "?"] = (outcomes[a.outcome or "?"] or 0) + 1 end
   s.rounds, s.rounds_requested, s.stop_reason = st.round, run.opts.rounds, reason or "rounds done"
   s.attempts, s.outcomes = #st.attempts, outcomes
+  s.models = M.models(run, st.attempts, nil)
 end
 
 -- replay_line(s) -> the last line's note of what a record/replay cache answered, or ""
@@ -198,7 +238,7 @@ function M.unconfirmed(run, st, reason, fin)
   M.write_report(run)
   run.mem:finish("unconfirmed", s)
   run.progress:finish(string.format("run %s: %s\n  %s", run.rd.id, s.error, run.rd.dir .. M.replay_line(s)
-    .. M.time_line(s)))
+    .. M.time_line(s) .. M.rules_line(s)))
   return s
 end
 

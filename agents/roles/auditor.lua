@@ -6,6 +6,9 @@ local verifier = require("agents.roles.verifier")
 
 local M = {}
 
+-- the shape prompts/audit.md asks for
+M.AUDIT_SCHEMA = [[{"cause": "...", "evidence": "...", "fix": "..."}]]
+
 -- repair(run, f) -> {code, diagnosis, prompt_path, reply_path, error, llm_code}; f as verifier.refine's
 function M.repair(run, f)
   local r = f.result
@@ -14,24 +17,21 @@ function M.repair(run, f)
     stage = r.stage or "?", history = verifier.chain_text(f.chain), dtype = run.dtype, kernel_code = f.code or "(no code)" }
   local vars = { error = r.error or "unknown error", details = verifier.failure_details(r) }
   for k, v in pairs(common) do vars[k] = v end
-  local audit = run.render("audit", vars)
   local base = string.format("%s/repair_%d", f.dir, f.try)
-  run.rd:write(base .. "_audit_prompt.txt", run.full_prompt(audit, shared))
-  local res, err, ecode = run.chat(audit, "audit", shared)
-  run.rd:write(base .. "_audit_reply.txt", res and run.reply_trace(res.text) or ("LLM call failed: " .. tostring(err)))
-  if not res then return { error = err, llm_code = ecode, prompt_path = base .. "_audit_prompt.txt" } end
-  local d = run.extract_json(res.text)
-  d = type(d) == "table" and d or { cause = res.text:sub(1, 400), evidence = "", fix = "" }
+  local a = run.ask_json({ tag = "audit", template = "audit", vars = vars, shared = shared,
+    want = { fields = { "cause", "fix" }, schema = M.AUDIT_SCHEMA } })
+  run.rd:write(base .. "_audit_prompt.txt", a.prompt)
+  run.rd:write(base .. "_audit_reply.txt", a.reply)
+  if not a.res then return { error = a.error, llm_code = a.llm_code, prompt_path = base .. "_audit_prompt.txt" } end
+  -- a diagnosis that could not be read still says something: its text is the cause
+  local d = a.value or { cause = (a.res.text or ""):sub(1, 400), evidence = "", fix = "" }
   local pvars = { cause = tostring(d.cause or "?"), evidence = tostring(d.evidence or ""), fix = tostring(d.fix or ""),
     keep = f.keep or "the kernel's approach", entry_point = run.entry_point(f.code or "") }
   for k, v in pairs(common) do pvars[k] = v end
-  local patch = run.render("repair", pvars)
-  run.rd:write(base .. "_prompt.txt", run.full_prompt(patch, shared))
-  local res2, err2, ecode2 = run.chat(patch, "repair", shared)
-  run.rd:write(base .. "_reply.txt", res2 and run.reply_trace(res2.text) or ("LLM call failed: " .. tostring(err2)))
-  local code, cerr, ccode
-  if res2 then code, cerr, ccode = run.code_from(res2.text) else cerr, ccode = err2, ecode2 end
-  return { code = code, error = cerr, llm_code = ccode,
+  local p = run.ask_code({ tag = "repair", template = "repair", vars = pvars, shared = shared, base = f.code })
+  run.rd:write(base .. "_prompt.txt", p.prompt)
+  run.rd:write(base .. "_reply.txt", p.reply)
+  return { code = p.code, error = p.error, llm_code = p.llm_code,
     diagnosis = pvars.cause .. " -> fix: " .. pvars.fix, prompt_path = base .. "_prompt.txt", reply_path = base .. "_reply.txt" }
 end
 

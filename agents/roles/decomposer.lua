@@ -6,6 +6,10 @@ local decomposition = require("agents.lib.decomposition")
 
 local M = {}
 
+-- the shape prompts/decompose.md asks for (renamed keys are mapped back to these)
+M.SCHEMA = [[{"subgraphs": [{"name": "", "ops": [""], "inputs": [{"value": "", "shape": [1]}],
+  "outputs": [{"value": "", "shape": [1]}], "params": [""], "fusion": ""}]}]]
+
 -- refusals_text(refusals) -> the earlier proposals' refusals, for the prompt ("" when none)
 function M.refusals_text(refusals)
   if not refusals or #refusals == 0 then return "" end
@@ -20,18 +24,16 @@ end
 -- (nil when the reply held none; error then says so); error is also set when the call failed
 -- (then llm_failed = true)
 function M.propose(run, a, refusals)
-  local prompt = run.render("decompose", { graph = decomposition.text(a), refusals = M.refusals_text(refusals) })
-  local shared = run.problem_block()
-  local res, err = run.chat(prompt, "decompose", shared)
-  prompt = run.full_prompt(prompt, shared)
-  if not res then
-    return { prompt = prompt, reply = "LLM call failed: " .. tostring(err), error = tostring(err), llm_failed = true }
+  local q = run.ask_json({ tag = "decompose", template = "decompose", shared = run.problem_block(),
+    vars = { graph = decomposition.text(a), refusals = M.refusals_text(refusals) },
+    want = { key = "subgraphs", schema = M.SCHEMA } })
+  if not q.res then
+    return { prompt = q.prompt, reply = q.reply, error = tostring(q.error), llm_failed = true }
   end
-  local plan, perr = run.extract_json(res.text)
-  if type(plan) ~= "table" then
-    return { prompt = prompt, reply = res.text, error = "the reply holds no JSON object (" .. tostring(perr) .. ")" }
+  if type(q.value) ~= "table" then
+    return { prompt = q.prompt, reply = q.reply, error = "the reply holds no JSON object (" .. tostring(q.error) .. ")" }
   end
-  return { prompt = prompt, reply = res.text, plan = plan }
+  return { prompt = q.prompt, reply = q.reply, plan = q.value }
 end
 
 return M

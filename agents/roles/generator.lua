@@ -26,18 +26,13 @@ local KERNEL_RULE = {
 -- propose(run, w) -> {code, prompt, reply, error, llm_code}; w = {k, n, lessons}. The problem block goes
 -- first (the same for every generator), the worker's approach last.
 function M.propose(run, w)
-  local prompt = run.render("generate", {
+  local a = run.ask_code({ tag = "generate", template = "generate", shared = run.problem_block(), vars = {
     language = run.can_profile and "Triton" or "PyTorch (CPU mode)",
     kernel_rule = run.can_profile and KERNEL_RULE.gpu or KERNEL_RULE.cpu,
     worker = w.k, workers = w.n, approach = M.APPROACHES[(w.k - 1) % #M.APPROACHES + 1],
     lessons = w.lessons or "(none)",
-  })
-  local shared = run.problem_block()
-  local res, err, llm_code = run.chat(prompt, "generate", shared)
-  prompt = run.full_prompt(prompt, shared)
-  if not res then return { prompt = prompt, reply = "LLM call failed: " .. tostring(err), error = err, llm_code = llm_code } end
-  local code, cerr, ccode = run.code_from(res.text)
-  return { code = code, prompt = prompt, reply = res.text, error = cerr, llm_code = ccode }
+  } })
+  return { code = a.code, prompt = a.prompt, reply = a.reply, error = a.error, llm_code = a.llm_code, model = a.model }
 end
 
 return M

@@ -89,32 +89,34 @@ end
 function M.diagnose(run, parent, m, hints)
   hints = hints or {}
   local hits = hints.hits or {}
-  local prompt = run.render("diagnose", { num_bottlenecks = m, skills = skills_lib.describe(hits),
-    history = hints.history or "(none)", lessons = hints.lessons or "(none)", schema = M.schema })
+  local vars = { num_bottlenecks = m, skills = skills_lib.describe(hits),
+    history = hints.history or "(none)", lessons = hints.lessons or "(none)", schema = M.schema }
+  local prompt = run.render("diagnose", vars)
   local list, reply, warning = {}, nil, nil
   local shared = run.parent_block(parent)
   if run.llm then
-    local res, err = run.chat(prompt, "diagnose", shared)
-    if res then
-      reply = res.text
-      local obj, perr = run.extract_json(res.text)
-      if type(obj) == "table" then
-        list = M.normalize(obj.bottlenecks or (obj[1] and obj) or {})
-        if #list == 0 then warning = "the diagnosis reply has no usable bottleneck" end
-      else
-        warning = "the diagnosis reply could not be parsed (" .. tostring(perr or "no JSON") .. ")"
-      end
+    local a = run.ask_json({ tag = "diagnose", template = "diagnose", vars = vars, shared = shared,
+      want = { key = "bottlenecks", schema = M.schema } })
+    prompt, reply = a.prompt, a.reply
+    if a.value then
+      list = M.normalize(a.value.bottlenecks)
+      if #list == 0 then warning = "the diagnosis reply has no usable bottleneck" end
+    elseif a.res then
+      warning = "the diagnosis reply could not be parsed (" .. tostring(a.error) .. ")"
     else
-      reply = "LLM call failed: " .. tostring(err)
-      warning = "the diagnosis call failed (" .. tostring(err) .. ")"
+      warning = "the diagnosis call failed (" .. tostring(a.error) .. ")"
     end
     if warning then
       require("kagent.log").warn("diagnosis of %s: %s; its directions come from the skill rules", tostring(parent.id), warning)
     end
+  else
+    prompt = run.full_prompt(prompt, shared)
   end
+  local from_model = #list
   list = M.fill(list, m, hits, parent.profile or {})
   for i = 1, #list do list[i].rank = i end
-  return list, run.full_prompt(prompt, shared), reply or "(no LLM reply: directions from skill rules)", warning
+  if run.reply_stats then run.reply_stats:directions("diagnose", math.min(from_model, #list), #list - math.min(from_model, #list)) end
+  return list, prompt, reply or "(no LLM reply: directions from skill rules)", warning
 end
 
 -- directions(run, parent, m) -> m directions for a parent's workers, and (when the diagnosis gave

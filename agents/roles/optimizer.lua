@@ -15,25 +15,21 @@ function M.skill_text(run, name)
     table.concat(s.expected or {}, "; "), table.concat(s.avoid or {}, "; ")), s.name
 end
 
--- propose(run, parent, d, hints) -> {code, prompt, reply, skill, error, llm_code}
--- (error and llm_code: the LLM call failed)
+-- propose(run, parent, d, hints) -> {code, prompt, reply, skill, error, llm_code, model}
+-- (error and llm_code: the LLM call failed, or its reply was lost: ENOCODE)
 -- hints: {history, lessons} as text.
 function M.propose(run, parent, d, hints)
   hints = hints or {}
   local skill_text, skill_name = M.skill_text(run, d.skill)
-  local prompt = run.render("optimize", {
+  local vars = {
     dtype = run.dtype, bottleneck = direction.text(d), recommended_fix = direction.fixes_text(d),
     skill = skill_text, history = hints.history or "(none)", lessons = hints.lessons or "(none)",
     entry_point = run.entry_point(parent.code),
-  })
-  local shared = run.parent_block(parent)
-  local res, err, llm_code = run.chat(prompt, "optimize", shared)
-  prompt = run.full_prompt(prompt, shared)
-  if not res then
-    return { prompt = prompt, reply = "LLM call failed: " .. tostring(err), skill = skill_name, error = err, llm_code = llm_code }
-  end
-  local code, cerr, ccode = run.code_from(res.text)
-  return { code = code, prompt = prompt, reply = res.text, skill = skill_name, error = cerr, llm_code = ccode }
+  }
+  local a = run.ask_code({ tag = "optimize", template = "optimize", vars = vars, shared = run.parent_block(parent),
+    base = parent.code })
+  return { code = a.code, prompt = a.prompt, reply = a.reply, skill = skill_name, error = a.error, llm_code = a.llm_code,
+    model = a.model }
 end
 
 return M

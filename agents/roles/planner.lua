@@ -93,20 +93,17 @@ local function ask(run, parent, n, decision, hints, refused)
   for i, r in ipairs(decision.ranked) do
     allowed[i] = string.format("%d. %s — %s", i, r.skill, r.why)
   end
-  local prompt = run.render("plan", { num_plans = n, retrieval = decision.why, allowed = table.concat(allowed, "\n"),
-    history = hints.history or "(none)", lessons = hints.lessons or "(none)", schema = M.schema,
-    refused = refused and ("\n## Refused: already tried from this kernel (plan something else)\n" .. refused .. "\n") or nil })
-  local shared = run.parent_block(parent)
-  local res, err = run.chat(prompt, "plan", shared)
-  local obj, perr
-  if res then obj, perr = run.extract_json(res.text) end
-  local list = type(obj) == "table" and (obj.plans or (obj[1] and obj)) or nil
+  local q = run.ask_json({ tag = "plan", template = "plan", shared = run.parent_block(parent),
+    want = { key = "plans", schema = M.schema }, vars = { num_plans = n, retrieval = decision.why,
+      allowed = table.concat(allowed, "\n"), history = hints.history or "(none)", lessons = hints.lessons or "(none)",
+      schema = M.schema,
+      refused = refused and ("\n## Refused: already tried from this kernel (plan something else)\n" .. refused .. "\n") or nil } })
+  local list = q.value and q.value.plans
   local warning
-  if not res then warning = "the plan call failed (" .. tostring(err) .. ")"
-  elseif type(list) ~= "table" then warning = "the plan reply could not be parsed (" .. tostring(perr or "no plans") .. ")" end
+  if not q.res then warning = "the plan call failed (" .. tostring(q.error) .. ")"
+  elseif type(list) ~= "table" then warning = "the plan reply could not be parsed (" .. tostring(q.error or "no plans") .. ")" end
   if warning then require("kagent.log").warn("plans for %s: %s; gaps are filled by rule", tostring(parent.id), warning) end
-  return type(list) == "table" and list or {}, run.full_prompt(prompt, shared), res and res.text or ("LLM call failed: " .. tostring(err)),
-    warning
+  return type(list) == "table" and list or {}, q.prompt, q.reply, warning
 end
 
 -- plans(run, parent, n, decision, hints) -> up to n accepted plans (each with .signature), and the
@@ -149,6 +146,9 @@ function M.plans(run, parent, n, decision, hints)
     -- a rule plan has no concrete change of its own: only for skills not tried on this kernel
     if not taken[r.skill] and not tried[r.skill] then consider(M.rule_plan(r.skill, by_name[r.skill], decision, parent)) end
   end
+  local from_rules = 0
+  for _, p in ipairs(out) do if p.source == "rules" then from_rules = from_rules + 1 end end
+  if run.reply_stats then run.reply_stats:directions("plan", #out - from_rules, from_rules) end
   if #rec.rejected == 0 then rec.rejected = json.empty_array end
   if #rec.refused == 0 then rec.refused = json.empty_array end
   if #rec.warnings == 0 then rec.warnings = json.empty_array end

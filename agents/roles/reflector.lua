@@ -54,21 +54,18 @@ end
 -- which has none) the reflexion is the measured outcome.
 function M.reflect(run, parent, a)
   if not run.llm then return M.offline(a), nil, nil end
-  local prompt = run.render("reflect", {
-    bottleneck = a.bottleneck_text or "", outcome = M.outcome_text(a),
-    child_code = a.code ~= "" and a.code or "(no code)", metric_delta = M.metric_delta(parent.profile, a.profile),
-    schema = M.schema,
-  })
-  local shared = run.parent_block(parent)
-  local res = run.chat(prompt, "reflect", shared)
-  prompt = run.full_prompt(prompt, shared)
-  local obj = res and run.extract_json(res.text)
-  if type(obj) ~= "table" then
+  local q = run.ask_json({ tag = "reflect", template = "reflect", shared = run.parent_block(parent),
+    want = { fields = { "lessons", "reasoning", "was_fix_effective" }, schema = M.schema }, vars = {
+      bottleneck = a.bottleneck_text or "", outcome = M.outcome_text(a),
+      child_code = a.code ~= "" and a.code or "(no code)", metric_delta = M.metric_delta(parent.profile, a.profile),
+      schema = M.schema,
+    } })
+  if type(q.value) ~= "table" then
     local r = M.offline(a)
     r.reasoning = r.reasoning .. " (the LLM reply had no usable JSON)"
-    return r, prompt, res and res.text
+    return r, q.prompt, q.res and q.reply or nil
   end
-  return obj, prompt, res.text
+  return q.value, q.prompt, q.reply
 end
 
 return M

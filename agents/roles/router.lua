@@ -7,6 +7,8 @@
 local json = require("kagent.json")
 local decomposition = require("agents.lib.decomposition")
 
+local replies = require("agents.lib.replies")
+
 local M = {}
 
 -- ops whose kernels are hard to write: several of them in one kernel is a hard kernel
@@ -98,17 +100,24 @@ function M.vote(run, a, s)
   local cats = {}
   for c, n in pairs(f.categories) do cats[#cats + 1] = c .. " " .. n end
   table.sort(cats)
-  local prompt = run.render("route", {
+  local vars = {
     graph = decomposition.text(a),
     analysis = string.format("%d ops (%d compute): %s; heavy ops %d; attention %s; transposed convolution %s; parameters %.1f MiB",
       f.ops, f.compute_ops, table.concat(cats, ", "), f.heavy, tostring(f.attention), tostring(f.conv_transpose), f.param_bytes / 2 ^ 20),
     static_path = s.path, score = s.score, static_reasons = #s.reasons > 0 and table.concat(s.reasons, "; ") or "none",
-  })
-  local shared = run.problem_block()
-  local res, err = run.chat(prompt, "route", shared)
-  local out = { prompt = run.full_prompt(prompt, shared), reply = res and res.text or ("LLM call failed: " .. tostring(err)) }
-  if not res then out.error = tostring(err); return out end
-  local v = run.extract_json(res.text)
+  }
+  local q = run.ask({ tag = "route", template = "route", vars = vars, shared = run.problem_block(), parse = function(text)
+    local v, how, code = replies.json(text, { fields = { "route" } })
+    if v and v.route ~= "direct" and v.route ~= "decompose" then
+      local r = type(v.route) == "string" and v.route:lower():match("(decompose)") or type(v.route) == "string" and v.route:lower():match("(direct)")
+      if not r then return nil, "EPARSE: the reply gave no route (\"direct\" or \"decompose\")", "EPARSE" end
+      v.route, how = r, "repaired"
+    end
+    return v, how, code
+  end })
+  local out = { prompt = q.prompt, reply = q.reply }
+  if not q.res then out.error = tostring(q.error); return out end
+  local v = q.value
   if type(v) == "table" and (v.route == "direct" or v.route == "decompose") then
     out.route, out.reason = v.route, type(v.reason) == "string" and v.reason or nil
   else

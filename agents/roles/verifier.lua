@@ -46,20 +46,17 @@ end
 -- f: {code, result, try, max, chain, target, keep, shared, dir}
 function M.refine(run, f)
   local r = f.result
-  local prompt = run.render("refine", {
-    attempt = f.try, max_attempts = f.max, target = f.target or "a first implementation of the problem",
-    keep = f.keep or "the kernel's approach", stage = r.stage or "?", error = r.error or "unknown error",
-    details = M.failure_details(r), history = M.chain_text(f.chain), dtype = run.dtype,
-    kernel_code = f.code or "(no code)", entry_point = run.entry_point(f.code or ""),
-  })
-  local shared = f.shared or run.problem_block()
-  local res, err, ecode = run.chat(prompt, "refine", shared)
+  local a = run.ask_code({ tag = "refine", template = "refine", shared = f.shared or run.problem_block(), base = f.code,
+    vars = {
+      attempt = f.try, max_attempts = f.max, target = f.target or "a first implementation of the problem",
+      keep = f.keep or "the kernel's approach", stage = r.stage or "?", error = r.error or "unknown error",
+      details = M.failure_details(r), history = M.chain_text(f.chain), dtype = run.dtype,
+      kernel_code = f.code or "(no code)", entry_point = run.entry_point(f.code or ""),
+    } })
   local pp, rp = f.dir .. "/refine_" .. f.try .. "_prompt.txt", f.dir .. "/refine_" .. f.try .. "_reply.txt"
-  run.rd:write(pp, run.full_prompt(prompt, shared))
-  run.rd:write(rp, res and run.reply_trace(res.text) or ("LLM call failed: " .. tostring(err)))
-  local code, cerr, ccode
-  if res then code, cerr, ccode = run.code_from(res.text) else cerr, ccode = err, ecode end
-  return { code = code, error = cerr, llm_code = ccode, prompt_path = pp, reply_path = rp }
+  run.rd:write(pp, a.prompt)
+  run.rd:write(rp, a.reply)
+  return { code = a.code, error = a.error, llm_code = a.llm_code, prompt_path = pp, reply_path = rp }
 end
 
 -- run(run, code, w, opts) -> {ok, result, code, tries, chain, cached, stopped, llm_code, llm_error}

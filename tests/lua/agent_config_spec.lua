@@ -53,7 +53,7 @@ describe("--config", function()
     expect.truthy(o._given.max_cv, "a value from the file counts as given (a --resume keeps it)")
     local ka = write(dir, "ka.yaml", KA_YAML)
     local k = assert(parse({ "--problem", "p.py", "--config", ka }))
-    expect.eq(k.policy, "beam"); expect.eq(k.beam, 3); expect.eq(k.directions, 4); expect.eq(k.model, "claude-opus-4.5")
+    expect.eq(k.policy, "beam"); expect.eq(k.beam, 3); expect.eq(k.directions, 4); expect.same(k.model, { "claude-opus-4.5" }, "as --model, which may be repeated")
     local j = assert(parse({ "--problem", "p.py", "--config",
       write(dir, "run.json", json.encode({ rounds = 4, strategy_config = { num_bottlenecks = 2 } })) }))
     expect.eq(j.rounds, 4); expect.eq(j.directions, 2)

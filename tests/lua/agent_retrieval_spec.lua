@@ -189,9 +189,12 @@ describe("planner", function()
       plan_signature = planner.signature(plan), stage = "slower" })
     -- a FAKE chat: the planner answers the same plan every time it is asked
     local asked = {}
-    local run = run_lib.freeze({ llm = {}, mem = m, skills = SKILLS, render = function(name, vars) asked[#asked + 1] = vars.refused or "-"; return name end,
-      chat = function() return { text = "x" } end, extract_json = function() return { plans = { plan } } end,
-      parent_block = function() return "P" end, full_prompt = run_lib.full_prompt })
+    local t = { llm = {}, mem = m, skills = SKILLS, render = function(name, vars) asked[#asked + 1] = vars.refused or "-"; return name end,
+      chat = function() return { text = "```json\n" .. json.encode({ plans = { plan } }) .. "\n```" } end,
+      parent_block = function() return "P" end, full_prompt = run_lib.full_prompt,
+      reply_stats = require("agents.lib.reply_stats").new() }
+    t.ask_json = function(q) return require("agents.lib.ask").json(t, q) end
+    local run = run_lib.freeze(t)
     local plans, rec = planner.plans(run, parent, 2, decision, { tried = m:skills_tried("FP") })
     expect.eq(#asked, 2, "asked once more after the refusal")
     expect.match(asked[2], "fusion:passes=1", "the second prompt names the refused plan")

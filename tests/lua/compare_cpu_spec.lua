@@ -104,7 +104,12 @@ describe("agents/compare.lua", function()
       expect.same(p.replay, { calls = rec.sent, hits = rec.sent, misses = 0, sent = 0 }, p.policy .. ": every call replayed, none sent")
       expect.eq(p.aggregate.problems, #PROBLEMS)
       expect.eq(p.aggregate.finished, #PROBLEMS, p.policy .. ": every problem finished")
+      -- per model over the policy's runs: the one fake model wrote every attempt
+      local m = p.models and p.models["openai:fake"]
+      expect.truthy(m, p.policy .. ": per-model figures: " .. json.encode(p.models))
+      expect.eq(m.attempts, #PROBLEMS, p.policy .. ": one attempt per problem, all by the fake model")
     end
+    expect.match(replay.stdout, "| beam | openai:fake | 3 |")
     local oa, ob = outcomes(a), outcomes(b)
     local seen = table.concat(ob, "; ")
     expect.eq(#ob, 2 * #PROBLEMS, "one attempt per problem and policy: " .. seen)

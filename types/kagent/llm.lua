@@ -72,8 +72,10 @@ function llm.parse_timeout(text) end
 ---    until its count arrives), `elapsed` (since the attempt began), `first_token_s`, `tokens_per_s`
 ---    (`(tokens − 1)` over the time since the first delta; `nil` until two tokens).
 ---  - Result: `{text, usage = {input_tokens, output_tokens, cache_read_tokens, cache_write_tokens},
----    cost_usd, model, provider, latency, cached, attempts, stop_reason, truncated, streamed,
----    first_token_s, tokens_per_s, usage_estimated}`. `cached` is `true` when the reply came from the
+---    cost_usd, priced, model, provider, latency, cached, attempts, stop_reason, truncated, streamed,
+---    first_token_s, tokens_per_s, usage_estimated}`. `priced` is `false` when the price table
+---    (built in, or `configure{prices}`) has no price for the model: `cost_usd` is then 0 and the
+---    cost is unknown, not free. `cached` is `true` when the reply came from the
 ---    record/replay cache (no request made); `attempts` counts HTTP attempts (0 when replayed);
 ---    `truncated` is `true` when the reply stopped at `max_tokens` (also logged as a warning).
 ---    `input_tokens` counts uncached input only. `latency`: seconds of the whole call, retries
@@ -121,7 +123,8 @@ function llm.chat(args) end
 
 ---`llm.usage()` → run totals `{calls, failures, failures_by_code = {[code] = n}, input_tokens,
 ---  output_tokens, cache_read_tokens, cache_write_tokens, cost_usd, http_requests, retries,
----  replayed, replay_misses, gen_tokens, gen_seconds, tokens_per_s, by_model = {[model] = {...}}}`.
+---  replayed, replay_misses, unpriced_calls, gen_tokens, gen_seconds, tokens_per_s, by_model =
+---  {[model] = {...}}}`. `unpriced_calls`: calls of models without a price (their cost is unknown).
 ---  `tokens_per_s` = `gen_tokens / gen_seconds`, summed over the timed calls (as each result's
 ---  `tokens_per_s`; replays are not timed): the mean decoding rate of one call, for a status line.
 ---  `llm.reset_usage()` zeroes them.
@@ -130,7 +133,8 @@ function llm.usage() end
 
 ---`llm.usage()` → run totals `{calls, failures, failures_by_code = {[code] = n}, input_tokens,
 ---  output_tokens, cache_read_tokens, cache_write_tokens, cost_usd, http_requests, retries,
----  replayed, replay_misses, gen_tokens, gen_seconds, tokens_per_s, by_model = {[model] = {...}}}`.
+---  replayed, replay_misses, unpriced_calls, gen_tokens, gen_seconds, tokens_per_s, by_model =
+---  {[model] = {...}}}`. `unpriced_calls`: calls of models without a price (their cost is unknown).
 ---  `tokens_per_s` = `gen_tokens / gen_seconds`, summed over the timed calls (as each result's
 ---  `tokens_per_s`; replays are not timed): the mean decoding rate of one call, for a status line.
 ---  `llm.reset_usage()` zeroes them.

@@ -26,11 +26,28 @@ M.METRICS = {
   { key = "wall_s", title = "wall time (s)", get = function(a) return num(a.wall_s) end, fmt = ".1f" },
 }
 
--- policy_result(name, plan) -> {policy, folder, aggregate, results, figures = {key = value}, replay}
+-- models_of(rows) -> {model = {attempts, verified, improved, best (runs whose best kernel it
+-- wrote), tokens, cost_usd (null when some run had no price for it)}} over a sweep's runs
+function M.models_of(rows)
+  local out = {}
+  for _, r in ipairs(rows or {}) do
+    for m, e in pairs(type(r.models) == "table" and r.models or {}) do
+      local t = out[m] or { attempts = 0, verified = 0, improved = 0, best = 0, tokens = 0, cost_usd = 0 }
+      out[m] = t
+      t.attempts, t.verified = t.attempts + (num(e.attempts) or 0), t.verified + (num(e.verified) or 0)
+      t.improved, t.tokens = t.improved + (num(e.improved) or 0), t.tokens + (num(e.tokens) or 0)
+      if e.best == true then t.best = t.best + 1 end
+      if num(t.cost_usd) and num(e.cost_usd) then t.cost_usd = t.cost_usd + e.cost_usd else t.cost_usd = json.null end
+    end
+  end
+  return out
+end
+
+-- policy_result(name, plan) -> {policy, folder, aggregate, results, figures = {key = value}, replay, models}
 function M.policy_result(name, plan, folder)
   local agg = plan.aggregate or {}
   local out = { policy = name, folder = folder, aggregate = agg, results = plan.results or {}, figures = {},
-    replay = agg.replay or { hits = 0, misses = 0, sent = 0, calls = 0 } }
+    replay = agg.replay or { hits = 0, misses = 0, sent = 0, calls = 0 }, models = M.models_of(plan.results) }
   for _, m in ipairs(M.METRICS) do
     local ok, v = pcall(m.get, agg)
     out.figures[m.key] = ok and v or json.null
@@ -59,6 +76,19 @@ function M.table_text(list, meta)
     line[#line + 1] = string.format(" | %d / %d / %d |", r.replay.hits, r.replay.misses, r.replay.sent)
     out[#out + 1] = table.concat(line)
   end
+  local per = { "", "Per model: | policy | model | attempts | verified | improved | best found (runs) | tokens | cost $ |",
+    "|---|---|---|---|---|---|---|---|" }
+  for _, r in ipairs(list) do
+    local names = {}
+    for m in pairs(r.models or {}) do names[#names + 1] = m end
+    table.sort(names)
+    for _, m in ipairs(names) do
+      local e = r.models[m]
+      per[#per + 1] = string.format("| %s | %s | %d | %d | %d | %d | %d | %s |", r.policy, m, e.attempts, e.verified,
+        e.improved, e.best, e.tokens, num(e.cost_usd) and string.format("%.4f", e.cost_usd) or "unknown")
+    end
+  end
+  if #per > 3 then for _, l in ipairs(per) do out[#out + 1] = l end end
   out[#out + 1] = ""
   out[#out + 1] = "Definitions: docs/sweeps.md (the sweep figures); each policy's sweep folder has its per-problem table."
   return table.concat(out, "\n")
@@ -69,7 +99,7 @@ function M.json_doc(list, meta)
   local policies = {}
   for i, r in ipairs(list) do
     policies[i] = { policy = r.policy, folder = r.folder, figures = r.figures, replay = r.replay, aggregate = r.aggregate,
-      results = r.results }
+      results = r.results, models = r.models }
   end
   return { meta = meta, policies = policies, definitions = figures.DEFINITIONS }
 end
@@ -91,6 +121,20 @@ function M.write_html(dir, list, meta)
   local body = { html.kv({ { "problems", tostring(meta.problems) }, { "LLM", html.esc(meta.llm) },
     { "run options", html.esc(meta.run_args or "") } }) }
   body[#body + 1] = "<h2>Policies</h2>" .. html.table_html(cols, rows, { id = "compare" })
+  local mrows = {}
+  for _, r in ipairs(list) do
+    for m, e in pairs(r.models or {}) do
+      mrows[#mrows + 1] = { policy = r.policy, model = m, attempts = e.attempts, verified = e.verified,
+        improved = e.improved, best = e.best, tokens = e.tokens, cost_usd = e.cost_usd }
+    end
+  end
+  table.sort(mrows, function(a, b) return a.policy .. a.model < b.policy .. b.model end)
+  if #mrows > 0 then
+    body[#body + 1] = "<h2>Models</h2>" .. html.table_html({ { key = "policy" }, { key = "model" }, { key = "attempts" },
+      { key = "verified" }, { key = "improved" }, { key = "best", title = "best found (runs)" }, { key = "tokens" },
+      { key = "cost_usd", title = "cost $", fmt = function(r)
+        return num(r.cost_usd) and string.format("%.4f", r.cost_usd) or "unknown (no price)" end } }, mrows, { id = "models" })
+  end
   body[#body + 1] = '<h2>Figures</h2><div class="cols">'
   for _, m in ipairs(M.METRICS) do
     local values = {}

@@ -1,6 +1,6 @@
 -- report.html of one run: the header figures, the convergence and attempts chart, the lineage
--- tree, the per-round table, input vs best (key metrics, roofline position, the diff), and LLM
--- usage per role. Built from the run folder (agents/lib/report/run_data.lua).
+-- tree, the per-round table, input vs best (key metrics, roofline position, the diff), LLM
+-- usage per role and how usable the model's replies were. Built from the run folder (agents/lib/report/run_data.lua).
 local html = require("agents.lib.report.html")
 local charts = require("agents.lib.report.charts")
 local run_data = require("agents.lib.report.run_data")
@@ -122,6 +122,60 @@ local USAGE_COLUMNS = { { key = "role" }, { key = "calls" }, { key = "input_toke
   { key = "cache_write_tokens", title = "cache write" }, { key = "tokens", title = "total" },
   { key = "cost_usd", title = "cost $", fmt = "%.4f" }, { key = "latency_s", title = "LLM seconds", fmt = "%.1f" } }
 
+local REPLY_COLUMNS = { { key = "role" }, { key = "used" }, { key = "repaired" }, { key = "reasked", title = "re-asked" },
+  { key = "lost" }, { key = "continued", title = "continued (cut at the limit)" },
+  { key = "shortened", title = "shortened (context)" },
+  { key = "directions_model", title = "directions from the model" },
+  { key = "directions_rules", title = "directions from rules" } }
+
+-- replies_section(s) -> the reply-quality table of summary.json's `replies` (agents/lib/reply_stats.lua)
+local function replies_section(s)
+  local r = s.replies
+  if type(r) ~= "table" or type(r.by_role) ~= "table" then
+    return '<p class="note">No reply counts (a run from before they were kept).</p>'
+  end
+  local rows = {}
+  for role, e in pairs(r.by_role) do
+    local row = { role = role }
+    for k, v in pairs(e) do row[k] = v end
+    rows[#rows + 1] = row
+  end
+  table.sort(rows, function(a, b) return a.role < b.role end)
+  if #rows == 0 then return '<p class="note">No replies.</p>' end
+  local t = r.totals or {}
+  local out = {}
+  if type(t.rules_share) == "number" then
+    local warn = type(r.rules_warn) == "number" and t.rules_share > r.rules_warn
+    out[#out + 1] = string.format('<p class="%s">%.0f%% of the directions came from the skills\' rules, not the model%s.</p>',
+      warn and "err" or "note", 100 * t.rules_share, warn and " — a mostly rule-driven run" or "")
+  end
+  out[#out + 1] = html.table_html(REPLY_COLUMNS, rows, { id = "replies" })
+  return table.concat(out, "\n")
+end
+
+local MODEL_COLUMNS = { { key = "model" }, { key = "attempts" }, { key = "verified" }, { key = "improved" },
+  { key = "share_improved", title = "share of improvements", fmt = function(r)
+    return type(r.share_improved) == "number" and string.format("%.0f%%", 100 * r.share_improved) or "-"
+  end },
+  { key = "best", title = "wrote the best", fmt = function(r) return r.best == true and "yes" or "" end },
+  { key = "calls", title = "LLM calls" }, { key = "tokens" },
+  { key = "cost_usd", title = "cost $", fmt = function(r)
+    return type(r.cost_usd) == "number" and string.format("%.4f", r.cost_usd) or "unknown (no price)"
+  end } }
+
+-- models_section(s) -> the per-model table of summary.json's `models` (agents/lib/models.lua)
+local function models_section(s)
+  local rows = {}
+  for m, e in pairs(type(s.models) == "table" and s.models or {}) do
+    local row = { model = m }
+    for k, v in pairs(e) do row[k] = v end
+    rows[#rows + 1] = row
+  end
+  if #rows == 0 then return '<p class="note">No model answered (the LLM-free tuner, or a run from before models were counted).</p>' end
+  table.sort(rows, function(a, b) return a.model < b.model end)
+  return html.table_html(MODEL_COLUMNS, rows, { id = "models" })
+end
+
 -- render(d) -> the page for run data d (agents/lib/report/run_data.lua)
 function M.render(d)
   local s = d.summary
@@ -190,6 +244,15 @@ function M.render(d)
   end
   body[#body + 1] = "<h2>Options</h2>"
   body[#body + 1] = d.options and options_panel(d) or '<p class="note">No state.json: the options are unknown.</p>'
+  body[#body + 1] = "<h2>Models</h2>"
+  body[#body + 1] = '<p class="note">What each model wrote (the model of the reply that gave an attempt its kernel) and '
+    .. "what it cost; a model without a price (--prices) has its cost shown as unknown.</p>"
+  body[#body + 1] = models_section(s)
+  body[#body + 1] = "<h2>Replies by role</h2>"
+  body[#body + 1] = '<p class="note">Used as they came, repaired (sloppy JSON, renamed keys, class Model, a diff, a '
+    .. "reply continued after the length limit or a prompt shortened after a context error), re-asked with the reason "
+    .. "quoted, or lost (a failed reply, never a kernel failure).</p>"
+  body[#body + 1] = replies_section(s)
   return html.page({ title = "kagent-rt run " .. tostring(s.run_id), body = table.concat(body, "\n"), charts = true,
     diff = (d.input_code ~= nil and d.best_code ~= nil) or has_codes, refresh = d.running and M.REFRESH_S or nil,
     script = has_codes and ATTEMPT_DIFF or nil,

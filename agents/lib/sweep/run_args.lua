@@ -30,7 +30,9 @@ function M.args(names, opts, extra)
   local out = {}
   for _, name in ipairs(names) do
     local v = opts[name:gsub("-", "_")]
-    if v ~= nil then
+    if type(v) == "table" then  -- a repeated option (--model): each value again
+      for _, x in ipairs(v) do out[#out + 1], out[#out + 2] = "--" .. name, tostring(x) end
+    elseif v ~= nil then
       out[#out + 1] = "--" .. name
       if v ~= true then out[#out + 1] = tostring(v) end  -- a flag has no value
     end

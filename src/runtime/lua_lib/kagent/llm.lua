@@ -41,7 +41,7 @@ local served = {}      -- base URL -> model ids it lists (asked once per run)
 local function zero_usage()
   return { calls = 0, failures = 0, input_tokens = 0, output_tokens = 0, cache_read_tokens = 0,
            cache_write_tokens = 0, cost_usd = 0, http_requests = 0, retries = 0, replayed = 0,
-           replay_misses = 0,
+           replay_misses = 0, unpriced_calls = 0,
            gen_tokens = 0, gen_seconds = 0, tokens_per_s = 0, failures_by_code = {} }
 end
 
@@ -306,26 +306,28 @@ local function price_for(model)
   return find(cfg.prices) or find(builtin_prices)
 end
 
--- USD of a call. A model on a self-hosted server costs 0 unless priced, without a warning.
+-- USD of a call, and whether the model has a price. A model without one adds 0 to the totals
+-- and its call is counted in `unpriced_calls`, so a report can say its cost is unknown rather
+-- than guess it (a model on a self-hosted server is not warned about).
 local function cost_of(r, u)
   local model = r.model
   local p = price_for(model)
   if not p then
     if not unpriced[model] and not r.compat then
       unpriced[model] = true
-      log.warn("llm: no price for model %s; its cost counts as 0 (add it with llm.configure{prices=...})", model)
+      log.warn("llm: no price for model %s; its cost is unknown (add it with llm.configure{prices=...})", model)
     end
-    return 0
+    return 0, false
   end
   return ((u.input_tokens * (p.input or 0)) + (u.output_tokens * (p.output or 0))
-    + (u.cache_read_tokens * (p.cache_read or 0)) + (u.cache_write_tokens * (p.cache_write or 0))) / 1e6
+    + (u.cache_read_tokens * (p.cache_read or 0)) + (u.cache_write_tokens * (p.cache_write or 0))) / 1e6, true
 end
 
 local TOKEN_FIELDS = { "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens" }
 
 -- Adds a call to the run's and its model's totals. gen_tokens over gen_seconds is the decoding
 -- rate of the calls that were timed (replayed calls are not).
-local function account(model, u, cost, gen_tokens, gen_seconds)
+local function account(model, u, cost, gen_tokens, gen_seconds, priced)
   local per = totals.by_model[model]
   if not per then
     per = zero_usage()
@@ -333,6 +335,7 @@ local function account(model, u, cost, gen_tokens, gen_seconds)
   end
   for _, t in ipairs({ totals, per }) do
     t.calls = t.calls + 1
+    if not priced then t.unpriced_calls = t.unpriced_calls + 1 end
     for _, k in ipairs(TOKEN_FIELDS) do t[k] = t[k] + u[k] end
     t.cost_usd = t.cost_usd + cost
     if gen_seconds then
@@ -498,7 +501,7 @@ end
 -- attempt that succeeded (nil for a whole reply or a replay).
 local function result_of(r, parsed, t0, attempts, cached, first)
   local u = parsed.usage
-  local cost = cost_of(r, u)
+  local cost, priced = cost_of(r, u)
   local first_token_s, tokens_per_s, gen_tokens, gen_seconds
   if not cached then
     -- Streamed: the decoding rate after the first token. Whole: output over the attempt's time.
@@ -514,12 +517,12 @@ local function result_of(r, parsed, t0, attempts, cached, first)
       gen_tokens, gen_seconds = nil, nil
     end
   end
-  account(r.model, u, cost, gen_tokens, gen_seconds)
+  account(r.model, u, cost, gen_tokens, gen_seconds, priced)
   if parsed.truncated then
     log.warn("llm: %s %s reply stopped at max_tokens (%d output tokens)", r.provider, r.model, u.output_tokens)
   end
   return {
-    text = parsed.text, usage = u, cost_usd = cost, model = r.model, provider = r.provider,
+    text = parsed.text, usage = u, cost_usd = cost, priced = priced, model = r.model, provider = r.provider,
     latency = clock.now() - t0, cached = cached, attempts = attempts,
     stop_reason = parsed.stop_reason, truncated = parsed.truncated == true,
     streamed = first ~= nil, first_token_s = first_token_s, tokens_per_s = tokens_per_s,
