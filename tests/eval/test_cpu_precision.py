@@ -34,6 +34,11 @@ class IllConditionedTrialTest(CpuWorkerTest):
                 r = self.w.job("verify", PROBLEM, variant(name), dtype="bf16")
                 self.assertTrue(r["ok"], r.get("error"))
                 for judged in r.get("shadow_judged") or []:
+                    if judged["rule"] == "tolerance":
+                        # off the reference, within the tolerance of the fp32 shadow, as the
+                        # reference is (ShadowRuleTest pins the rule down)
+                        self.assertEqual(judged["ref_mismatches"], 0)
+                        continue
                     # passed against the shadow: within the rule's bounds, and only where the
                     # reference is itself off its shadow by more than the candidate
                     self.assertLessEqual(judged["cand_err_norm"],
@@ -103,6 +108,22 @@ class ShadowRuleTest(unittest.TestCase):
 
     def test_a_well_conditioned_reference_leaves_the_verdict_alone(self):
         self.assertIsNone(self.judge(self.s + 0.5, ref=self.s))
+
+    def test_within_tolerance_of_the_shadow_as_the_reference_is_passes(self):
+        # reference and candidate on either side of the fp32 result, each within its tolerance,
+        # off each other by more than it (as a candidate rounding once in fp32 may be)
+        ref, got = self.s + 0.009, self.s - 0.009
+        ok, _ = compare.compare_outputs([_digest(got)], [_digest(ref)], 1e-2, 1e-2, 0)
+        self.assertFalse(ok, "off the reference by more than the tolerance")
+        r = self.judge(got, ref=ref)
+        self.assertTrue(r["ok"])
+        self.assertEqual((r["rule"], r["ref_mismatches"]), ("tolerance", 0))
+        ok, summary = compare.compare_outputs([_digest(got)], [_digest(ref)], 1e-2, 1e-2, 0,
+                                              [_digest(self.s)])
+        self.assertTrue(ok, summary)
+        # one element beyond the tolerance of the shadow: the reference's verdict stands
+        got[17] = self.s[17] + 0.05 + 0.02 * abs(self.s[17])
+        self.assertIsNone(self.judge(got, ref=ref))
 
     def test_an_error_like_the_references_passes(self):
         other = np.roll(self.noise, 1)  # the same size of error at other elements
