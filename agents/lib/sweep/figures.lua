@@ -60,6 +60,7 @@ function M.row(p, summary, rec)
     local rp = type(summary.replay) == "table" and summary.replay or {}
     r.replay = { hits = num(rp.hits) or 0, misses = num(rp.misses) or 0, sent = num(rp.sent) or 0, calls = num(rp.calls) or 0 }
     r.dtype, r.device, r.run_id = summary.dtype, summary.device, summary.run_id
+    r.fuse = require("agents.lib.sweep.fuse_rows").row(summary)
   else
     r.verified, r.correct, r.speedup, r.tokens, r.cost_usd = false, "no", {}, 0, 0
   end

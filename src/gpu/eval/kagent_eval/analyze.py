@@ -8,22 +8,30 @@ kind "problem": the problem's Model traced with torch.fx (symbolic_trace) and ru
   from those expressions is run on the same inputs and must give the model's outputs: that
   self-check is what lets an agent rewrite any part of the graph as a small problem of its own.
   Shape arithmetic (sizes of tensors) is folded into constants, as the shapes are fixed.
+  `shrink` (kind "problem", optional): the problem's size constants (inputs.size_constants: the
+  batch and the extents get_inputs reads) lowered before the model and its inputs are made, so a
+  model too large to run here is traced at small sizes (the CPU split check of docs/sweeps.md):
+  the first of a few smaller settings at which the model runs is kept, and the result says
+  `shrunk` {name: [from, to]}; its shapes are those of the smaller problem.
 kind "forward": the candidate's ModelNew.forward traced with the candidate's own classes and
   functions as leaves: every call on its hot path, and which ones are not the candidate's own.
+kind "inductor": a subgraph problem compiled by TorchInductor on the GPU, its emitted code made a
+  standalone kernel file (inductor_kernel.py); `library` "allow" or "deny" (cuBLAS/cuDNN).
 kind "merge": several kernel sources joined into one module (source_merge.py; parse only).
 
 The op's handler runs in the worker; the work runs in a child forked like the other children, so
 a problem or candidate that crashes or hangs takes only that child with it.
 """
+import copy
 import math
 import operator
 import os
 import time
 
-from . import child_common, compare, inputs, loader, sandbox, source_merge
+from . import child_common, compare, inductor_kernel, inputs, loader, sandbox, source_merge
 from .request import BadRequest
 
-KINDS = ("problem", "forward", "merge")
+KINDS = ("problem", "forward", "merge", "inductor")
 
 # labels -> category, for the router's features (agents/roles/router.lua reads categories)
 _CATEGORIES = [
@@ -105,6 +113,11 @@ def handle(ev, job):
             if not isinstance(cand, str) or not cand:
                 raise BadRequest("candidate must be a path or source text")
             spec["candidate"] = cand
+        spec["shrink"] = job.get("shrink") is True
+        if kind == "inductor":
+            if job.get("library", "allow") not in ("allow", "deny"):
+                raise BadRequest("library must be allow or deny")
+            spec["library"] = job.get("library", "allow")
     timeouts = {}
     if job.get("timeout"):
         timeouts = {k: float(job["timeout"]) for k in ("load", "trace", "run", "check")}
@@ -134,6 +147,8 @@ def _child(ch, spec):
     torch = child_common.setup_torch(spec["device"], spec.get("threads"))
     if spec["kind"] == "problem":
         result = analyze_problem(torch, ch, spec)
+    elif spec["kind"] == "inductor":
+        result = inductor_kernel.make(torch, ch, spec)
     else:
         result = trace_forward(torch, ch, spec)
     ch.send({"type": "analysis", "result": result})
@@ -144,6 +159,7 @@ def _child(ch, spec):
 def analyze_problem(torch, ch, spec):
     device, dtype = spec["device"], loader.torch_dtype(torch, spec["dtype"])
     problem = loader.load_module("problem", spec["problem"])
+    shrunk = _shrink(torch, problem, spec, dtype, device) if spec.get("shrink") else None
     init = list(problem.get_init_inputs())
     model = loader.build_model(torch, problem.Model, init, spec["seed"], dtype, device)
     args, _ = inputs.make_inputs(torch, problem, spec["seed"], 0, dtype, device, "own")
@@ -156,7 +172,10 @@ def analyze_problem(torch, ch, spec):
               "params": params, "module_types": sorted({type(m).__name__ for m in model.modules()}),
               "param_bytes": sum(p.numel() * p.element_size() for p in model.parameters()),
               "param_count": sum(p.numel() for p in model.parameters()), "dtype": spec["dtype"]}
+    if shrunk:
+        result["shrunk"] = shrunk
     ch.stage("trace")
+    _fx_unpack_compat(torch)
     try:
         gm = torch.fx.symbolic_trace(model)
     except Exception as e:  # data-dependent control flow, untraceable calls
@@ -198,6 +217,63 @@ def analyze_problem(torch, ch, spec):
     result["unsupported"] = unsupported
     result["decomposable"] = not unsupported
     return result
+
+
+# the smaller settings tried, in order: batch-like constants to 2, every other extent to 16, then
+# 32, then only the batch (a model whose layers fix an extent, as a Linear after a flatten does,
+# runs only at its own)
+_SHRINK_STEPS = ((2, 16), (2, 32), (2, None))
+
+
+def _shrink(torch, problem, spec, dtype, device):
+    """Lowers the problem's size constants to the first setting of _SHRINK_STEPS at which the
+    model builds and runs; {name: [from, to]}, or None (then nothing changed)."""
+    sizes = inputs.size_constants(problem)
+    for batch, other in _SHRINK_STEPS:
+        new = {}
+        for name, value in sizes.items():
+            cap = batch if "batch" in name.lower() else other
+            if cap is not None and value > cap:
+                new[name] = cap
+        if not new:
+            continue
+        for name, value in new.items():
+            setattr(problem, name, value)
+        try:
+            init = list(problem.get_init_inputs())
+            model = loader.build_model(torch, problem.Model, init, spec["seed"], dtype, device)
+            args, _ = inputs.make_inputs(torch, problem, spec["seed"], 0, dtype, device, "own")
+            with torch.no_grad():
+                model(*args)
+            return {name: [sizes[name], value] for name, value in new.items()}
+        except Exception:  # the model does not run at these sizes: try larger ones
+            for name in new:
+                setattr(problem, name, sizes[name])
+    return None
+
+
+def _fx_unpack_compat(torch):
+    """torch.fx before 2.0 finds the instruction that unpacks a proxy (`b, c, h, w = x.shape`) by
+    f_lasti // 2 among dis's instructions, which Python 3.11's inline caches put off (an
+    IndexError): on that pairing the instruction is looked up by its offset, as later torch does."""
+    import dis
+    import inspect
+    import sys
+    proxy = torch.fx.proxy.Proxy
+    if sys.version_info < (3, 11) or int(torch.__version__.split(".")[0]) >= 2 or getattr(proxy, "_kagent_compat", False):
+        return
+
+    def __iter__(self):
+        calling_frame = inspect.currentframe().f_back
+        for inst in dis.get_instructions(calling_frame.f_code):
+            if inst.offset == calling_frame.f_lasti:
+                if inst.opname == "UNPACK_SEQUENCE":
+                    return (self[i] for i in range(inst.argval))
+                break
+        return self.tracer.iter(self)
+
+    proxy.__iter__ = __iter__
+    proxy._kagent_compat = True
 
 
 class _Recorder:
@@ -291,8 +367,13 @@ class _Graph:
                 else:
                     self._refuse(n, "graph input of type %s" % m.get("type"))
             elif n.op == "get_attr":
+                const = _small_constant(torch, gm, n.target)
                 if n.target in self.named_params:
                     self.params_of[n.name] = n.target
+                elif const is not None:
+                    # torch.tensor(2.0) in a forward is traced into a constant of the module:
+                    # a few numbers are written out where they are used
+                    self.folded[n.name] = const
                 else:
                     self._refuse(n, "tensor `%s` is neither a parameter nor a buffer of the model "
                                  "(a constant, or computed from one while tracing)" % n.target)
@@ -476,6 +557,17 @@ def _nodes_in(arg):
     return found
 
 
+def _small_constant(torch, gm, target):
+    """Source that rebuilds a tensor constant of the traced module with at most 16 elements
+    (`torch.tensor(...)`, on the CPU: a 0-d one combines with tensors on any device), or None."""
+    t = gm
+    for part in target.split("."):
+        t = getattr(t, part, None)
+    if not isinstance(t, torch.Tensor) or t.numel() > 16 or t.requires_grad:
+        return None
+    return "torch.tensor(%r, dtype=%s)" % (t.tolist(), t.dtype)
+
+
 def _value_meta(m):
     out = {"shape": m.get("shape"), "dtype": m.get("dtype")}
     for k in ("mean", "std", "min", "max"):
@@ -589,13 +681,17 @@ def _module_ctor(torch, m):
         raise Unsupported("`%s` is random in training mode" % cls.__name__)
     name = "torch.nn." + cls.__name__ if getattr(torch.nn, cls.__name__, None) is cls else \
         cls.__module__ + "." + cls.__name__
-    extra = m.extra_repr().replace("inplace=True", "inplace=False")
-    ctor = "%s(%s)" % (name, extra)
+    if getattr(m, "inplace", False) is True:
+        # the functional form is out of place: the layer to rebuild is its out-of-place twin
+        # (whose repr leaves `inplace` out: ReLU(inplace=True) becomes ReLU())
+        m = copy.copy(m)
+        m.inplace = False
+    ctor = "%s(%s)" % (name, m.extra_repr())
     try:
         built = eval(ctor, {"torch": torch})
     except Exception as e:
         raise Unsupported("layer %s cannot be rebuilt from %r (%s)" % (cls.__name__, ctor, e))
-    if repr(built) != repr(m).replace("inplace=True", "inplace=False"):
+    if repr(built) != repr(m):
         raise Unsupported("layer %s is not rebuilt exactly by %r" % (cls.__name__, ctor))
     return ctor + ("" if m.training else ".eval()")
 
