@@ -331,7 +331,7 @@ describe("agents/fuse.lua on CPU with the fake LLM server", function()
     expect.eq(decompose_calls, 0, "the splitter's decomposition was accepted: the LLM was not asked for one")
     expect.eq(s.first_program.verified, true)
     for _, k in ipairs(s.subgraphs.kernels) do
-      expect.truthy(k.attempts and k.attempts >= 1, "the LLM wrote a kernel for " .. k.dir)
+      expect.truthy(k.attempts and k.attempts >= 1, "the LLM wrote a kernel for " .. k.dir .. ": " .. json.encode(k))
       expect.eq(k.kept, "first (reference)", k.dir .. ": the slower LLM kernel is not kept")
     end
     expect.eq(s.best.from, "first/compose/composed_kernel.py")

@@ -17,6 +17,8 @@ kind "forward": the candidate's ModelNew.forward traced with the candidate's own
   functions as leaves: every call on its hot path, and which ones are not the candidate's own.
 kind "inductor": a subgraph problem compiled by TorchInductor on the GPU, its emitted code made a
   standalone kernel file (inductor_kernel.py); `library` "allow" or "deny" (cuBLAS/cuDNN).
+kind "integrate": a kernel checked inside a whole model (integrate.py): every matching submodule
+  replaced, the model's output verified, the model timed before and after.
 kind "merge": several kernel sources joined into one module (source_merge.py; parse only).
 
 The op's handler runs in the worker; the work runs in a child forked like the other children, so
@@ -28,10 +30,10 @@ import operator
 import os
 import time
 
-from . import child_common, compare, inductor_kernel, inputs, loader, sandbox, source_merge
+from . import child_common, compare, inductor_kernel, inputs, integrate, loader, sandbox, source_merge
 from .request import BadRequest
 
-KINDS = ("problem", "forward", "merge", "inductor")
+KINDS = ("problem", "forward", "merge", "inductor", "integrate")
 
 # labels -> category, for the router's features (agents/roles/router.lua reads categories)
 _CATEGORIES = [
@@ -114,14 +116,26 @@ def handle(ev, job):
                 raise BadRequest("candidate must be a path or source text")
             spec["candidate"] = cand
         spec["shrink"] = job.get("shrink") is True
+        if kind == "integrate":
+            for key in ("kernel", "kernel_problem"):
+                if not isinstance(job.get(key), str) or not os.path.isfile(job[key]):
+                    raise BadRequest("%s must be the path of a file: %r" % (key, job.get(key)))
+                with open(job[key]) as f:  # read here: the sandboxed child sees only the problem
+                    spec[key] = f.read()
+            if not (isinstance(job.get("match_class"), str) or isinstance(job.get("match_path"), str)):
+                raise BadRequest("match_class or match_path is required")
+            spec["match_class"], spec["match_path"] = job.get("match_class"), job.get("match_path")
+            spec["reps"] = max(3, int(job.get("reps", 20)))
+            spec["rounds"] = max(1, int(job.get("rounds", 3)))
         if kind == "inductor":
             if job.get("library", "allow") not in ("allow", "deny"):
                 raise BadRequest("library must be allow or deny")
             spec["library"] = job.get("library", "allow")
     timeouts = {}
     if job.get("timeout"):
-        timeouts = {k: float(job["timeout"]) for k in ("load", "trace", "run", "check")}
-    with ev.lease.shared():  # the traced forward runs on the GPU; nothing of it is timed
+        timeouts = {k: float(job["timeout"]) for k in ("load", "trace", "run", "check", "time")}
+    # the traced forward runs on the GPU and nothing of it is timed; integrate times a model
+    with (ev.lease.timed() if kind == "integrate" else ev.lease.shared()):
         out = sandbox.run_child(_child, (spec,), timeouts, ev.close_fds)
     res, _ = out.first("analysis")
     if res is None:
@@ -147,6 +161,8 @@ def _child(ch, spec):
     torch = child_common.setup_torch(spec["device"], spec.get("threads"))
     if spec["kind"] == "problem":
         result = analyze_problem(torch, ch, spec)
+    elif spec["kind"] == "integrate":
+        result = integrate.run(torch, ch, spec, _shrink)
     elif spec["kind"] == "inductor":
         result = inductor_kernel.make(torch, ch, spec)
     else:
