@@ -24,6 +24,7 @@ kind "merge": several kernel sources joined into one module (source_merge.py; pa
 The op's handler runs in the worker; the work runs in a child forked like the other children, so
 a problem or candidate that crashes or hangs takes only that child with it.
 """
+import contextlib
 import copy
 import math
 import operator
@@ -193,7 +194,13 @@ def analyze_problem(torch, ch, spec):
     ch.stage("trace")
     _fx_unpack_compat(torch)
     try:
-        gm = torch.fx.symbolic_trace(model)
+        # buffers are traced as values (torch 2's default; torch 1 read them as constants, so
+        # `self.mask.sum()` became a tensor computed while tracing)
+        tracer = torch.fx.Tracer()
+        tracer.proxy_buffer_attributes = True
+        with _constants_on_traced_devices(torch):
+            graph = tracer.trace(model)
+        gm = torch.fx.GraphModule(tracer.root, graph, type(model).__name__)
     except Exception as e:  # data-dependent control flow, untraceable calls
         text = "%s: %s" % (type(e).__name__, str(e).splitlines()[0][:300] if str(e) else "")
         result["trace_error"] = text
@@ -237,7 +244,8 @@ def analyze_problem(torch, ch, spec):
 
 # the smaller settings tried, in order: batch-like constants to 2, every other extent to 16, then
 # 32, then only the batch (a model whose layers fix an extent, as a Linear after a flatten does,
-# runs only at its own)
+# runs only at its own); each first with every extent, then leaving those equal to a constructor
+# argument as they are
 _SHRINK_STEPS = ((2, 16), (2, 32), (2, None))
 
 
@@ -245,14 +253,22 @@ def _shrink(torch, problem, spec, dtype, device):
     """Lowers the problem's size constants to the first setting of _SHRINK_STEPS at which the
     model builds and runs; {name: [from, to]}, or None (then nothing changed)."""
     sizes = inputs.size_constants(problem)
-    for batch, other in _SHRINK_STEPS:
+    try:  # an extent equal to a constructor argument (channels = embed_dim) may have to stay
+        init_values = {v for v in problem.get_init_inputs() if isinstance(v, int) and not isinstance(v, bool)}
+    except Exception:
+        init_values = set()
+    tried = []
+    for (batch, other), keep in [(step, keep) for step in _SHRINK_STEPS for keep in (False, True)]:
         new = {}
         for name, value in sizes.items():
             cap = batch if "batch" in name.lower() else other
+            if keep and value in init_values and "batch" not in name.lower():
+                continue
             if cap is not None and value > cap:
                 new[name] = cap
-        if not new:
+        if not new or new in tried:
             continue
+        tried.append(new)
         for name, value in new.items():
             setattr(problem, name, value)
         try:
@@ -266,6 +282,26 @@ def _shrink(torch, problem, spec, dtype, device):
             for name in new:
                 setattr(problem, name, sizes[name])
     return None
+
+
+@contextlib.contextmanager
+def _constants_on_traced_devices(torch):
+    """`torch.tensor(0.0, device=x.device)` cannot be traced (the device is a proxy): while
+    tracing, such a constant is made without the proxied device or dtype, a small CPU tensor the
+    graph keeps as a constant (a 0-d CPU tensor combines with a tensor on any device)."""
+    real = torch.tensor
+
+    def tensor(data, *args, **kwargs):
+        for key in ("device", "dtype"):
+            if isinstance(kwargs.get(key), torch.fx.Proxy):
+                kwargs.pop(key)
+        return real(data, *args, **kwargs)
+
+    torch.tensor = tensor
+    try:
+        yield
+    finally:
+        torch.tensor = real
 
 
 def _fx_unpack_compat(torch):
