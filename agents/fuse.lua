@@ -25,6 +25,17 @@ local SPEC = {
     help = "decompositions asked for before the decompose path gives up" },
   ["gen-workers"] = { type = "integer", min = 1, max = 64, default = 2, group = FUSE, llm = true,
     help = "parallel generation workers per subgraph (and for the direct path)" },
+  decomposer = { type = "string", choices = { "auto", "rules", "llm" }, default = "auto", group = FUSE,
+    help = "auto: the FX splitter's decomposition, the LLM's when it is refused; rules: the splitter's only; llm: the LLM's only" },
+  first = { type = "string", choices = { "auto", "inductor", "reference", "none" }, default = "auto", group = FUSE,
+    help = "each subgraph's first kernel, with no LLM: auto (TorchInductor's Triton on a GPU, the reference ops in CPU mode), "
+      .. "inductor, reference (the subgraph's own PyTorch ops: what composing costs), none (LLM kernels only)" },
+  ["first-library"] = { type = "string", choices = { "allow", "deny" }, default = "allow", group = FUSE,
+    help = "may a first kernel call cuBLAS/cuDNN (reported as library time)? deny: GEMMs as Inductor's Triton templates" },
+  ["no-llm"] = { type = "boolean", default = false, group = FUSE,
+    help = "the LLM-free path alone: the splitter's decomposition and the first program (no LLM needed)" },
+  ["max-autotune"] = { type = "boolean", default = false, group = FUSE,
+    help = "time torch.compile(mode=\"max-autotune\") beside eager and torch.compile (slow: it autotunes)" },
   ["own-share"] = { type = "number", above = 0, max = 1, default = 1, group = FUSE,
     help = "share of GPU time the program's own kernels must carry (the kernel audit; 1: no library kernel on the hot path)" },
 }
@@ -45,7 +56,7 @@ local HOW = {
     .. "whole forward and a decomposition into subgraphs checked against the traced model, a kernel generated and "
     .. "verified for each distinct subgraph in parallel, and one program calling only those kernels, verified "
     .. "against the model; the other path when the chosen one fails.",
-  epilog = "Exit status: 0 a verified program, 1 neither path gave one, 2 bad input or no LLM configured, "
+  epilog = "Exit status: 0 a verified program, 1 neither path gave one, 2 bad input or no LLM configured (and no --no-llm), "
     .. "3 the LLM stopped answering. Continue with: kagent-rt agents/beam.lua --problem P --kernel <run>/best_kernel.py",
 }
 
@@ -54,8 +65,18 @@ local function main(argv)
   if not opts then return code end
   local checked, _, icode = run_lib.check_inputs(PROG, opts, SPEC)
   if not checked then return icode end
-  local llm, lcode = run_lib.require_llm(PROG, opts, "writing kernels for a model")
-  if not llm then return lcode end
+  local llm
+  if opts.no_llm then
+    opts.route, opts.no_vote, opts.decomposer = "decompose", true, "rules"
+    if opts.first == "none" then
+      io.stderr:write(PROG .. ": --no-llm needs first kernels (--first none leaves no kernel source)\n")
+      return 2
+    end
+  else
+    local lcode
+    llm, lcode = run_lib.require_llm(PROG, opts, "writing kernels for a model (or --no-llm)")
+    if not llm then return lcode end
+  end
   opts.policy = "fuse"
   local run, _, ecode = run_lib.setup(PROG, opts, { mode = "fuse", llm = llm })
   if not run then return ecode end

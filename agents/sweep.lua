@@ -210,7 +210,7 @@ local function main(argv)
     if opts.devices then plan.devices = opts.devices end
   else
     if not opts.problems then return fail("--problems is required (--help lists the options)") end
-    if not opts.policy then return fail("--policy is required (beam, greedy, tune, skill or a policy file)") end
+    if not opts.policy then return fail("--policy is required (beam, greedy, tune, skill, fuse or a policy file)") end
     local out = opts.out or fs.join("runs", string.format("sweep_%s_%s", fs.basename(opts.policy):gsub("%.lua$", ""),
       os.date("!%Y%m%d-%H%M%S")))
     local perr
@@ -219,7 +219,7 @@ local function main(argv)
       max_concurrent = opts.max_concurrent, slurm = opts.slurm and slurm_options(opts) or nil })
     if not plan then return fail(perr) end
   end
-  if plan_lib.needs_llm(plan.policy) then
+  if plan_lib.needs_llm(plan.policy, plan.policy_args) then
     local configured, what = require("kagent.llm").configured()
     if not configured then
       return fail(string.format("policy %s needs an LLM: %s. The tune policy needs none.", plan.policy, tostring(what)))

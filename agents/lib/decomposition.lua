@@ -69,9 +69,9 @@ function M.text(a)
   return table.concat(out, "\n")
 end
 
--- borders(g, set) -> inputs, outputs, params of a set of ops: the values read from outside (in
+-- borders(g, names) -> ops, inputs, outputs, params of a set of ops: the values read from outside (in
 -- order of first use), the values read outside or returned by the model, the parameters read
-local function borders(g, names)
+function M.borders(g, names)
   local inside, list = {}, {}
   for _, n in ipairs(names) do inside[n] = true end
   for _, op in ipairs(g.ops) do if inside[op.name] then list[#list + 1] = op end end
@@ -188,7 +188,7 @@ function M.validate(a, plan)
 
   for i, sg in ipairs(plan.subgraphs) do
     local where = label(i, sg)
-    local ops, ins, outs, params = borders(g, sg.ops)
+    local ops, ins, outs, params = M.borders(g, sg.ops)
     check_border(g, why, where, "inputs", sg.inputs, ins)
     check_border(g, why, where, "outputs", sg.outputs, outs)
     if sg.params ~= nil then

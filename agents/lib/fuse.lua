@@ -17,9 +17,11 @@ local attempt = require("agents.lib.attempt")
 local confirm = require("agents.lib.confirm")
 local decomposition = require("agents.lib.decomposition")
 local fingerprint = require("agents.lib.fingerprint")
+local first_kernel = require("agents.lib.first_kernel")
 local generate = require("agents.lib.generate")
 local memory = require("agents.lib.memory")
 local subproblem = require("agents.lib.subproblem")
+local splitter = require("agents.lib.splitter")
 local subrun = require("agents.lib.subrun")
 local summary = require("agents.lib.summary")
 local composer = require("agents.roles.composer")
@@ -53,6 +55,14 @@ local function strict(run)
   return subrun.derive(run, { job = audited(run.opts.own_share) })
 end
 
+-- first_share(run, source) -> the audit threshold of a first kernel and first program: library
+-- kernels are let through (threshold 0, their share reported) for the reference ops and where
+-- --first-library allow says so
+local function first_share(run, source)
+  if source == "reference" or run.opts.first_library == "allow" then return 0 end
+  return run.opts.own_share
+end
+
 -- Route ---------------------------------------------------------------------------------------------
 
 local function route(run, st)
@@ -77,8 +87,34 @@ end
 
 -- Decompose -------------------------------------------------------------------------------------------
 
+-- decompose(run, st): the splitter's plan first (--decomposer auto|rules), checked as an LLM's is;
+-- the LLM's decompositions when it is refused (auto, an LLM configured) or asked for (llm).
+-- st.decomposed_by records which one and why.
 local function decompose(run, st)
   local a, refusals = st.analysis, {}
+  local how = run.opts.decomposer or "auto"
+  if how ~= "llm" then
+    local plan = a.decomposable and splitter.plan(a)
+    if plan then run.rd:write("fuse/splitter_plan.json", plan) end
+    local dec, why = splitter.decompose(a)
+    if dec then
+      st.refusals = refusals
+      st.decomposed_by = { by = "splitter", reason = "the FX splitter's plan checked against the trace: " .. splitter.RULE }
+      log.info("the splitter's decomposition accepted: %d subgraphs", #dec.subgraphs)
+      return dec
+    end
+    run.rd:write("fuse/splitter_refused.json", { reasons = why })
+    local text = "the splitter's decomposition was refused: " .. table.concat(why, "; ")
+    st.decomposed_by = { by = "splitter", reason = text }
+    if how == "rules" or not run.llm then
+      st.refusals = refusals
+      return nil, text
+    end
+    log.warn("%s; asking the LLM", text)
+    st.decomposed_by = { by = "llm", reason = text }
+  else
+    st.decomposed_by = { by = "llm", reason = "--decomposer llm" }
+  end
   for try = 1, math.max(1, run.opts.decompose_tries) do
     local p = decomposer.propose(run, a, refusals)
     local base = string.format("fuse/decompose_%d", try)
@@ -103,6 +139,36 @@ end
 
 -- Generate: one session per distinct subgraph, all in parallel ----------------------------------------
 
+-- first(run, u, path, out): the subgraph's first kernel without an LLM (agents/lib/first_kernel.lua),
+-- the sources tried in order until one verifies against the subgraph; u.first = {source, code,
+-- result}; out.first says what happened (the row of docs/sweeps.md)
+local function first(run, u, path, out)
+  local tried = {}
+  for _, src in ipairs(first_kernel.order(run)) do
+    local code, why
+    if src == "reference" then code = first_kernel.reference(u)
+    else code, why = first_kernel.inductor(run, u, path, run.opts.first_library) end
+    if code then
+      local dir = "fuse/" .. u.dir .. "/first_" .. src
+      run.rd:write(dir .. ".py", code)
+      local view = subrun.derive(run, { problem_path = path, problem_code = u.code, dir = dir,
+        job = audited(first_share(run, src)) })
+      local r = view.evaluate(code)
+      run.rd:write(dir .. "/verify.json", r)
+      if attempt.verified(r) then
+        u.first = { source = src, code = code, result = r }
+        local audit = type(r.audit) == "table" and r.audit or {}
+        out.first = { source = src, label = first_kernel.label(src, run.devices[1].mode == "cpu"), verified = true,
+          time_ms = r.time_ms.median, own_time_frac = audit.applicable and audit.own_time_frac or json.null }
+        return
+      end
+      why = string.format("%s: %s", tostring(r.stage), tostring(r.error or "verified but not timed"))
+    end
+    tried[#tried + 1] = src .. ": " .. tostring(why)
+  end
+  out.first = { verified = false, error = table.concat(tried, "; ") }
+end
+
 local function session(run, u, progress)
   local t0 = ktime.now()
   local dir = "fuse/" .. u.dir
@@ -115,23 +181,35 @@ local function session(run, u, progress)
     job = audited(run.opts.own_share) })
   local out = { dir = u.dir, occurrences = u.occurrences, signature = u.signature }
   local code, result
-  -- a kernel verified on this very subgraph in an earlier run is checked again and reused
-  local row = not run.opts.fresh and mem:best_archived(run.dtype)
-  if row then
-    local r = sub.evaluate(row.source)
-    if attempt.verified(r) then
-      code, result, out.reused = row.source, r, "archive #" .. tostring(row.id)
-      log.info("%s: reusing the archived kernel #%s", u.dir, tostring(row.id))
+  if run.opts.first ~= "none" then first(run, u, path, out) end
+  if run.llm then
+    -- a kernel verified on this very subgraph in an earlier run is checked again and reused
+    local row = not run.opts.fresh and mem:best_archived(run.dtype)
+    if row then
+      local r = sub.evaluate(row.source)
+      if attempt.verified(r) then
+        code, result, out.reused = row.source, r, "archive #" .. tostring(row.id)
+        log.info("%s: reusing the archived kernel #%s", u.dir, tostring(row.id))
+      end
+    end
+    if not code then
+      local g, gerr = generate.run(sub, run.opts.gen_workers)
+      if not g then
+        out.outcome, out.error = "failed", gerr
+      else
+        code, result, out.worker, out.attempts = g.code, g.result, g.worker, g.attempts
+      end
     end
   end
-  if not code then
-    local g, gerr = generate.run(sub, run.opts.gen_workers)
-    if not g then
-      out.outcome, out.error = "failed", gerr
-    else
-      code, result, out.worker, out.attempts = g.code, g.result, g.worker, g.attempts
-    end
+  -- the LLM's kernel only where it verified and is faster than the first kernel
+  local f = u.first
+  if f and (not code or f.result.time_ms.median <= result.time_ms.median) then
+    if code then log.info("%s: the first kernel (%s) is faster than the LLM's: kept", u.dir, f.source) end
+    code, result, out.kept = f.code, f.result, "first (" .. f.source .. ")"
+  elseif code then
+    out.kept = out.reused and "archive" or "llm"
   end
+  if not code and not out.error then out.error = out.first and out.first.error or "no kernel source" end
   if code then
     out.outcome, out.time_ms = "verified", result.time_ms.median
     run.rd:write(dir .. "/best_kernel.py", code)
@@ -140,8 +218,10 @@ local function session(run, u, progress)
     k.attempt_id = mem:add_attempt({ round = 0, role = "generate", strategy = "fuse", source_path = k.path,
       source_hash = fingerprint.of(code), fingerprint = k.fingerprint, stage = "done", correct = true,
       time_ms = result.time_ms.median, metrics = k.profile })
-    if not out.reused then mem:archive(k, run.dtype) end
+    if out.kept == "llm" then mem:archive(k, run.dtype) end
     u.kernel_code, u.result = code, result
+  else
+    out.outcome = "failed"
   end
   local use = sub.usage()
   out.wall_s, out.tokens, out.llm_calls, out.cost_usd = ktime.now() - t0, use.tokens, use.calls, use.cost_usd
@@ -180,15 +260,45 @@ local function decompose_path(run, st)
   log.info("%d subgraphs, %d distinct: generating their kernels in parallel", #dec.subgraphs, #unique)
   local ok, gerr = stage(run, st, "generate", function() return generate_all(run, st, unique) end)
   if not ok then return nil, gerr end
-  local c
-  local composed, cerr = stage(run, st, "compose", function()
-    c = composer.compose(strict(run), st.analysis, dec, unique)
-    st.compose = c
-    if not c.ok then return nil, c.error end
-    return true
-  end)
-  if not composed then return nil, cerr end
-  return { code = c.code, result = c.result, source = "compose/composed_kernel.py", proof = c.proof }
+  -- the first program (every subgraph's first kernel) is composed on its own: the LLM-free result,
+  -- and what an LLM's kernels must beat
+  local firsts, same, src = {}, true, "inductor"
+  for _, u in ipairs(unique) do
+    if u.first then firsts[#firsts + 1] = { k = u.k, dir = u.dir, kernel_code = u.first.code } end
+    if u.first and u.first.source == "reference" then src = "reference" end
+    if not (u.first and u.first.code == u.kernel_code) then same = false end
+  end
+  local fp
+  if #firsts == #unique then
+    stage(run, st, "first_program", function()
+      fp = composer.compose(subrun.derive(run, { dir = "first", job = audited(first_share(run, src)) }), st.analysis, dec, firsts)
+      st.first_program = fp
+      if not fp.ok then return nil, fp.error end
+      return true
+    end)
+  end
+  local c = same and fp or nil
+  if not same then
+    local composed, cerr = stage(run, st, "compose", function()
+      c = composer.compose(strict(run), st.analysis, dec, unique)
+      st.compose = c
+      if not c.ok then return nil, c.error end
+      return true
+    end)
+    if not composed then c = nil; st.compose_error = cerr end
+  end
+  local best = (fp and fp.ok) and fp or nil
+  if c and c.ok and (not best or c.result.time_ms.median < best.result.time_ms.median) then best = c end
+  if best and fp and best == fp and c and c ~= fp and c.ok then
+    log.info("the LLM-free first program (%.4f ms) is faster than the LLM kernels' (%.4f ms): kept",
+      fp.result.time_ms.median, c.result.time_ms.median)
+  end
+  if not best then
+    return nil, (c and c.error) or st.compose_error or (fp and fp.error) or "no composed program"
+  end
+  st.compose = st.compose or best
+  return { code = best.code, result = best.result, source = best == fp and "first/compose/composed_kernel.py" or "compose/composed_kernel.py",
+    proof = best.proof, first = best == fp }
 end
 
 local function direct_path(run, st)
@@ -210,7 +320,9 @@ end
 local function finish(run, st, best, failures)
   local r = st.route
   local s = summary.base(run)
-  if not best then s.status, s.error = "failed", table.concat(failures, "; ") end
+  -- a run that ended without a program is a result of its own (a sweep's row says why), unless the
+  -- LLM stopped answering: then it is a failure to run again
+  if not best then s.status, s.error = run.llm_guard.down and "failed" or "no_program", table.concat(failures, "; ") end
   s.route = { path = r.path, decided_by = r.decided_by, reason = r.reason or json.null, cached_from = r.cached_from or json.null,
     static = r.static, vote = r.vote or json.null, fallback = r.fallback or json.null, final = r.final or json.null }
   s.stages = st.stages
@@ -220,6 +332,8 @@ local function finish(run, st, best, failures)
     s.subgraphs = { count = #st.dec.subgraphs, distinct = #st.unique,
       kernels = st.sessions and #st.sessions > 0 and st.sessions or json.empty_array }
   end
+  s.decomposition = st.decomposed_by or json.null
+  s.first_program = M.first_row(run, st)
   if st.compose then
     s.compose = { ok = st.compose.ok, path = "compose/composed_kernel.py", proof = st.compose.proof, error = st.compose.error or json.null }
   end
@@ -250,6 +364,46 @@ local function finish(run, st, best, failures)
   return s
 end
 
+-- first_row(run, st) -> what became of the LLM-free first program: {verified, stage, reason,
+-- time_ms, eager_ms, compile_ms, compile_max_autotune_ms, speedup_vs_eager, speedup_vs_compile,
+-- own_time_frac, kernels = {{dir, source, label, verified, time_ms, error}}} (docs/sweeps.md)
+function M.first_row(run, st)
+  if run.opts.first == "none" then return json.null end
+  local row = { verified = false, kernels = {} }
+  for i, o in ipairs(st.sessions or {}) do
+    local f = o.first or {}
+    row.kernels[i] = { dir = o.dir, source = f.source or json.null, label = f.label or json.null,
+      verified = f.verified == true, time_ms = f.time_ms or json.null, error = f.error or json.null,
+      own_time_frac = f.own_time_frac or json.null }
+  end
+  if #row.kernels == 0 then row.kernels = json.empty_array end
+  local fp = st.first_program
+  if not st.dec then
+    row.stage, row.reason = "decompose", st.stages.decompose and st.stages.decompose.error or "not decomposed"
+  elseif not fp then
+    local bad = {}
+    for _, k in ipairs(row.kernels) do
+      if not k.verified then bad[#bad + 1] = k.dir .. ": " .. tostring(k.error) end
+    end
+    row.stage, row.reason = "first kernel", #bad > 0 and table.concat(bad, "; ") or "no kernel"
+  elseif not fp.ok then
+    row.stage, row.reason = "compose", tostring(fp.error)
+  else
+    local r = fp.result
+    local audit = type(r.audit) == "table" and r.audit or {}
+    row.verified, row.time_ms = true, r.time_ms.median
+    row.path = "first/compose/composed_kernel.py"
+    row.eager_ms, row.compile_ms = r.eager_ms or json.null, r.compile_ms or json.null
+    row.compile_max_autotune_ms = r.compile_max_autotune_ms or json.null
+    row.speedup_vs_eager = r.eager_ms and r.eager_ms / r.time_ms.median or json.null
+    row.speedup_vs_compile = r.compile_ms and r.compile_ms / r.time_ms.median or json.null
+    row.own_time_frac = audit.applicable and audit.own_time_frac or json.null
+    row.audit = fp.proof and fp.proof.audit or json.null
+    row.hot_path = fp.proof and fp.proof.hot_path or json.null
+  end
+  return row
+end
+
 -- run(run) -> exit code: 0 with a verified program, 1 when neither path gave one, 3 when the LLM
 -- stopped answering (then the other path is not tried: it needs the LLM too)
 function M.run(run)
@@ -262,6 +416,8 @@ function M.run(run)
   for i, path in ipairs(paths) do
     if path == "decompose" and not st.analysis.decomposable then
       failures[#failures + 1] = "decompose: not possible (" .. tostring(r.static.reasons[1] or "the graph cannot be split") .. ")"
+    elseif path == "direct" and not run.llm then
+      failures[#failures + 1] = "direct: needs an LLM (--no-llm)"
     else
       if i == 2 then
         r.fallback = { from = paths[1], to = path, reason = failures[#failures] }

@@ -35,7 +35,7 @@ function M.input_expr(meta)
 end
 
 -- build(analysis, sg, where) -> {code, body, signature, args = {{kind = "value"|"param", name}},
--- outputs = {value names}}. where = {id, problem} names the subgraph in the file's header.
+-- outputs = {value names}, function_body (the ops as `kernel_function`, layers at module level)}. where = {id, problem} names the subgraph in the file's header.
 function M.build(a, sg, where)
   local g = decomposition.index(a)
   local names, pnames, args, sig_args = {}, {}, {}, {}
@@ -115,7 +115,19 @@ function M.build(a, sg, where)
   }, "\n")
   local out_values = {}
   for i, v in ipairs(sg.outputs) do out_values[i] = v.value end
-  return { code = code, body = model, signature = signature, args = args, outputs = out_values }
+  -- the same ops as a plain function, its layers built once at module level: the kernel of the
+  -- reference's own operations (agents/lib/first_kernel.lua), called with no module in between
+  local fn = {}
+  for k, l in ipairs(init) do fn[#fn + 1] = (l:gsub("^%s+self%.m(%d+) = ", "_m%1 = ")) end
+  fn[#fn + 1] = ""
+  fn[#fn + 1] = ""
+  fn[#fn + 1] = "def kernel_function(" .. table.concat(arg_names, ", ") .. "):"
+  for _, l in ipairs(lines) do fn[#fn + 1] = (l:gsub("self%.m(%d+)", "_m%1")) end
+  fn[#fn + 1] = "    return " .. (#outs == 1 and outs[1] or ("(" .. table.concat(outs, ", ") .. ")"))
+  local fn_lines = {}
+  for i, l in ipairs(fn) do fn_lines[i] = (l:gsub("^        ", "    ")) end
+  return { code = code, body = model, signature = signature, args = args, outputs = out_values,
+    function_body = table.concat(fn_lines, "\n") }
 end
 
 -- dedupe(analysis, dec, problem) -> unique: array of {k, dir = "sg_<k>", signature, code,
@@ -135,6 +147,7 @@ function M.dedupe(a, dec, problem)
       u.dir = "sg_" .. u.k
       unique[#unique + 1], by_sig[b.signature] = u, u
     end
+    u.function_body = u.function_body or b.function_body
     table.insert(u.occurrences, s.id)
     s.kernel = u.dir
   end

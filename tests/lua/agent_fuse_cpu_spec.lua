@@ -31,10 +31,13 @@ local function the_run(out)
   return rd
 end
 
--- fuse(server, port, dir, out, argv) -> run folder, summary of agents/fuse.lua on the CPU with one
--- generation worker against the fake server (stopped, and the spec failed, when the run fails)
-local function fuse(server, port, dir, out, argv)
+-- fuse(server, port, dir, out, argv, first) -> run folder, summary of agents/fuse.lua on the CPU
+-- with one generation worker against the fake server (stopped, and the spec failed, when the run
+-- fails). Unless `first`, the run takes the LLM's decompositions and kernels only (--decomposer
+-- llm --first none): what these specs script.
+local function fuse(server, port, dir, out, argv, first)
   local a = { "--gen-workers", "1", "--devices", "cpu", "--out", dir .. "/" .. out }
+  if not first then for _, x in ipairs({ "--decomposer", "llm", "--first", "none" }) do a[#a + 1] = x end end
   for _, x in ipairs(argv) do a[#a + 1] = x end
   local r = fake.run_agent("fuse.lua", a, env_for(dir, port), 600)
   if r.code ~= 0 then
@@ -215,7 +218,7 @@ describe("agents/fuse.lua on CPU with the fake LLM server", function()
     local server, port = fake.start({ latency = 0, replies = { { match = "# DECOMPOSE INTO SUBGRAPHS", text = GOOD },
       { status = 500 } } }, dir)
     local r = fake.run_agent("fuse.lua", { "--problem", gemm, "--route", "decompose", "--gen-workers", "1", "--devices",
-      "cpu", "--out", dir .. "/runs", "--llm-timeout", "total=2s", "--llm-backoff", "0.05", "--llm-failures", "3" },
+      "cpu", "--decomposer", "llm", "--first", "none", "--out", dir .. "/runs", "--llm-timeout", "total=2s", "--llm-backoff", "0.05", "--llm-failures", "3" },
       env_for(dir, port), 600)
     server:kill()
     expect.eq(r.code, 3, r.stderr:sub(-2000))
@@ -275,5 +278,63 @@ describe("agents/fuse.lua on CPU with the fake LLM server", function()
     expect.eq(h.code, 0)
     expect.match(h.stdout, "usage: kagent%-rt agents/fuse.lua %-%-problem P")
     expect.match(h.stdout, "Route and decomposition:")
+  end, { timeout = 900 })
+
+  it("with no LLM: the splitter's decomposition and a first program of the reference's own ops, which runs "
+    .. "exactly the reference's ATen ops (no op, no copy added)", function()
+    if not cpu.have_torch() then skip("no torch for " .. spec.python .. " (set KAGENT_PYTHON)") end
+    local dir = spec.tmpdir("fuse-nollm")
+    local r = fake.run_agent("fuse.lua", { "--problem", mlp, "--no-llm", "--devices", "cpu", "--out", dir .. "/runs" },
+      env_for(dir), 600)
+    expect.eq(r.code, 0, r.stderr:sub(-3000))
+    local rd = the_run(dir .. "/runs")
+    local s = read_json(rd .. "/summary.json")
+    expect.eq(s.verified, true)
+    expect.eq(s.decomposition.by, "splitter")
+    expect.match(s.decomposition.reason, "checked against the trace")
+    expect.eq(s.subgraphs.count, 4, "one subgraph per Linear with its ReLU")
+    expect.eq(s.subgraphs.distinct, 3)
+    expect.eq(s.refused_decompositions, 0)
+    local fp = s.first_program
+    expect.eq(fp.verified, true)
+    expect.eq(#fp.kernels, 3)
+    for _, k in ipairs(fp.kernels) do
+      expect.eq(k.source, "reference")
+      expect.match(k.label, "CPU stand%-in")
+      expect.eq(k.verified, true)
+    end
+    expect.eq(fp.hot_path.kernel_calls, 4)
+    expect.eq(#fp.hot_path.foreign, 0, "the composed forward calls only the subgraph kernels")
+    expect.truthy(type(fp.eager_ms) == "number" and type(fp.speedup_vs_eager) == "number", "timed next to eager")
+    expect.eq(s.best.from, "first/compose/composed_kernel.py")
+    expect.eq(s.tokens.output, 0, "no LLM call")
+    local p = kagent.proc.run({ spec.python, root .. "/tests/tools/aten_ops.py", mlp, rd .. "/best_kernel.py" }, { timeout = 300 })
+    expect.eq(p.code, 0, p.stderr)
+    local ops = json.decode(p.stdout)
+    expect.truthy(#ops.reference >= 8, "the reference runs its ops")
+    expect.same(ops.candidate, ops.reference)
+  end, { timeout = 600 })
+
+  it("with the fake LLM: starts from the first program and keeps it when the LLM's kernels are slower", function()
+    if not cpu.have_torch() then skip("no torch for " .. spec.python .. " (set KAGENT_PYTHON)") end
+    local dir = spec.tmpdir("fuse-first")
+    local server, port = fake.start({ latency = 0, replies = {
+      { match = "ops network_6.", text = code("linear_slow_fake.py") },
+      { match = "# GENERATE KERNEL", text = code("linear_relu_slow_fake.py") },
+    } }, dir)
+    local rd, s = fuse(server, port, dir, "runs", { "--problem", mlp, "--no-vote", "--route", "decompose" }, true)
+    local texts = stats(port).texts
+    server:kill()
+    expect.eq(s.decomposition.by, "splitter")
+    local decompose_calls = 0
+    for _, t in ipairs(texts) do if t:find("# DECOMPOSE INTO SUBGRAPHS", 1, true) then decompose_calls = decompose_calls + 1 end end
+    expect.eq(decompose_calls, 0, "the splitter's decomposition was accepted: the LLM was not asked for one")
+    expect.eq(s.first_program.verified, true)
+    for _, k in ipairs(s.subgraphs.kernels) do
+      expect.truthy(k.attempts and k.attempts >= 1, "the LLM wrote a kernel for " .. k.dir .. ": " .. json.encode(k))
+      expect.eq(k.kept, "first (reference)", k.dir .. ": the slower LLM kernel is not kept")
+    end
+    expect.eq(s.best.from, "first/compose/composed_kernel.py")
+    expect.eq(fs.read(rd .. "/best_kernel.py"), fs.read(rd .. "/first/compose/composed_kernel.py"))
   end, { timeout = 900 })
 end)

@@ -5,9 +5,12 @@
 # tasks mid-run and checks the merged database against a local run of the same sweep.
 # Exit 77 (skipped) when the Slurm or munge packages, or torch for KAGENT_PYTHON, are missing.
 # Every daemon and folder it makes is removed on exit, also on failure.
-#   tests/slurm/sweep_slurm_test.sh        (KAGENT_BIN, KAGENT_PYTHON: the binary and the python)
+#   tests/slurm/sweep_slurm_test.sh [CHECK] (KAGENT_BIN, KAGENT_PYTHON: the binary and the python)
+# CHECK: the Lua spec to run against this Slurm (default tests/slurm/sweep_slurm_check.lua;
+# tests/slurm/fuse_slurm_test.sh passes its own).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
+CHECK="${1:-tests/slurm/sweep_slurm_check.lua}"
 BIN="${KAGENT_BIN:-build/kagent-rt}"
 PY="${KAGENT_PYTHON:-python3}"
 
@@ -131,6 +134,6 @@ echo "slurm up: slurmctld :$ctld_port, slurmd :$slurmd_port, node kagent-node id
 mkdir -p "$T/work"
 # in the background, so a TERM to this script is handled at once (cleanup stops the check first)
 KAGENT_SLURM_TEST_DIR="$T/work" KAGENT_BIN="$(readlink -f "$BIN")" KAGENT_PYTHON="$PY" \
-  "$BIN" --env-file /dev/null --log-level warn tests/lua/run.lua tests/slurm/sweep_slurm_check.lua &
+  "$BIN" --env-file /dev/null --log-level warn tests/lua/run.lua "$CHECK" &
 check_pid=$!
 wait "$check_pid"

@@ -348,7 +348,16 @@ function pool:sanitize(job) end
 ---    an in-place op on a value others read, a tensor that is not a parameter or buffer, a Python
 ---    value read from tensor data, random ops). An untraceable model gives `traced = false` and
 ---    `trace_error` (`control_flow` when that is the cause), with `params` and `module_types`
----    still filled.
+---    still filled. A tensor constant the trace made (`torch.tensor(0.5)` in a forward) of at most
+---    16 elements is written out as a literal where it is used. `job.shrink = true` lowers the
+---    problem's size constants first (its batch to 2, other extents to 16, else 32, else only the
+---    batch: the first setting at which the model runs) and says `shrunk = {name = {from, to}}`;
+---    the shapes are then those of the smaller problem.
+---  - `kind = "inductor"` (`job.problem`: a subgraph problem, a `Model` without parameters;
+---    `job.library = "allow"|"deny"`): the problem compiled by TorchInductor on the worker's GPU and
+---    the module it emitted made a standalone kernel file: `{source, extern_calls, triton_kernels}`;
+---    `deny` uses max-autotune with Triton templates only. `ENOTSUP` in CPU mode or without
+---    Inductor. The source is a candidate like any other: verify it.
 ---  - `kind = "forward"` (`job.problem`, `job.candidate`): the candidate's `ModelNew.forward`
 ---    traced with the classes and functions the candidate defines as leaves: `{traced, calls =
 ---    {{node, op, target, own}}, foreign (the calls that are not the candidate's own; unpacking an

@@ -68,6 +68,7 @@ function M.row(p, summary, rec)
       and summary.baselines.source or nil
     -- what each model of the run did (summary.json's `models`, agents/lib/models.lua)
     r.models = type(summary.models) == "table" and summary.models or nil
+    r.fuse = require("agents.lib.sweep.fuse_rows").row(summary)
   else
     r.verified, r.correct, r.speedup, r.tokens, r.cost_usd = false, "no", {}, 0, 0
   end

@@ -9,8 +9,10 @@ local M = {}
 
 -- Policy name -> entry point under agents/. beam.lua also takes --policy NAME for the strategies
 -- it runs (beam, greedy, or a path to a policy file); tune.lua is the LLM-free tuner.
-local ENTRY = { beam = "beam.lua", greedy = "beam.lua", tune = "tune.lua", skill = "skill.lua" }
-local NEEDS_LLM = { beam = true, greedy = true, skill = true }
+-- fuse is agents/fuse.lua (Levels 2 and 3): each problem routed, decomposed, given a first program
+-- and LLM kernels; with `-- --no-llm` it needs no LLM.
+local ENTRY = { beam = "beam.lua", greedy = "beam.lua", tune = "tune.lua", skill = "skill.lua", fuse = "fuse.lua" }
+local NEEDS_LLM = { beam = true, greedy = true, skill = true, fuse = true }
 
 local function is_policy_file(name) return name:match("%.lua$") ~= nil end
 
@@ -18,7 +20,7 @@ local function is_policy_file(name) return name:match("%.lua$") ~= nil end
 function M.entry(policy)
   local e = ENTRY[policy] or (is_policy_file(policy) and "beam.lua")
   if not e then
-    return nil, string.format("unknown policy %q (known: beam, greedy, tune, skill, or a path to a policy .lua file)", policy)
+    return nil, string.format("unknown policy %q (known: beam, greedy, tune, skill, fuse, or a path to a policy .lua file)", policy)
   end
   if is_policy_file(policy) and not fs.exists(policy) then return nil, "no policy file " .. policy end
   -- through the search path: a user's own copy of an entry point wins (docs/lua-api.md)
@@ -27,7 +29,13 @@ function M.entry(policy)
   return fs.abspath(path)
 end
 
-function M.needs_llm(policy) return NEEDS_LLM[policy] or is_policy_file(policy) end
+-- needs_llm(policy, args) -> whether the runs call an LLM (args: the runs' own options)
+function M.needs_llm(policy, args)
+  if policy == "fuse" then
+    for _, a in ipairs(args or {}) do if a == "--no-llm" then return false end end
+  end
+  return NEEDS_LLM[policy] or is_policy_file(policy)
+end
 
 -- command(plan, p, extra) -> argv after the kagent-rt binary, for problem entry `p`.
 -- extra: resume (run folder to continue), devices ("0,1" | "cpu").

@@ -107,8 +107,15 @@ end
 
 function M.write(plan, rows, agg)
   plan.results, plan.aggregate, plan.definitions = rows, agg, figures.DEFINITIONS
-  plan_lib.save(plan)
   local text = figures.table_text(rows, agg)
+  if plan.policy == "fuse" then
+    -- Levels 2 and 3: the fuse table (route, subgraphs, first program) before the common lines
+    local fuse_rows = require("agents.lib.sweep.fuse_rows")
+    local fagg = fuse_rows.aggregate(rows)
+    plan.fuse_aggregate, plan.fuse_definitions = fagg, fuse_rows.DEFINITIONS
+    text = fuse_rows.table_text(rows, fagg) .. "\n\n" .. text
+  end
+  plan_lib.save(plan)
   fs.write(fs.join(plan.dir, "table.md"), text .. "\n")
   local ok, err = pcall(require("agents.lib.report").sweep_index, plan.dir)
   if not ok then require("kagent.log").warn("sweep index.html: %s", tostring(err)) end

@@ -8,22 +8,33 @@ kind "problem": the problem's Model traced with torch.fx (symbolic_trace) and ru
   from those expressions is run on the same inputs and must give the model's outputs: that
   self-check is what lets an agent rewrite any part of the graph as a small problem of its own.
   Shape arithmetic (sizes of tensors) is folded into constants, as the shapes are fixed.
+  `shrink` (kind "problem", optional): the problem's size constants (inputs.size_constants: the
+  batch and the extents get_inputs reads) lowered before the model and its inputs are made, so a
+  model too large to run here is traced at small sizes (the CPU split check of docs/sweeps.md):
+  the first of a few smaller settings at which the model runs is kept, and the result says
+  `shrunk` {name: [from, to]}; its shapes are those of the smaller problem.
 kind "forward": the candidate's ModelNew.forward traced with the candidate's own classes and
   functions as leaves: every call on its hot path, and which ones are not the candidate's own.
+kind "inductor": a subgraph problem compiled by TorchInductor on the GPU, its emitted code made a
+  standalone kernel file (inductor_kernel.py); `library` "allow" or "deny" (cuBLAS/cuDNN).
+kind "integrate": a kernel checked inside a whole model (integrate.py): every matching submodule
+  replaced, the model's output verified, the model timed before and after.
 kind "merge": several kernel sources joined into one module (source_merge.py; parse only).
 
 The op's handler runs in the worker; the work runs in a child forked like the other children, so
 a problem or candidate that crashes or hangs takes only that child with it.
 """
+import contextlib
+import copy
 import math
 import operator
 import os
 import time
 
-from . import child_common, compare, inputs, loader, sandbox, source_merge
+from . import child_common, compare, inductor_kernel, inputs, integrate, loader, sandbox, source_merge
 from .request import BadRequest
 
-KINDS = ("problem", "forward", "merge")
+KINDS = ("problem", "forward", "merge", "inductor", "integrate")
 
 # labels -> category, for the router's features (agents/roles/router.lua reads categories)
 _CATEGORIES = [
@@ -105,10 +116,27 @@ def handle(ev, job):
             if not isinstance(cand, str) or not cand:
                 raise BadRequest("candidate must be a path or source text")
             spec["candidate"] = cand
+        spec["shrink"] = job.get("shrink") is True
+        if kind == "integrate":
+            for key in ("kernel", "kernel_problem"):
+                if not isinstance(job.get(key), str) or not os.path.isfile(job[key]):
+                    raise BadRequest("%s must be the path of a file: %r" % (key, job.get(key)))
+                with open(job[key]) as f:  # read here: the sandboxed child sees only the problem
+                    spec[key] = f.read()
+            if not (isinstance(job.get("match_class"), str) or isinstance(job.get("match_path"), str)):
+                raise BadRequest("match_class or match_path is required")
+            spec["match_class"], spec["match_path"] = job.get("match_class"), job.get("match_path")
+            spec["reps"] = max(3, int(job.get("reps", 20)))
+            spec["rounds"] = max(1, int(job.get("rounds", 3)))
+        if kind == "inductor":
+            if job.get("library", "allow") not in ("allow", "deny"):
+                raise BadRequest("library must be allow or deny")
+            spec["library"] = job.get("library", "allow")
     timeouts = {}
     if job.get("timeout"):
-        timeouts = {k: float(job["timeout"]) for k in ("load", "trace", "run", "check")}
-    with ev.lease.shared():  # the traced forward runs on the GPU; nothing of it is timed
+        timeouts = {k: float(job["timeout"]) for k in ("load", "trace", "run", "check", "time")}
+    # the traced forward runs on the GPU and nothing of it is timed; integrate times a model
+    with (ev.lease.timed() if kind == "integrate" else ev.lease.shared()):
         out = sandbox.run_child(_child, (spec,), timeouts, ev.close_fds)
     res, _ = out.first("analysis")
     if res is None:
@@ -134,6 +162,10 @@ def _child(ch, spec):
     torch = child_common.setup_torch(spec["device"], spec.get("threads"))
     if spec["kind"] == "problem":
         result = analyze_problem(torch, ch, spec)
+    elif spec["kind"] == "integrate":
+        result = integrate.run(torch, ch, spec, _shrink)
+    elif spec["kind"] == "inductor":
+        result = inductor_kernel.make(torch, ch, spec)
     else:
         result = trace_forward(torch, ch, spec)
     ch.send({"type": "analysis", "result": result})
@@ -144,6 +176,7 @@ def _child(ch, spec):
 def analyze_problem(torch, ch, spec):
     device, dtype = spec["device"], loader.torch_dtype(torch, spec["dtype"])
     problem = loader.load_module("problem", spec["problem"])
+    shrunk = _shrink(torch, problem, spec, dtype, device) if spec.get("shrink") else None
     init = list(problem.get_init_inputs())
     model = loader.build_model(torch, problem.Model, init, spec["seed"], dtype, device)
     args, _ = inputs.make_inputs(torch, problem, spec["seed"], 0, dtype, device, "own")
@@ -156,9 +189,18 @@ def analyze_problem(torch, ch, spec):
               "params": params, "module_types": sorted({type(m).__name__ for m in model.modules()}),
               "param_bytes": sum(p.numel() * p.element_size() for p in model.parameters()),
               "param_count": sum(p.numel() for p in model.parameters()), "dtype": spec["dtype"]}
+    if shrunk:
+        result["shrunk"] = shrunk
     ch.stage("trace")
+    _fx_unpack_compat(torch)
     try:
-        gm = torch.fx.symbolic_trace(model)
+        # buffers are traced as values (torch 2's default; torch 1 read them as constants, so
+        # `self.mask.sum()` became a tensor computed while tracing)
+        tracer = torch.fx.Tracer()
+        tracer.proxy_buffer_attributes = True
+        with _constants_on_traced_devices(torch):
+            graph = tracer.trace(model)
+        gm = torch.fx.GraphModule(tracer.root, graph, type(model).__name__)
     except Exception as e:  # data-dependent control flow, untraceable calls
         text = "%s: %s" % (type(e).__name__, str(e).splitlines()[0][:300] if str(e) else "")
         result["trace_error"] = text
@@ -198,6 +240,92 @@ def analyze_problem(torch, ch, spec):
     result["unsupported"] = unsupported
     result["decomposable"] = not unsupported
     return result
+
+
+# the smaller settings tried, in order: batch-like constants to 2, every other extent to 16, then
+# 32, then only the batch (a model whose layers fix an extent, as a Linear after a flatten does,
+# runs only at its own); each first with every extent, then leaving those equal to a constructor
+# argument as they are
+_SHRINK_STEPS = ((2, 16), (2, 32), (2, None))
+
+
+def _shrink(torch, problem, spec, dtype, device):
+    """Lowers the problem's size constants to the first setting of _SHRINK_STEPS at which the
+    model builds and runs; {name: [from, to]}, or None (then nothing changed)."""
+    sizes = inputs.size_constants(problem)
+    try:  # an extent equal to a constructor argument (channels = embed_dim) may have to stay
+        init_values = {v for v in problem.get_init_inputs() if isinstance(v, int) and not isinstance(v, bool)}
+    except Exception:
+        init_values = set()
+    tried = []
+    for (batch, other), keep in [(step, keep) for step in _SHRINK_STEPS for keep in (False, True)]:
+        new = {}
+        for name, value in sizes.items():
+            cap = batch if "batch" in name.lower() else other
+            if keep and value in init_values and "batch" not in name.lower():
+                continue
+            if cap is not None and value > cap:
+                new[name] = cap
+        if not new or new in tried:
+            continue
+        tried.append(new)
+        for name, value in new.items():
+            setattr(problem, name, value)
+        try:
+            init = list(problem.get_init_inputs())
+            model = loader.build_model(torch, problem.Model, init, spec["seed"], dtype, device)
+            args, _ = inputs.make_inputs(torch, problem, spec["seed"], 0, dtype, device, "own")
+            with torch.no_grad():
+                model(*args)
+            return {name: [sizes[name], value] for name, value in new.items()}
+        except Exception:  # the model does not run at these sizes: try larger ones
+            for name in new:
+                setattr(problem, name, sizes[name])
+    return None
+
+
+@contextlib.contextmanager
+def _constants_on_traced_devices(torch):
+    """`torch.tensor(0.0, device=x.device)` cannot be traced (the device is a proxy): while
+    tracing, such a constant is made without the proxied device or dtype, a small CPU tensor the
+    graph keeps as a constant (a 0-d CPU tensor combines with a tensor on any device)."""
+    real = torch.tensor
+
+    def tensor(data, *args, **kwargs):
+        for key in ("device", "dtype"):
+            if isinstance(kwargs.get(key), torch.fx.Proxy):
+                kwargs.pop(key)
+        return real(data, *args, **kwargs)
+
+    torch.tensor = tensor
+    try:
+        yield
+    finally:
+        torch.tensor = real
+
+
+def _fx_unpack_compat(torch):
+    """torch.fx before 2.0 finds the instruction that unpacks a proxy (`b, c, h, w = x.shape`) by
+    f_lasti // 2 among dis's instructions, which Python 3.11's inline caches put off (an
+    IndexError): on that pairing the instruction is looked up by its offset, as later torch does."""
+    import dis
+    import inspect
+    import sys
+    proxy = torch.fx.proxy.Proxy
+    if sys.version_info < (3, 11) or int(torch.__version__.split(".")[0]) >= 2 or getattr(proxy, "_kagent_compat", False):
+        return
+
+    def __iter__(self):
+        calling_frame = inspect.currentframe().f_back
+        for inst in dis.get_instructions(calling_frame.f_code):
+            if inst.offset == calling_frame.f_lasti:
+                if inst.opname == "UNPACK_SEQUENCE":
+                    return (self[i] for i in range(inst.argval))
+                break
+        return self.tracer.iter(self)
+
+    proxy.__iter__ = __iter__
+    proxy._kagent_compat = True
 
 
 class _Recorder:
@@ -291,8 +419,13 @@ class _Graph:
                 else:
                     self._refuse(n, "graph input of type %s" % m.get("type"))
             elif n.op == "get_attr":
+                const = _small_constant(torch, gm, n.target)
                 if n.target in self.named_params:
                     self.params_of[n.name] = n.target
+                elif const is not None:
+                    # torch.tensor(2.0) in a forward is traced into a constant of the module:
+                    # a few numbers are written out where they are used
+                    self.folded[n.name] = const
                 else:
                     self._refuse(n, "tensor `%s` is neither a parameter nor a buffer of the model "
                                  "(a constant, or computed from one while tracing)" % n.target)
@@ -476,6 +609,17 @@ def _nodes_in(arg):
     return found
 
 
+def _small_constant(torch, gm, target):
+    """Source that rebuilds a tensor constant of the traced module with at most 16 elements
+    (`torch.tensor(...)`, on the CPU: a 0-d one combines with tensors on any device), or None."""
+    t = gm
+    for part in target.split("."):
+        t = getattr(t, part, None)
+    if not isinstance(t, torch.Tensor) or t.numel() > 16 or t.requires_grad:
+        return None
+    return "torch.tensor(%r, dtype=%s)" % (t.tolist(), t.dtype)
+
+
 def _value_meta(m):
     out = {"shape": m.get("shape"), "dtype": m.get("dtype")}
     for k in ("mean", "std", "min", "max"):
@@ -589,13 +733,17 @@ def _module_ctor(torch, m):
         raise Unsupported("`%s` is random in training mode" % cls.__name__)
     name = "torch.nn." + cls.__name__ if getattr(torch.nn, cls.__name__, None) is cls else \
         cls.__module__ + "." + cls.__name__
-    extra = m.extra_repr().replace("inplace=True", "inplace=False")
-    ctor = "%s(%s)" % (name, extra)
+    if getattr(m, "inplace", False) is True:
+        # the functional form is out of place: the layer to rebuild is its out-of-place twin
+        # (whose repr leaves `inplace` out: ReLU(inplace=True) becomes ReLU())
+        m = copy.copy(m)
+        m.inplace = False
+    ctor = "%s(%s)" % (name, m.extra_repr())
     try:
         built = eval(ctor, {"torch": torch})
     except Exception as e:
         raise Unsupported("layer %s cannot be rebuilt from %r (%s)" % (cls.__name__, ctor, e))
-    if repr(built) != repr(m).replace("inplace=True", "inplace=False"):
+    if repr(built) != repr(m):
         raise Unsupported("layer %s is not rebuilt exactly by %r" % (cls.__name__, ctor))
     return ctor + ("" if m.training else ".eval()")
 

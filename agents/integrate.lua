@@ -1,0 +1,104 @@
+-- agents/integrate.lua: a verified kernel checked inside a whole model.
+--   kagent-rt agents/integrate.lua --kernel K --kernel-problem P --model M.py (--class NAME | --path a.b)
+--       [--dtype fp32] [--devices cpu|0] [--shrink] [--reps 20] [--out runs]
+-- Every submodule of the model of class NAME (or the one at the dotted path) that the kernel
+-- computes — checked on the inputs the model gives it — is replaced by the kernel; the whole
+-- model's output must stay the model's, and the model is timed before and after. The in-model
+-- speedup and each replaced submodule's standalone speedup go to summary.json and report.html: a
+-- kernel faster alone and slower in the model is reported so. The work is the evaluator's
+-- (pool:analyze kind "integrate", src/gpu/eval/kagent_eval/integrate.py).
+local fs = require("kagent.fs")
+local json = require("kagent.json")
+local ktime = require("kagent.time")
+local run_lib = require("agents.lib.run")
+
+local PROG = "agents/integrate.lua"
+local SPEC = {
+  kernel = { type = "string", help = "the kernel file (ModelNew or kernel_function), verified on --kernel-problem" },
+  ["kernel-problem"] = { type = "string", help = "the problem the kernel was written for (how it is built)" },
+  model = { type = "string", help = "the model: a KernelBench problem file (Model, get_inputs, get_init_inputs), e.g. a Level 3 problem" },
+  class = { type = "string", help = "replace every submodule of this class name that the kernel computes" },
+  path = { type = "string", help = "replace the submodule at this dotted path (e.g. layers.0.input_layernorm)" },
+  dtype = { type = "string", choices = { "fp32", "bf16", "fp16" }, default = "fp32", help = "dtype of the model and its inputs" },
+  devices = { type = "string", help = "\"cpu\" or a GPU (\"0\"); default: the first GPU here, else cpu" },
+  shrink = { type = "boolean", default = false, help = "run the model at small sizes (its batch and extents lowered) where it runs there" },
+  reps = { type = "integer", min = 3, default = 20, help = "timed calls per measurement (median)" },
+  out = { type = "string", default = "runs", help = "folder for the run folder integrate_<UTC time>" },
+  ["job-timeout"] = { type = "number", above = 0, default = 900, help = "seconds the evaluator job may take" },
+}
+local HOW = { usage = "kagent-rt agents/integrate.lua --kernel K --kernel-problem P --model M.py (--class NAME | --path a.b)",
+  about = "A verified kernel inside a whole model: matching submodules replaced, the model's output verified, "
+    .. "the model timed before and after; the in-model speedup beside the standalone one.",
+  epilog = "Exit status: 0 the integrated model verified, 1 it did not (or no submodule matched), 2 bad input.",
+  llm_free = true }
+
+local function esc(s) return (tostring(s):gsub("&", "&amp;"):gsub("<", "&lt;"):gsub(">", "&gt;")) end
+local function f(v, fmt) return type(v) == "number" and string.format(fmt or "%.4f", v) or "-" end
+
+local function html(s)
+  local rows = {}
+  for _, t in ipairs(s.targets or {}) do
+    rows[#rows + 1] = string.format("<tr><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td></tr>",
+      esc(t.path), esc(t.class), t.matched and "replaced" or esc("left: " .. tostring(t.reason)), f(t.standalone_ref_ms),
+      f(t.standalone_kernel_ms), f(t.standalone_speedup, "%.2fx"))
+  end
+  local verdict = s.verified and string.format("verified; in the model %.2fx (%s ms → %s ms), standalone %sx",
+    s.in_model_speedup, f(s.model_ms_before), f(s.model_ms_after), f(s.standalone_speedup, "%.2f"))
+    or ("not verified: " .. tostring(s.reason or s.error))
+  return table.concat({ "<!doctype html><html><head><meta charset=\"utf-8\"><title>integrate: ", esc(fs.basename(s.model)),
+    "</title><style>body{font-family:sans-serif;margin:2em}td,th{padding:4px 10px;border-bottom:1px solid #ddd}</style></head><body>",
+    "<h1>Kernel in the model</h1><p>kernel <code>", esc(s.kernel), "</code> (written for <code>", esc(s.kernel_problem),
+    "</code>) in <code>", esc(s.model), "</code>, matching ", esc(s.match), ", ", esc(s.dtype), " on ", esc(s.device), "</p>",
+    "<p><b>", esc(verdict), "</b></p>",
+    s.standalone_faster_model_slower and "<p><b>Faster standalone, slower in the model.</b></p>" or "",
+    "<table><tr><th>submodule</th><th>class</th><th>outcome</th><th>standalone ref ms</th><th>kernel ms</th><th>standalone speedup</th></tr>",
+    table.concat(rows, "\n"), "</table></body></html>\n" })
+end
+
+local function main(argv)
+  local opts, _, code = run_lib.parse(PROG, argv, SPEC, HOW)
+  if not opts then return code end
+  for _, k in ipairs({ "kernel", "kernel_problem", "model" }) do
+    if not opts[k] or not fs.exists(opts[k]) then
+      io.stderr:write(string.format("%s: --%s must name a file\n", PROG, k:gsub("_", "-")))
+      return 2
+    end
+  end
+  if (opts.class == nil) == (opts.path == nil) then  -- both, or neither
+    io.stderr:write(PROG .. ": give one of --class and --path\n")
+    return 2
+  end
+  local devices, derr, dcode = run_lib.pool_devices(PROG, opts)
+  if derr then io.stderr:write(derr .. "\n"); return dcode end
+  local pool = require("kagent.gpu").pool({ devices = devices, timeout = opts.job_timeout + 60 })
+  local devs = pool:devices() or {}
+  local t0 = ktime.now()
+  local a = pool:analyze({ kind = "integrate", problem = opts.model, kernel = opts.kernel, kernel_problem = opts.kernel_problem,
+    match_class = opts.class, match_path = opts.path, dtype = opts.dtype, shrink = opts.shrink or nil, reps = opts.reps,
+    timeout = opts.job_timeout })
+  pool:close()
+  local d1 = devs[1] or {}
+  local s = { mode = "integrate", kernel = fs.abspath(opts.kernel), kernel_problem = fs.abspath(opts.kernel_problem),
+    model = fs.abspath(opts.model), match = opts.class and ("class " .. opts.class) or ("path " .. opts.path),
+    dtype = opts.dtype, device = d1.mode == "cpu" and "cpu" or (d1.gpu_name or "?"), torch = d1.torch,
+    verified = a.ok and a.verified == true, targets = a.targets or json.empty_array, replaced = a.replaced or json.empty_array,
+    model_ms_before = a.model_ms_before or json.null, model_ms_after = a.model_ms_after or json.null,
+    in_model_speedup = a.in_model_speedup or json.null, standalone_speedup = a.standalone_speedup or json.null,
+    standalone_faster_model_slower = a.standalone_faster_model_slower == true, max_abs_diff = a.max_abs_diff or json.null,
+    shrunk = a.shrunk or json.null, reason = a.reason or json.null, error = (not a.ok) and tostring(a.error) or json.null,
+    wall_s = ktime.now() - t0, created = os.date("!%Y-%m-%dT%H:%M:%SZ") }
+  local dir = fs.join(opts.out, "integrate_" .. os.date("!%Y%m%d-%H%M%S") .. string.format("_%04x", math.random(0, 0xffff)))
+  fs.mkdir_p(dir)
+  fs.write(fs.join(dir, "summary.json"), json.encode(s, { pretty = true }) .. "\n")
+  fs.write(fs.join(dir, "report.html"), html(s))
+  if s.verified then
+    print(string.format("integrated: %d submodule(s) replaced; the model %.4f ms -> %.4f ms: %.2fx in the model, %sx standalone%s\n  %s",
+      #s.replaced, s.model_ms_before, s.model_ms_after, s.in_model_speedup, f(s.standalone_speedup, "%.2f"),
+      s.standalone_faster_model_slower and " (faster standalone, slower in the model)" or "", dir))
+    return 0
+  end
+  print(string.format("not integrated: %s\n  %s", tostring(a.reason or a.error), dir))
+  return 1
+end
+
+return main(kagent.args)

@@ -1,0 +1,127 @@
+-- The LLM-free decomposition of agents/fuse.lua: the traced graph (the evaluator's analysis,
+-- pool:analyze kind "problem") cut at fusion boundaries by a fixed rule, as a plan in the very
+-- form an LLM's reply takes, so decomposition.validate checks it exactly as it checks the LLM's.
+--
+-- The rule (docs/agents.md, "The FX splitter"): walking the ops in execution order, each anchor
+-- (a GEMM, a convolution, a transposed convolution, attention) starts a subgraph, and the ops
+-- after it (pointwise, normalization, reduction, pooling, views) are its epilogue, up to the next
+-- anchor; ops before the first anchor form a prologue of their own. Two adjustments keep every
+-- subgraph a problem of its own: views at the end of an epilogue move to the next subgraph (a
+-- transposed or sliced value would cross the border with strides its kernel was not made for),
+-- and subgraphs are merged where a tuple would cross a border (tuples stay with the ops that
+-- take them apart). As subgraphs are runs of consecutive ops, each reads only from earlier
+-- ones: no cycle can arise.
+local decomposition = require("agents.lib.decomposition")
+
+local M = {}
+
+M.ANCHORS = { gemm = true, conv = true, conv_transpose = true, attention = true }
+M.RULE = "each GEMM, convolution or attention op with the pointwise, normalization, reduction and "
+  .. "view ops after it up to the next such op (ops before the first form a prologue); trailing views "
+  .. "move to the next subgraph; subgraphs a tuple would leave are merged"
+
+-- groups(g) -> array of arrays of op positions (1-based, execution order)
+local function groups(g)
+  local out, cur = {}, nil
+  for i, op in ipairs(g.ops) do
+    if M.ANCHORS[op.category] or not cur then
+      if cur and M.ANCHORS[op.category] then
+        -- trailing views of the previous group start this one
+        local moved = {}
+        while #cur > 1 and g.ops[cur[#cur]].category == "view" do table.insert(moved, 1, table.remove(cur)) end
+        out[#out + 1] = cur
+        cur = moved
+      elseif cur then
+        out[#out + 1] = cur
+        cur = {}
+      else
+        cur = {}
+      end
+    end
+    cur[#cur + 1] = i
+  end
+  if cur and #cur > 0 then out[#out + 1] = cur end
+  local kept = {}
+  for _, grp in ipairs(out) do if #grp > 0 then kept[#kept + 1] = grp end end
+  return kept
+end
+
+-- merge_tuples(g, gs) -> gs with the groups between a tuple's producer and a reader of it joined
+local function merge_tuples(g, gs)
+  local changed = true
+  while changed do
+    changed = false
+    local owner = {}
+    for k, grp in ipairs(gs) do for _, i in ipairs(grp) do owner[g.ops[i].name] = k end end
+    for k, grp in ipairs(gs) do
+      for _, i in ipairs(grp) do
+        for _, v in ipairs(g.ops[i].inputs or {}) do
+          local val = g.values[v]
+          local from = val and val.producer and owner[val.producer]
+          if from and from < k and not val.tensor then
+            local joined = {}
+            for j = from, k do for _, x in ipairs(gs[j]) do joined[#joined + 1] = x end end
+            local rest = {}
+            for j = 1, from - 1 do rest[#rest + 1] = gs[j] end
+            rest[#rest + 1] = joined
+            for j = k + 1, #gs do rest[#rest + 1] = gs[j] end
+            gs, changed = rest, true
+            break
+          end
+        end
+        if changed then break end
+      end
+      if changed then break end
+    end
+  end
+  return gs
+end
+
+local function border_list(g, names)
+  local out = {}
+  for k, v in ipairs(names) do out[k] = { value = v, shape = g.values[v].shape, dtype = g.values[v].dtype } end
+  return out
+end
+
+-- name(g, grp) -> a readable name from the ops' labels ("conv2d_relu_add")
+local function name(g, grp)
+  local parts, seen = {}, {}
+  for _, i in ipairs(grp) do
+    local label = tostring(g.ops[i].op or "op"):lower()
+    if not seen[label] and #parts < 4 then seen[label] = true; parts[#parts + 1] = label end
+  end
+  return table.concat(parts, "_")
+end
+
+-- plan(analysis) -> the plan {subgraphs = {{name, ops, inputs, outputs, params, fusion}}, rule},
+-- or nil and why when the graph has no ops
+function M.plan(a)
+  local g = decomposition.index(a)
+  if #g.ops == 0 then return nil, "the traced graph has no ops" end
+  local gs = merge_tuples(g, groups(g))
+  local sgs = {}
+  for k, grp in ipairs(gs) do
+    local names = {}
+    for j, i in ipairs(grp) do names[j] = g.ops[i].name end
+    local _, ins, outs, params = decomposition.borders(g, names)
+    local anchor = M.ANCHORS[g.ops[grp[1]].category] and g.ops[grp[1]].category
+      or (function() for _, i in ipairs(grp) do if M.ANCHORS[g.ops[i].category] then return g.ops[i].category end end end)()
+    sgs[k] = { name = name(g, grp), ops = names, inputs = border_list(g, ins), outputs = border_list(g, outs),
+      params = params, fusion = anchor and (anchor .. " with its epilogue") or "pointwise prologue" }
+  end
+  return { subgraphs = sgs, rule = M.RULE }
+end
+
+-- decompose(analysis) -> decomposition (decomposition.validate's), or nil and the reasons
+-- (array of sentences): the plan checked against the trace as an LLM's would be
+function M.decompose(a)
+  if not a or not a.decomposable then
+    local u = a and a.unsupported and a.unsupported[1]
+    return nil, { "the traced graph cannot be split: " .. tostring(u and u.reason or (a and a.trace_error) or "no analysis") }
+  end
+  local p, why = M.plan(a)
+  if not p then return nil, { why } end
+  return decomposition.validate(a, p)
+end
+
+return M

@@ -1,0 +1,168 @@
+"""The `integrate` kind of the `analyze` op (agents/integrate.lua): a verified kernel checked
+inside a whole model.
+
+The model file is a KernelBench problem (Model, get_inputs, get_init_inputs: a Level 3 problem or
+a user's nn.Module file written so). Its submodules of class `match_class` (or the one at
+`match_path`) are the targets. One forward of the model records each target's inputs; on those
+inputs the kernel (built as the evaluator builds a candidate for `kernel_problem`, the problem it
+was written for, then given the target's parameters and buffers where names and shapes agree) must
+give the target's outputs, else that target is left alone and the reason recorded. The matching
+targets are replaced, and the whole model's outputs must equal the original's (the dtype's
+tolerances). Then the original and the integrated model are timed alternately on the same inputs
+(median of the timed calls, device synchronized around each), and each target standalone against
+the kernel on its recorded inputs, so a kernel faster standalone and slower in the model shows.
+"""
+import copy
+import time
+
+from . import compare, inputs, loader
+
+
+def _clone(torch, v):
+    if isinstance(v, torch.Tensor):
+        return v.detach().clone()
+    if isinstance(v, (tuple, list)):
+        return type(v)(_clone(torch, x) for x in v)
+    return v
+
+
+def _median_ms(torch, device, fn, reps, warmup=3):
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(reps):
+        if device.startswith("cuda"):
+            torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        fn()
+        if device.startswith("cuda"):
+            torch.cuda.synchronize()
+        times.append((time.perf_counter() - t0) * 1e3)
+    times.sort()
+    return times[len(times) // 2]
+
+
+def _same(torch, a, b, rtol, atol):
+    fa = a if isinstance(a, (tuple, list)) else [a]
+    fb = b if isinstance(b, (tuple, list)) else [b]
+    if hasattr(a, "last_hidden_state"):  # a transformers output object
+        fa, fb = [a.last_hidden_state], [b.last_hidden_state]
+    if len(fa) != len(fb):
+        return False, "%d outputs instead of %d" % (len(fb), len(fa))
+    worst = 0.0
+    for x, y in zip(fa, fb):
+        if not isinstance(x, torch.Tensor):
+            continue
+        if x.shape != y.shape:
+            return False, "shape %s instead of %s" % (list(y.shape), list(x.shape))
+        xf, yf = x.detach().float(), y.detach().float()
+        worst = max(worst, (xf - yf).abs().max().item() if xf.numel() else 0.0)
+        if not torch.allclose(xf, yf, rtol=rtol, atol=atol, equal_nan=True):
+            return False, "differs by up to %.3g (rtol %g, atol %g)" % ((xf - yf).abs().max().item(), rtol, atol)
+    return True, worst
+
+
+def _set_submodule(root, path, new):
+    *parents, leaf = path.split(".")
+    mod = root
+    for p in parents:
+        mod = getattr(mod, p)
+    setattr(mod, leaf, new)
+
+
+def run(torch, ch, spec, shrink):
+    device, dtype = spec["device"], loader.torch_dtype(torch, spec["dtype"])
+    rtol, atol = compare.tolerances(spec["dtype"])
+    problem = loader.load_module("problem", spec["problem"])
+    shrunk = shrink(torch, problem, spec, dtype, device) if spec.get("shrink") else None
+    model = loader.build_model(torch, problem.Model, list(problem.get_init_inputs()), spec["seed"], dtype, device)
+    args, _ = inputs.make_inputs(torch, problem, spec["seed"], 0, dtype, device, "own")
+    kprob = loader.load_module("kernel_problem", spec["kernel_problem"])
+    kinit = list(kprob.get_init_inputs())
+    kref = loader.build_model(torch, kprob.Model, kinit, spec["seed"], dtype, device)
+    kmod = loader.load_module("kernel", spec["kernel"])
+
+    targets = []
+    for name, m in model.named_modules():
+        if not name:
+            continue
+        if (spec.get("match_path") and name == spec["match_path"]) or (
+                spec.get("match_class") and type(m).__name__ == spec["match_class"]):
+            targets.append((name, m))
+    if not targets:
+        return {"ok": False, "error": "ENOMATCH: no submodule %s in the model (classes there: %s)" % (
+            ("at " + spec["match_path"]) if spec.get("match_path") else ("of class " + spec["match_class"]),
+            ", ".join(sorted({type(m).__name__ for m in model.modules()})[:40]))}
+
+    ch.stage("run")
+    seen = {}
+
+    def recorder(name):
+        def hook(mod, a):
+            if name not in seen:
+                seen[name] = _clone(torch, a)
+            # None: a pre-hook's result would replace the module's inputs
+        return hook
+
+    hooks = [m.register_forward_pre_hook(recorder(name)) for name, m in targets]
+    with torch.no_grad():
+        expected = model(*args)
+    for h in hooks:
+        h.remove()
+
+    integrated = copy.deepcopy(model)
+    rows, replaced = [], []
+    with torch.no_grad():
+        for name, m in targets:
+            row = {"path": name, "class": type(m).__name__, "matched": False}
+            rows.append(row)
+            if name not in seen:
+                row["reason"] = "not called by the model's forward"
+                continue
+            cand = loader.build_candidate(torch, kmod, kref, kinit, spec["seed"], dtype, device)
+            if isinstance(cand, torch.nn.Module):
+                loader.copy_matching_state(torch, m, cand)
+            a = seen[name]
+            try:
+                got = cand(*_clone(torch, a))
+            except Exception as e:  # the kernel does not take this submodule's inputs
+                row["reason"] = "the kernel fails on its inputs: %s: %s" % (type(e).__name__, str(e)[:200])
+                continue
+            ok, why = _same(torch, m(*_clone(torch, a)), got, rtol, atol)
+            if not ok:
+                row["reason"] = "the kernel does not compute this submodule: " + why
+                continue
+            row["matched"] = True
+            row["standalone_ref_ms"] = _median_ms(torch, device, lambda: m(*a), spec["reps"])
+            row["standalone_kernel_ms"] = _median_ms(torch, device, lambda: cand(*a), spec["reps"])
+            row["standalone_speedup"] = row["standalone_ref_ms"] / row["standalone_kernel_ms"]
+            _set_submodule(integrated, name, cand)
+            replaced.append(name)
+    result = {"ok": True, "targets": rows, "replaced": replaced, "shrunk": shrunk}
+    if not replaced:
+        result.update(verified=False, reason="no target computes what the kernel computes")
+        return result
+    with torch.no_grad():
+        got = integrated(*args)
+    ok, why = _same(torch, expected, got, rtol, atol)
+    result["verified"] = ok
+    if not ok:
+        result["reason"] = "the integrated model's output " + why
+        return result
+    result["max_abs_diff"] = why
+    ch.stage("time")
+    before, after = [], []
+    with torch.no_grad():
+        for _ in range(spec["rounds"]):  # alternated, so drift hits both alike
+            before.append(_median_ms(torch, device, lambda: model(*args), spec["reps"], warmup=2))
+            after.append(_median_ms(torch, device, lambda: integrated(*args), spec["reps"], warmup=2))
+    before.sort()
+    after.sort()
+    result["model_ms_before"], result["model_ms_after"] = before[len(before) // 2], after[len(after) // 2]
+    result["in_model_speedup"] = result["model_ms_before"] / result["model_ms_after"]
+    st = [r["standalone_speedup"] for r in rows if r.get("standalone_speedup")]
+    ref = sum(r["standalone_ref_ms"] for r in rows if r.get("matched"))
+    ker = sum(r["standalone_kernel_ms"] for r in rows if r.get("matched"))
+    result["standalone_speedup"] = ref / ker if ker > 0 else None
+    result["standalone_faster_model_slower"] = bool(st) and result["standalone_speedup"] > 1.0 and result["in_model_speedup"] < 1.0
+    return result
