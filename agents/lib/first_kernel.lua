@@ -18,12 +18,7 @@ function M.reference(u)
   return table.concat({
     "# First kernel of " .. u.dir .. " (agents/lib/first_kernel.lua, reference): the subgraph's own",
     "# PyTorch ops, no LLM. The CPU mode's stand-in, and on a GPU the measure of what composing costs.",
-    "import math",
-    "import operator",
-    "",
-    "import torch",
-    "import torch.nn as nn",
-    "",
+    require("agents.lib.subproblem").IMPORTS,
     u.function_body,
     "",
   }, "\n")

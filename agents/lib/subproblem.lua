@@ -20,6 +20,9 @@ M.tuple = tuple
 local FLOATS = { float32 = true, float16 = true, bfloat16 = true, float64 = true }
 M.FLOATS = FLOATS
 
+-- the imports every generated subgraph file starts with (its code and first kernels use them)
+M.IMPORTS = "import math\nimport operator\n\nimport torch\nimport torch.nn as nn\n"
+
 -- input_expr(meta) -> Python that draws a tensor like the traced value (shape, dtype, spread)
 function M.input_expr(meta)
   local shape, dt = tuple(meta.shape), meta.dtype or "float32"
@@ -93,12 +96,7 @@ function M.build(a, sg, where)
     "# flow into it (data first, then the model's parameters, passed in as inputs) with their",
     "# traced shapes; it returns the values the rest of the model reads. Write one kernel for",
     "# the whole subgraph.",
-    "import math",
-    "import operator",
-    "",
-    "import torch",
-    "import torch.nn as nn",
-    "",
+    M.IMPORTS,
     "",
     model,
     "",
