@@ -40,23 +40,12 @@ ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "tests", "eval"))
 import hostile_cases  # noqa: E402
 from worker_client import Worker, fixture, have_cuda  # noqa: E402
+from check_table import Checks  # noqa: E402
 
 PROBLEM = "gpu_relu_problem.py"
 TRITON = fixture("eval", "gpu_relu_triton.py")
 
 
-class Checks:
-    def __init__(self):
-        self.rows, self.ok = [], True
-
-    def add(self, part, name, passed, detail, **extra):
-        self.ok &= bool(passed)
-        self.rows.append(dict(part=part, check=name, passed=bool(passed), detail=detail, **extra))
-        print("%-8s %-52s %-4s %s" % (part, name, "PASS" if passed else "FAIL", detail), flush=True)
-        out = os.environ.get("OUT")
-        if out:
-            with open(os.path.join(out, "sandbox_default_gpu_check.json"), "w") as f:
-                json.dump(self.rows, f, indent=1, default=str)
 
 
 def part_default(c, w, setup):
@@ -124,7 +113,7 @@ def main():
     if not have_cuda():
         print("SKIP: no CUDA device here")
         return 77
-    c = Checks()
+    c = Checks("sandbox_default_gpu_check.json")
     env = {k: v for k, v in os.environ.items() if k != "KAGENT_EVAL_SANDBOX"}
     os.environ.clear()
     os.environ.update(env)  # the default: no sandbox setting at all

@@ -32,6 +32,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "tests", "eval"))
 from worker_client import Worker, children_of, fixture_text, have_cuda, processes_with  # noqa: E402
+from check_table import Checks  # noqa: E402
 
 EV = os.path.join(ROOT, "tests", "fixtures", "eval")
 PROBLEM = "gpu_relu_problem.py"
@@ -44,18 +45,6 @@ def listing(path):
     return sorted(os.listdir(path)) if os.path.isdir(path) else []
 
 
-class Checks:
-    def __init__(self):
-        self.rows, self.ok = [], True
-
-    def add(self, part, name, passed, detail, **extra):
-        self.ok &= bool(passed)
-        self.rows.append(dict(part=part, check=name, passed=bool(passed), detail=detail, **extra))
-        print("%-8s %-44s %-4s %s" % (part, name, "ok" if passed else "FAIL", detail), flush=True)
-        out = os.environ.get("OUT")
-        if out:
-            with open(os.path.join(out, "sandbox_gpu_check.json"), "w") as f:
-                json.dump(self.rows, f, indent=1, default=str)
 
 
 def evaluate_triton(w):
@@ -215,7 +204,7 @@ def main():
     if not have_cuda():
         print("SKIP: no CUDA device here")
         return 77
-    c = Checks()
+    c = Checks("sandbox_gpu_check.json")
     parts = args.part.split(",")
     if "triton" in parts:
         part_triton(c, args.memory_mb)

@@ -57,13 +57,6 @@ function M.row(s)
   return r
 end
 
-local function geo(xs)
-  if #xs == 0 then return nil end
-  local acc = 0
-  for _, x in ipairs(xs) do acc = acc + math.log(x) end
-  return math.exp(acc / #xs)
-end
-
 -- aggregate(rows) -> {problems, decomposed, first_verified, first_speedup = {eager|compile|
 -- max_autotune = {n, geomean}}, first_fast_p = {eager|compile = {["1.0"], ["1.2"]}}} over the
 -- sweep's rows (figures.row's, whose .fuse this module filled)
@@ -89,7 +82,7 @@ function M.aggregate(rows)
     end
   end
   local out = { problems = n, decomposed = dec, first_verified = ver, first_speedup = {}, first_fast_p = {} }
-  for b, list in pairs(sp) do out.first_speedup[b] = { n = #list, geomean = geo(list) or json.null } end
+  for b, list in pairs(sp) do out.first_speedup[b] = { n = #list, geomean = require("agents.lib.sweep.figures").geomean(list) or json.null } end
   for b, t in pairs(fast) do
     out.first_fast_p[b] = {}
     for k, c in pairs(t) do out.first_fast_p[b][k] = (#sp[b] > 0 and n > 0) and c / n or json.null end
