@@ -233,9 +233,13 @@ def setup(environ=os.environ):
             missing.append("root without a pids cgroup (%s): no limit on a job's processes"
                            % groups.notes.get("pids"))
         elif process_limit == "watch":
+            cap = namespaces.task_cap(procs)
             missing.append("root without a pids cgroup (%s): a job's processes are counted "
                            "every %.2f s and it is stopped past the limit, so a fork bomb grows "
-                           "that long" % (groups.notes.get("pids"), process_watch.WATCH_S))
+                           "that long, %s" % (groups.notes.get("pids"), process_watch.WATCH_S,
+                                              "to %d tasks at most (its namespace's pid_max)" % cap
+                                              if cap else "unbounded (Linux before 6.14 keeps "
+                                              "one pid_max for the machine)"))
         if memory and not groups.has("memory"):
             missing.append("no memory cgroup (%s): shared memory maps and memfd are not counted "
                            "against the memory limit%s" % (groups.notes.get("memory"), "" if namespace
@@ -288,6 +292,8 @@ def status():
             "processes": ("namespace (%s)" % s["namespaces"]) if s["namespaces"] else "subreaper",
             "process_limit": s["process_limit"],
             "max_processes": (s["max_processes"] or None) if s["process_limit"] else None,
+            "max_tasks_hard": (namespaces.task_cap(s["max_processes"])
+                               if s["process_limit"] == "watch" else None),
             "memory_counts": ("all (cgroup)" if s["groups"] and s["groups"].has("memory")
                               else "private (rlimit)" if s["memory_mb"] else None),
             "shm": "private" if s["namespaces"] else "swept" if s["enabled"] else "shared",
@@ -384,7 +390,8 @@ def enter(role, job_dir):
     if s["namespaces"]:
         namespaces.enter(user=s["namespaces"] == "user", shm_bytes=(s["memory_mb"] or 0) << 20,
                          hidden=HIDDEN_PATHS if s["enabled"] else (),
-                         kept=KEPT_PATHS + (s["root"],))
+                         kept=KEPT_PATHS + (s["root"],),
+                         max_tasks=s["max_processes"] if s["process_limit"] == "watch" else 0)
     cache = s["caches"]["trusted" if role != "candidate" else "candidate"]
     os.environ.update({
         "HOME": job_dir, "TMPDIR": job_dir, "TRITON_CACHE_DIR": os.path.join(cache, "triton"),

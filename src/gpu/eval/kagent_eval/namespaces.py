@@ -22,6 +22,7 @@ Must run before Landlock, which forbids mounting.
 import ctypes
 import fcntl
 import os
+import re
 import signal
 import socket
 import stat
@@ -68,6 +69,35 @@ def _own_proc():
     _call(_libc.mount(b"none", b"/", None, _MS_REC | _MS_PRIVATE, None), "mount --make-rprivate /")
     _call(_libc.mount(b"proc", b"/proc", b"proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC, None),
           "mount proc")
+
+
+# Linux 6.14 made kernel.pid_max a property of each PID namespace: written in the job's, it
+# caps the tasks the job can have at once (fork and clone fail past it), a hard bound where no
+# pids cgroup gives one. On an older kernel the same write would set the machine's, so it is
+# never made there. The sysctl's floor is 301, and once a namespace's numbers wrap they restart
+# at 300 (RESERVED_PIDS), so the cap is the job's allowance above those 300.
+PID_MAX_KERNEL = (6, 14)
+RESERVED_PIDS = 300
+
+
+def pid_max_applies(release=None):
+    m = re.match(r"(\d+)\.(\d+)", release or os.uname().release)
+    return bool(m) and (int(m.group(1)), int(m.group(2))) >= PID_MAX_KERNEL
+
+
+def task_cap(max_tasks):
+    """The hard bound on a job's tasks at once that its namespace's pid_max gives for an
+    allowance of max_tasks, or None where it gives none."""
+    return RESERVED_PIDS + max_tasks if max_tasks and pid_max_applies() else None
+
+
+def _cap_tasks(max_tasks):
+    cap = task_cap(max_tasks)
+    if cap:
+        try:
+            _write("/proc/sys/kernel/pid_max", str(cap + 1))
+        except OSError:
+            pass  # the worker's count (process_watch.py) still holds the job to its allowance
 
 
 def _guard_proc():
@@ -162,12 +192,13 @@ def _relay(pid):
     os._exit(128 + sig)
 
 
-def enter(user, shm_bytes=0, hidden=(), kept=()):
+def enter(user, shm_bytes=0, hidden=(), kept=(), max_tasks=0):
     """In a single-threaded child: from here on this code runs as process 1 of a new PID
     namespace with its own /proc, /dev/shm and network, the `hidden` paths covered but for the
     `kept` ones under them (the calling process stays behind as the relay and never returns).
     user: True to create a user namespace too (without CAP_SYS_ADMIN). shm_bytes: the size of
-    the private /dev/shm (0: SHM_DEFAULT_BYTES)."""
+    the private /dev/shm (0: SHM_DEFAULT_BYTES). max_tasks: the job's allowance of tasks, capped
+    hard through its namespace's pid_max where the kernel keeps one per namespace (task_cap)."""
     _unshare(user)
     pid = os.fork()
     if pid != 0:
@@ -175,6 +206,7 @@ def enter(user, shm_bytes=0, hidden=(), kept=()):
     global proc_guarded
     _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     _own_proc()
+    _cap_tasks(max_tasks)  # before the sysctls are made read-only
     proc_guarded = _guard_proc()
     _private_shm(shm_bytes)
     _hide(hidden, kept)
