@@ -104,7 +104,12 @@ class ManyChildren(Case):
 
     def values(self):
         # past the limit wherever it is (4 per core on a machine of more than 64 cores)
-        return dict(super().values(), CHILDREN=max(CHILDREN, (self.status.get("max_processes") or 0) + 50))
+        # a worker that counts the job's tasks (process_limit "watch": root without a pids
+        # cgroup) stops a job that holds more than its limit for longer than its count's period;
+        # one that stays past it for less is held by the namespace's pid_max alone
+        hold = 0.5 if self.status.get("process_limit") == "watch" else 0
+        return dict(super().values(), HOLD_S=hold,
+                    CHILDREN=max(CHILDREN, (self.status.get("max_processes") or 0) + 50))
 
     def reached(self, result):
         if result.get("code") == "EPROCESSES":

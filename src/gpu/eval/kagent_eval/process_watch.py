@@ -2,53 +2,49 @@
 
 The kernel exempts root from RLIMIT_NPROC, and a machine may not delegate the pids controller
 (a container whose own group holds processes cannot enable it for child groups). Root's jobs
-still run in a PID namespace of their own (namespaces.py), so the worker can count what a job
-runs: every task (thread) of every process in that namespace. While a job's child runs, the
-worker counts them every WATCH_S; past the job's limit it kills the namespace's first process,
-which takes every other one with it. Not a hard limit like a cgroup's: a fork bomb grows for
-up to WATCH_S before it is stopped, and the job fails EPROCESSES all the same.
+still run in a PID namespace of their own (namespaces.py), where every process descends from
+the namespace's first one (an orphan is handed to it), so the worker can count what a job runs:
+every task (thread) of that tree. While a job's child runs, outside its timed stages, the
+worker counts them every WATCH_S; past the job's limit it kills the job, and the namespace's
+processes die with its first one. Not a hard limit like a cgroup's: a fork bomb grows for up
+to WATCH_S (or a timed stage) first, up to the namespace's pid_max where the kernel keeps one
+(namespaces.task_cap), and the job fails EPROCESSES all the same.
 
-    namespace_of(relay_pid) -> the "pid:[inode]" of the job's namespace, or None
-    count_tasks(ns) -> tasks in it now
+    first_of(relay_pid) -> the job namespace's first process (as this process sees it), or None
+    count_tasks(first) -> tasks of it and of every process below it now
 """
 import os
 
-WATCH_S = 0.05
+WATCH_S = 0.1
 
 
-def namespace_of(relay_pid):
-    """The PID namespace of a job whose relay (the process the worker forked, which stays
-    outside the namespace: namespaces.enter) is relay_pid: its first child's. None before the
-    namespace's first process exists."""
+def first_of(relay_pid):
+    """The first process of a job's namespace, whose relay (the process the worker forked,
+    which stays outside the namespace: namespaces.enter) is relay_pid: its one child. None
+    before it exists."""
+    kids = _children(relay_pid, relay_pid)
+    return int(kids[0]) if kids else None
+
+
+def _children(pid, tid):
     try:
-        with open("/proc/%d/task/%d/children" % (relay_pid, relay_pid)) as f:
-            kids = f.read().split()
-        if not kids:
-            return None
-        return os.readlink("/proc/%s/ns/pid" % kids[0])
+        with open("/proc/%d/task/%s/children" % (pid, tid)) as f:
+            return f.read().split()
     except OSError:
-        return None
+        return []
 
 
-def _threads(pid):
-    with open("/proc/%s/stat" % pid) as f:
-        stat = f.read()
-    # the fields after the command name (which may hold spaces and parentheses): num_threads is
-    # the 20th field of the line, the 18th after the name
-    return int(stat[stat.rindex(")") + 2:].split()[17])
-
-
-def count_tasks(ns):
-    """Tasks of every process whose PID namespace is ns (processes that end meanwhile are left
-    out)."""
-    total = 0
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
+def count_tasks(first):
+    """Tasks of `first` and of every process below it (those that end meanwhile are left out):
+    a read per task, not one per process of the machine."""
+    total, stack = 0, [first]
+    while stack:
+        pid = stack.pop()
         try:
-            if os.readlink("/proc/%s/ns/pid" % entry) != ns:
-                continue
-            total += _threads(entry)
-        except (OSError, ValueError, IndexError):
+            tids = os.listdir("/proc/%d/task" % pid)
+        except OSError:
             continue
+        total += len(tids)
+        for tid in tids:
+            stack.extend(int(k) for k in _children(pid, tid))
     return total
