@@ -1,7 +1,7 @@
 # Install layout (cmake --install build --prefix P, or the .deb from `cpack -G DEB` in build/):
 #   P/bin/kagent-rt
 #   P/share/kagent-rt/{agents,skills,prompts,examples,types}/, eval/kagent_eval/ (the evaluator,
-#     put on the workers' PYTHONPATH by kagent/gpu.lua), demo.sh
+#     put on the workers' PYTHONPATH by kagent/gpu/worker.lua), demo.sh
 #   P/share/doc/kagent-rt/          README and the scripting contract, LICENSE, CITATION.cff,
 #                                   copyright (Debian's format); licenses/ of the Lua libraries
 #                                   compiled in (argparse)

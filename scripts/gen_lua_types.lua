@@ -16,13 +16,14 @@ local IS_MODULE = {}
 for _, m in ipairs(MODULES) do IS_MODULE[m] = true end
 
 -- objects the docs name by a short receiver, and the class each one gets
-local OBJECTS = { t = "kagent.task.Task", sem = "kagent.task.Semaphore", p = "kagent.proc.Process",
-  pool = "kagent.gpu.Pool", db = "kagent.mem.Db" }
-local OBJECT_ORDER = { "t", "sem", "p", "pool", "db" }
-local OBJECT_MODULE = { t = "task", sem = "task", p = "proc", pool = "gpu", db = "mem" }
+local OBJECTS = { t = "kagent.task.Task", sem = "kagent.task.Semaphore", cond = "kagent.task.Condition",
+  p = "kagent.proc.Process", pool = "kagent.gpu.Pool", db = "kagent.mem.Db" }
+local OBJECT_ORDER = { "t", "sem", "cond", "p", "pool", "db" }
+local OBJECT_MODULE = { t = "task", sem = "task", cond = "task", p = "proc", pool = "gpu", db = "mem" }
 -- functions that return one of those objects
 local RETURNS = { ["task.spawn"] = "kagent.task.Task", ["task.current"] = "kagent.task.Task?",
-  ["task.semaphore"] = "kagent.task.Semaphore", ["proc.spawn"] = "kagent.proc.Process?",
+  ["task.semaphore"] = "kagent.task.Semaphore", ["task.condition"] = "kagent.task.Condition",
+  ["proc.spawn"] = "kagent.proc.Process?",
   ["gpu.pool"] = "kagent.gpu.Pool", ["mem.open"] = "kagent.mem.Db?" }
 local FIELD_TYPES = { ["kagent.version"] = "string", ["kagent.args"] = "string[]",
   ["kagent.script"] = "string", ["kagent.exe"] = "string?", ["kagent.root"] = "string", ["kagent.path"] = "string[]",

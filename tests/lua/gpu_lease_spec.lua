@@ -1,6 +1,6 @@
--- kagent.gpu_lease: a device's shared/exclusive lease, with tasks standing in for workers (the
+-- kagent.gpu.lease: a device's shared/exclusive lease, with tasks standing in for workers (the
 -- pool's use of it with real worker processes is in gpu_lease_cpu_spec.lua).
-local lease_mod = require("kagent.gpu_lease")
+local lease_mod = require("kagent.gpu.lease")
 local task = kagent.task
 
 local SHARED, EXCLUSIVE = lease_mod.SHARED, lease_mod.EXCLUSIVE

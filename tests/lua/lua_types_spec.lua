@@ -69,7 +69,8 @@ describe("docs/lua-api.md", function()
     local db = assert(kagent.mem.open(":memory:"))
     local p = assert(kagent.proc.spawn({ "true" }))
     p:wait(5)
-    return { t = kagent.task.spawn(function() end), sem = kagent.task.semaphore(1), p = p,
+    return { t = kagent.task.spawn(function() end), sem = kagent.task.semaphore(1),
+      cond = kagent.task.condition(), p = p,
       pool = kagent.gpu.pool({ devices = "cpu" }), db = db }
   end
 

@@ -1,4 +1,4 @@
--- kagent.task: scheduling, waiting, killing, semaphores, errors.
+-- kagent.task: scheduling, waiting, killing, semaphores, conditions, errors.
 local task, time = kagent.task, kagent.time
 
 describe("task", function()
@@ -103,6 +103,29 @@ describe("task", function()
     task.wait(t)
     expect.eq(got, true)
     expect.eq(sem:available(), 0)
+  end)
+
+  it("condition wakes every task waiting, in the order they came, and only those", function()
+    local cond = task.condition()
+    expect.eq(cond:notify_all(), 0, "nobody waits yet")
+    local order = {}
+    local function waiter(name)
+      return task.spawn(function() local r = cond:wait(); order[#order + 1] = name; return r end)
+    end
+    local a, b, c = waiter("a"), waiter("b"), waiter("c")
+    task.sleep(0.01)
+    expect.eq(task.kill(b), true)
+    expect.same(order, {}, "no task runs before notify_all")
+    expect.eq(cond:notify_all(), 2, "the killed waiter is passed over")
+    expect.same({ task.wait(a) }, { true, true }, "wait() returns true")
+    task.wait(c)
+    expect.same(order, { "a", "c" })
+    local late = waiter("late")
+    task.sleep(0.01)
+    expect.same(order, { "a", "c" }, "an earlier notify_all does not wake a later wait")
+    expect.eq(cond:notify_all(), 1)
+    task.wait(late)
+    expect.same(order, { "a", "c", "late" })
   end)
 
   it("raises when a waiting primitive runs outside a task", function()

@@ -49,6 +49,13 @@ function task.yield() end
 ---@return kagent.task.Semaphore
 function task.semaphore(n) end
 
+---`task.condition()` → `cond`, an event any number of tasks wait for together. `cond:wait()` ⏸ →
+---  `true` once `cond:notify_all()` is called after the wait began; `cond:notify_all()` → the number
+---  of tasks woken: every task waiting now, in the order they began (a task killed while waiting is
+---  passed over). A wait that begins later waits for the next `notify_all`.
+---@return kagent.task.Condition
+function task.condition() end
+
 ---`task.kill(t)` → `true` if it was alive. The task ends at once; its pending operation is canceled
 ---  (timer removed, HTTP transfer aborted, child process group killed). Waiters get
 ---  `false, "ECANCELED: killed"`.
@@ -86,5 +93,22 @@ function sem:release() end
 ---  "ETIMEDOUT"`; `sem:release()`; `sem:available()` → count.
 ---@return integer
 function sem:available() end
+
+---@class kagent.task.Condition
+local cond = {}
+
+---`task.condition()` → `cond`, an event any number of tasks wait for together. `cond:wait()` ⏸ →
+---  `true` once `cond:notify_all()` is called after the wait began; `cond:notify_all()` → the number
+---  of tasks woken: every task waiting now, in the order they began (a task killed while waiting is
+---  passed over). A wait that begins later waits for the next `notify_all`.
+---@return true
+function cond:wait() end
+
+---`task.condition()` → `cond`, an event any number of tasks wait for together. `cond:wait()` ⏸ →
+---  `true` once `cond:notify_all()` is called after the wait began; `cond:notify_all()` → the number
+---  of tasks woken: every task waiting now, in the order they began (a task killed while waiting is
+---  passed over). A wait that begins later waits for the next `notify_all`.
+---@return integer
+function cond:notify_all() end
 
 return task

@@ -237,7 +237,7 @@ int Runtime::run_main() {
     if (!has_ready && ops_.size() == 0 && !loop_.has_timers()) {
       std::fprintf(stderr,
                    "kagent-rt: deadlock: every task is waiting and nothing can wake one "
-                   "(a task.wait or semaphore that is never released)\n");
+                   "(a task.wait, a semaphore never released or a condition never notified)\n");
       exit_code = 1;
       break;
     }

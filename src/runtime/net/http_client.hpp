@@ -74,7 +74,8 @@ class HttpClient {
   void cancel(uint64_t id);
   const Stats& stats() const { return stats_; }
 
-  struct Transfer;  // one easy handle and what it collects (public for curl's C callbacks)
+  // one easy handle and what it collects (http_transfer.hpp; public for curl's C callbacks)
+  struct Transfer;
 
  private:
   static int on_socket(CURL* easy, curl_socket_t s, int what, void* self, void* socketp);
@@ -84,6 +85,7 @@ class HttpClient {
   void finish(Transfer* t, CURLcode rc);
   void arm_idle_timer(Transfer* t, double seconds);
   void arm_start_timer(Transfer* t, double seconds);
+  Transfer* find(uint64_t id);  // a transfer in flight, or nullptr
   // Ends a transfer that curl has not finished (idle timeout, refused by the multi handle).
   void fail(uint64_t id, const std::string& code, const std::string& message);
 

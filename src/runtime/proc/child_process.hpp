@@ -1,5 +1,6 @@
 // ChildProcess: one spawned program with non-blocking pipes, watched by the EventLoop.
 // The program runs in its own process group so that a kill reaches everything it started.
+// child_process.cpp starts it and ends it (exit, kill); child_process_io.cpp moves its pipes.
 #pragma once
 
 #include <sys/types.h>
@@ -91,6 +92,7 @@ class ChildProcess : public std::enable_shared_from_this<ChildProcess> {
   void on_pidfd();
   void after_exit_or_eof();
   void deliver_line_if_ready();
+  LineCallback take_line_cb();  // the pending line callback, cleared with its timer
   void finish_if_done();
   void escalate(bool timed_out);
   void close_fd(int& fd);

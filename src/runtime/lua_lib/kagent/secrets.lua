@@ -1,7 +1,7 @@
 -- kagent.secrets: what may leave the runtime for an evaluator worker (an environment allow-list)
 -- and the one redaction step for text that comes back. Candidate kernels are untrusted code: the
 -- text of a worker's reply (errors, tracebacks, mismatch text) and of its stderr is redacted here
--- as it arrives (kagent/gpu.lua), and so is every log line (kagent/log.lua), so no secret value
+-- as it arrives (kagent/gpu/worker.lua), and so is every log line (kagent/log.lua), so no secret value
 -- reaches a log, a trace, the database, a report or a prompt downstream.
 --
 -- The secrets: the values of the API-key variables the runtime knows (ANTHROPIC_API_KEY,

@@ -258,58 +258,20 @@ function M.all(list, opts)
   return out
 end
 
--- Semaphores -----------------------------------------------------------------------------------
-local Semaphore = {}
-Semaphore.__index = Semaphore
+-- Semaphores and conditions (kagent/task/sync.lua) -------------------------------------------
 
-function M.semaphore(n)
-  if type(n) ~= "number" or n < 0 then error("task.semaphore: expected a count >= 0", 2) end
-  return setmetatable({ count = n, waiters = {} }, Semaphore)
+-- Wakes a task parked by a primitive of kagent/task/sync.lua; `op` is the timer it also waits on
+-- (a wait with a timeout), canceled so it cannot wake the task a second time.
+local function wake(t, op)
+  if op then
+    parked_on[op] = nil
+    t.op = nil
+    cancel_op(op)
+  end
+  schedule(t)
 end
 
-function Semaphore:available() return self.count end
-
-function Semaphore:acquire(timeout)
-  local t = running_task("sem:acquire")
-  if self.count > 0 and #self.waiters == 0 then
-    self.count = self.count - 1
-    return true
-  end
-  if timeout ~= nil and (type(timeout) ~= "number" or timeout < 0) then
-    error("sem:acquire: timeout must be a number >= 0", 2)
-  end
-  local entry = { task = t, granted = false }
-  self.waiters[#self.waiters + 1] = entry
-  if timeout then
-    local op = native.time.sleep_start(timeout)
-    entry.op = op
-    M._await(op, "sem:acquire")
-  else
-    park()
-  end
-  if entry.granted then return true end
-  for i, e in ipairs(self.waiters) do
-    if e == entry then table.remove(self.waiters, i) break end
-  end
-  return nil, "ETIMEDOUT: semaphore not acquired in " .. tostring(timeout) .. " s", "ETIMEDOUT"
-end
-
-function Semaphore:release()
-  while #self.waiters > 0 do
-    local e = table.remove(self.waiters, 1)
-    if e.task.status ~= "dead" then
-      e.granted = true
-      if e.op then
-        parked_on[e.op] = nil
-        e.task.op = nil
-        cancel_op(e.op)
-      end
-      schedule(e.task)
-      return
-    end
-  end
-  self.count = self.count + 1
-end
+require("kagent.task.sync")(M, { running_task = running_task, park = park, wake = wake })
 
 -- Driven by the C++ loop --------------------------------------------------------------------------
 function M._start_main(path)

@@ -1,7 +1,7 @@
 -- Moving one LLM request over HTTP: one attempt (a whole reply, or a streamed one decoded from
 -- server-sent events as it arrives), what a failed attempt means (a failure record), and the
 -- retry driver with its backoff, capped Retry-After and per-call deadline. Policy that needs the
--- run's state (slots, accounting, record/replay) stays in llm.lua.
+-- run's state (slots, accounting, record/replay) stays in llm.lua and its other parts.
 local http = require("kagent.http")
 local json = require("kagent.json")
 local task = require("kagent.task")

@@ -1,4 +1,4 @@
--- kagent.gpu_lease: the lease of one device shared by several evaluator workers (kagent.gpu's
+-- kagent.gpu.lease: the lease of one device shared by several evaluator workers (kagent.gpu's
 -- pool), a reader/writer lock held by workers:
 --   shared     untimed GPU work (the correctness trials, the first call that compiles, the
 --              reference's outputs): any number of holders at once;
@@ -55,7 +55,7 @@ end
 --- back first and waits in line (no upgrade in place: it must have stopped its GPU work).
 function Lease:acquire(key, mode)
   if mode ~= M.SHARED and mode ~= M.EXCLUSIVE then
-    error("gpu_lease: mode must be \"shared\" or \"exclusive\", not " .. tostring(mode), 2)
+    error("gpu.lease: mode must be \"shared\" or \"exclusive\", not " .. tostring(mode), 2)
   end
   if self.holders[key] == mode then return 0 end
   if self.holders[key] == M.EXCLUSIVE then  -- downgrade in place
@@ -70,7 +70,7 @@ function Lease:acquire(key, mode)
     return 0
   end
   local t0 = ktime.now()
-  local e = { key = key, mode = mode, task = task._running_task("gpu_lease:acquire"), sem = task.semaphore(0) }
+  local e = { key = key, mode = mode, task = task._running_task("gpu.lease:acquire"), sem = task.semaphore(0) }
   self.queue[#self.queue + 1] = e
   e.sem:acquire()
   return ktime.now() - t0
