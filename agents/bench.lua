@@ -9,10 +9,10 @@
 local fs = require("kagent.fs")
 local json = require("kagent.json")
 local task = require("kagent.task")
-local run_lib = require("agents.lib.run")
-local targets = require("agents.lib.bench.targets")
-local measure = require("agents.lib.bench.measure")
-local output = require("agents.lib.bench.output")
+local run_lib = require("agents.run")
+local targets = require("agents.tools.bench.targets")
+local measure = require("agents.tools.bench.measure")
+local output = require("agents.tools.bench.output")
 
 local PROG = "agents/bench.lua"
 

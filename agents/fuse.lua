@@ -8,9 +8,9 @@
 -- other one runs. The result is best_kernel.py in a run directory and the archived kernel of the
 -- problem, so `agents/beam.lua --problem P` (or `--kernel <run>/best_kernel.py`) optimizes it.
 -- Stages and the run directory: agents/lib/fuse.lua and docs/agents.md.
-local options = require("agents.lib.options")
-local run_lib = require("agents.lib.run")
-local fuse = require("agents.lib.fuse")
+local options = require("agents.run.options")
+local run_lib = require("agents.run")
+local fuse = require("agents.flows.fuse")
 
 local PROG = "agents/fuse.lua"
 local FUSE = "Route and decomposition"

@@ -6,12 +6,12 @@
 -- beam.lua runs the same generation itself when it has no kernel and nothing archived.
 
 local json = require("kagent.json")
-local options = require("agents.lib.options")
-local run_lib = require("agents.lib.run")
-local generate = require("agents.lib.generate")
-local confirm = require("agents.lib.confirm")
-local attempt = require("agents.lib.attempt")
-local summary = require("agents.lib.summary")
+local options = require("agents.run.options")
+local run_lib = require("agents.run")
+local generate = require("agents.flows.generate")
+local confirm = require("agents.search.confirm")
+local attempt = require("agents.search.attempt")
+local summary = require("agents.search.summary")
 local fingerprint = require("agents.lib.fingerprint")
 
 local PROG = "agents/generate.lua"

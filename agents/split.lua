@@ -8,9 +8,9 @@ local fs = require("kagent.fs")
 local json = require("kagent.json")
 local ktime = require("kagent.time")
 local task = require("kagent.task")
-local run_lib = require("agents.lib.run")
-local plan_lib = require("agents.lib.sweep.plan")
-local splitter = require("agents.lib.splitter")
+local run_lib = require("agents.run")
+local plan_lib = require("agents.tools.sweep.plan")
+local splitter = require("agents.flows.splitter")
 
 local PROG = "agents/split.lua"
 local SPEC = {

@@ -4,7 +4,7 @@
 -- children are ranked on medians with noise and the N best distinct kernels kept.
 --   kagent-rt agents/beam.lua --problem P --kernel K [--beam N] [--directions M]
 local judge = require("agents.roles.judge")
-local select = require("agents.lib.select")
+local select = require("agents.lib.rank")
 
 local P = { name = "beam" }
 

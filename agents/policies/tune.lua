@@ -5,8 +5,8 @@
 -- change tried from this kernel before (memory) is not tried again. It stops when no neighbour
 -- passes the promotion gate.
 local features = require("agents.lib.features")
-local promotion = require("agents.lib.promotion")
-local search = require("agents.lib.search")
+local promotion = require("agents.search.promotion")
+local search = require("agents.search.driver")
 local skills = require("agents.lib.skills")
 local tunables = require("agents.lib.tunables")
 local verifier = require("agents.roles.verifier")

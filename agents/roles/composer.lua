@@ -7,7 +7,7 @@
 -- the kernels as leaves, makes no call but the kernels (pool:analyze, kind "forward"), and (3)
 -- the static checks find no torch compute in its wrapper.
 local json = require("kagent.json")
-local attempt = require("agents.lib.attempt")
+local attempt = require("agents.search.attempt")
 local subproblem = require("agents.lib.subproblem")
 
 local M = {}

@@ -7,7 +7,7 @@
 local json = require("kagent.json")
 local decomposition = require("agents.lib.decomposition")
 
-local replies = require("agents.lib.replies")
+local replies = require("agents.run.replies")
 
 local M = {}
 

@@ -3,8 +3,8 @@
 -- kept in the run folder (state.json) so that --resume uses them without the file.
 package.path = kagent.root .. "/tests/fixtures/agent/?.lua;" .. package.path
 local fs, json = kagent.fs, kagent.json
-local config = require("agents.lib.config")
-local run_lib = require("agents.lib.run")
+local config = require("agents.run.config")
+local run_lib = require("agents.run")
 local session = require("fake_session")
 local cpu = session.cpu()
 

@@ -5,10 +5,10 @@
 -- second confirmation, whose figure is still measured). No Python.
 package.path = kagent.root .. "/?.lua;" .. package.path
 local json = kagent.json
-local confirm = require("agents.lib.confirm")
-local measured = require("agents.lib.measured")
-local run_lib = require("agents.lib.run")
-local attempt = require("agents.lib.attempt")
+local confirm = require("agents.search.confirm")
+local measured = require("agents.search.measured")
+local run_lib = require("agents.run")
+local attempt = require("agents.search.attempt")
 
 -- A FAKE pool. eager: the eager median it measures (a field, so a test can move it); each job
 -- is recorded as {op, baselines = the names asked, sanitize, generalize}.

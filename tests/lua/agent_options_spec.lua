@@ -6,8 +6,8 @@
 -- load named as the problem; a corrupt state.json and a read-only database in one line.
 package.path = kagent.root .. "/tests/fixtures/agent/?.lua;" .. package.path
 local fs, json, proc = kagent.fs, kagent.json, kagent.proc
-local args = require("agents.lib.args")
-local options = require("agents.lib.options")
+local args = require("agents.run.args")
+local options = require("agents.run.options")
 local session = require("fake_session")
 local cpu = session.cpu()
 

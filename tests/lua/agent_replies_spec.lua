@@ -3,9 +3,9 @@
 -- from the FAKE server's quirks mode in tests/lua/agent_quirks_*_cpu_spec.lua, end to end.
 package.path = kagent.root .. "/?.lua;" .. package.path
 local json = kagent.json
-local replies = require("agents.lib.replies")
-local ask = require("agents.lib.ask")
-local reply_stats = require("agents.lib.reply_stats")
+local replies = require("agents.run.replies")
+local ask = require("agents.run.ask")
+local reply_stats = require("agents.run.reply_stats")
 
 local KERNEL = "import torch\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n        return x * 2"
 local PARENT = "import torch\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n        return x + x\n"
