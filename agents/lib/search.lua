@@ -1,0 +1,1 @@
+return require("agents.lib.renamed")("agents.lib.search", "agents.search.driver")
