@@ -75,7 +75,7 @@
 ---@field directions fun(parent: kagent.Kernel, run: kagent.Run): kagent.Direction[], (table|string)? one worker per direction; the second value is traced (a string or .reason says why there are none)
 ---@field keep fun(beam: kagent.Kernel[], children: kagent.Kernel[], run: kagent.Run): kagent.Kernel[] the next beam (non-empty)
 ---@field expand? fun(parent: kagent.Kernel, direction: kagent.Direction, run: kagent.Run, w: {round: integer, k: integer, dir: string}): kagent.Draft default: the LLM worker (agents/lib/expand.lua)
----@field stop? fun(state: table, run: kagent.Run): string? default: search.default_stop (plateau, confirmed SOL)
+---@field stop? fun(state: table, run: kagent.Run, default: fun(state: table, run: kagent.Run): string?): string? default: the driver's default_stop (plateau, confirmed SOL), also passed as `default`
 
 ---A kernel of the search (agents/lib/attempt.lua, kernel).
 ---@class kagent.Kernel

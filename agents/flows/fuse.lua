@@ -15,6 +15,7 @@ local task = require("kagent.task")
 local ktime = require("kagent.time")
 local attempt = require("agents.search.attempt")
 local confirm = require("agents.search.confirm")
+local verdict = require("agents.lib.verdict")
 local decomposition = require("agents.lib.decomposition")
 local fingerprint = require("agents.lib.fingerprint")
 local first_kernel = require("agents.flows.first_kernel")
@@ -155,7 +156,7 @@ local function first(run, u, path, out)
         job = audited(first_share(run, src)) })
       local r = view.evaluate(code)
       run.rd:write(dir .. "/verify.json", r)
-      if attempt.verified(r) then
+      if verdict.verified(r) then
         u.first = { source = src, code = code, result = r }
         local audit = type(r.audit) == "table" and r.audit or {}
         out.first = { source = src, label = first_kernel.label(src, run.devices[1].mode == "cpu"), verified = true,
@@ -187,7 +188,7 @@ local function session(run, u, progress)
     local row = not run.opts.fresh and mem:best_archived(run.dtype)
     if row then
       local r = sub.evaluate(row.source)
-      if attempt.verified(r) then
+      if verdict.verified(r) then
         code, result, out.reused = row.source, r, "archive #" .. tostring(row.id)
         log.info("%s: reusing the archived kernel #%s", u.dir, tostring(row.id))
       end
@@ -215,9 +216,7 @@ local function session(run, u, progress)
     run.rd:write(dir .. "/best_kernel.py", code)
     run.rd:write(dir .. "/verify.json", result)
     local k = attempt.kernel({ id = u.dir, code = code, path = run.rd:path(dir .. "/best_kernel.py"), result = result })
-    k.attempt_id = mem:add_attempt({ round = 0, role = "generate", strategy = "fuse", source_path = k.path,
-      source_hash = fingerprint.of(code), fingerprint = k.fingerprint, stage = "done", correct = true,
-      time_ms = result.time_ms.median, metrics = k.profile })
+    k.attempt_id = attempt.store_kernel(mem, k, "generate", "fuse")
     if out.kept == "llm" then mem:archive(k, run.dtype) end
     u.kernel_code, u.result = code, result
   else
@@ -307,7 +306,7 @@ local function direct_path(run, st)
     local g, gerr = generate.run(view, run.opts.gen_workers)
     if not g then return nil, gerr end
     local r = view.pool:evaluate(view.job(g.code, { bench = { baselines = confirm.BASELINES } }))
-    if not attempt.verified(r) then
+    if not verdict.verified(r) then
       log.warn("the generated program's timed run next to the baselines failed (%s): its verified result stands", tostring(r.error))
       r = g.result
     end
@@ -351,10 +350,7 @@ local function finish(run, st, best, failures)
     s.next = string.format("kagent-rt agents/beam.lua --problem %s --kernel %s --dtype %s", run.problem_path,
       run.rd:path("best_kernel.py"), run.dtype)
     local k = attempt.kernel({ id = "fused", code = best.code, path = run.rd:path("best_kernel.py"), result = res })
-    k.attempt_id = run.mem:add_attempt({ round = 0, role = r.final == "decompose" and "compose" or "generate", strategy = "fuse",
-      source_path = k.path, source_hash = fingerprint.of(best.code), fingerprint = k.fingerprint, stage = "done",
-      correct = true, time_ms = t, speedup_vs_eager = res.speedup_vs_eager, speedup_vs_compile = res.speedup_vs_compile,
-      metrics = k.profile })
+    k.attempt_id = attempt.store_kernel(run.mem, k, r.final == "decompose" and "compose" or "generate", "fuse")
     -- archived once timed next to both baselines: beam.lua --problem P then starts from it
     if res.eager_ms then run.mem:archive(k, run.dtype) end
   end

@@ -6,7 +6,6 @@
 -- passes the promotion gate.
 local features = require("agents.lib.features")
 local promotion = require("agents.search.promotion")
-local search = require("agents.search.driver")
 local skills = require("agents.lib.skills")
 local tunables = require("agents.lib.tunables")
 local verifier = require("agents.roles.verifier")
@@ -46,9 +45,9 @@ function P.keep(beam, children, run)
   return promotion.keep_best(run, beam, children)
 end
 
-function P.stop(state, run)
+function P.stop(state, run, default)
   if state.rounds_without_gain > 0 then return "converged: no neighbouring setting is faster beyond noise" end
-  return search.default_stop(state, run)
+  return default(state, run)
 end
 
 return P

@@ -11,7 +11,6 @@ local prompt = require("kagent.prompt")
 local args = require("agents.run.args")
 local options = require("agents.run.options")
 local rundir = require("agents.run.rundir")
-local state_file = require("agents.search.state")
 local memory = require("agents.run.memory")
 local fingerprint = require("agents.lib.fingerprint")
 local metrics = require("agents.lib.metrics")
@@ -25,10 +24,13 @@ local models = require("agents.run.models")
 
 local M = {}
 
+-- die(msg[, code]) -> nil, msg, code (default 2) after writing msg to stderr: how a step of the
+-- start-up refuses its input
 local function die(msg, code)
   io.stderr:write(msg .. "\n")
   return nil, msg, code or 2
 end
+M.die = die
 
 -- parse(prog, argv[, spec[, how]]) -> opts, or nil, message, exit code (0 after --help or
 -- --completion). how: the script's own usage {usage, about, epilog, positional, llm_free}.
@@ -48,35 +50,6 @@ function M.parse(prog, argv, spec, how)
     if not merged then return die(prog .. ": " .. why) end
   end
   return opts
-end
-
--- Options a resumed run keeps from its start whatever the command line says: they define the run.
-local FIXED_ON_RESUME = { problem = true, kernel = true, dtype = true }
-
--- read_state(prog, opts) -> the state.json of --resume, or nil when not resuming; nil, msg, code
--- on error. opts then take the run's own options, except those this command line gives.
-function M.read_state(prog, opts)
-  if not opts.resume then return nil end
-  local dir = opts.resume
-  if not fs.exists(fs.join(dir, "state.json")) and fs.exists(fs.join(opts.out, opts.resume, "state.json")) then
-    dir = fs.join(opts.out, opts.resume)
-  end
-  local path = fs.join(dir, "state.json")
-  local text = fs.read(path)
-  if not text then
-    return die(prog .. ": --resume " .. opts.resume .. ": no state.json there (is it a run folder, or a run id under --out "
-      .. opts.out .. "?)")
-  end
-  local state, why = state_file.decode(text)
-  if not state then return die(prog .. ": --resume: " .. path .. " cannot be read (" .. why .. "); the run cannot be resumed") end
-  for k, v in pairs(state.opts) do
-    if opts._given[k] and FIXED_ON_RESUME[k] and opts[k] ~= v then
-      return die(string.format("%s: --resume: --%s cannot change (the run has %s)", prog, k:gsub("_", "-"), tostring(v)))
-    end
-    if not opts._given[k] then opts[k] = v end
-  end
-  opts.resume_dir = dir
-  return state
 end
 
 -- check_inputs(prog, opts, spec) -> true, or nil, message, exit code: the required options are

@@ -6,6 +6,7 @@ local json = require("kagent.json")
 local fingerprint = require("agents.lib.fingerprint")
 local metrics = require("agents.lib.metrics")
 local direction = require("agents.lib.direction")
+local verdict = require("agents.lib.verdict")
 
 local M = {}
 
@@ -21,16 +22,15 @@ function M.kernel(f)
   return f
 end
 
-local function error_signature(err)
-  if not err then return nil end
-  return tostring(err):match("^(%u+):") or tostring(err):sub(1, 40)
-end
-M.error_signature = error_signature
-
--- verified(result) -> true for a result that may be ranked: ok and a median time. Anything else
--- (ok=false with any stage, including figures the evaluator could not trust) is a failure.
-function M.verified(r)
-  return type(r) == "table" and r.ok == true and type(r.time_ms) == "table" and type(r.time_ms.median) == "number"
+-- store_kernel(mem, k, role, strategy) -> attempt id: the memory row of a kernel that did not come
+-- from a round (the search's input, a generated or fused kernel, a fused program's subgraph),
+-- stored as done and correct with its timing and profile (k: a kernel record, M.kernel).
+function M.store_kernel(mem, k, role, strategy)
+  local r = k.result
+  return mem:add_attempt({ round = 0, role = role, strategy = strategy, source_path = k.path,
+    source_hash = fingerprint.of(k.code), fingerprint = k.fingerprint, stage = "done", correct = true,
+    time_ms = r.time_ms.median, speedup_vs_eager = r.speedup_vs_eager, speedup_vs_compile = r.speedup_vs_compile,
+    metrics = k.profile })
 end
 
 -- shape(run, parent, d, draft, w) -> attempt. draft is what expand() returned: {code, result,
@@ -42,17 +42,17 @@ end
 function M.shape(run, parent, d, draft, w)
   draft = draft or {}
   local r = draft.result
-  local llm_failed = (draft.llm_code ~= nil or draft.stage == "llm") and not M.verified(r)
+  local llm_failed = (draft.llm_code ~= nil or draft.stage == "llm") and not verdict.verified(r)
   local llm_code
   if llm_failed then
     local err = draft.llm_error or draft.error or "the LLM call failed"
-    llm_code = draft.llm_code or error_signature(err)
+    llm_code = draft.llm_code or verdict.error_signature(err)
     -- a question a strict replay had no recorded answer to is its own stage (docs/reports.md)
     r = { ok = false, stage = llm_code == "EREPLAY" and "replay" or "llm", error = err,
       kernel_error = type(r) == "table" and r.error or nil }
   elseif type(r) ~= "table" then
     r = { ok = false, stage = draft.stage or "reply", error = draft.error or "no kernel was produced" }
-  elseif r.ok and not M.verified(r) then
+  elseif r.ok and not verdict.verified(r) then
     r = { ok = false, stage = "benchmark", error = "ENOTIME: verified but not timed" }
   end
   local a = {
@@ -127,7 +127,7 @@ local function store_memory(run, parent, d, a)
     round = a.round, parent_id = parent.attempt_id, worker = a.worker, role = a.role, strategy = a.policy,
     skill = a.skill, plan_signature = a.plan_signature, prompt_path = a.prompt_path, reply_path = a.reply_path,
     source_path = a.dir .. "/kernel.py", source_hash = fingerprint.of(a.code), fingerprint = a.fingerprint,
-    stage = a.ok and a.outcome or (a.stage or "failed"), error_signature = error_signature(a.error),
+    stage = a.ok and a.outcome or (a.stage or "failed"), error_signature = verdict.error_signature(a.error),
     correct = a.ok, time_ms = a.child_ms,
     speedup_vs_eager = eager and a.child_ms and eager / a.child_ms or nil,
     speedup_vs_compile = compile and a.child_ms and compile / a.child_ms or nil,
@@ -139,7 +139,7 @@ local function store_memory(run, parent, d, a)
     mem:add_attempt({ round = a.round, parent_id = id, worker = a.worker, role = "repair", strategy = a.policy,
       skill = a.skill, plan_signature = "repair " .. i .. ": " .. tostring(step.diagnosis or ""):sub(1, 160),
       prompt_path = step.prompt_path, reply_path = step.reply_path, source_path = step.source_path,
-      stage = step.stage, error_signature = error_signature(step.error), correct = false })
+      stage = step.stage, error_signature = verdict.error_signature(step.error), correct = false })
   end
   local refl = a.reflexion or {}
   mem:add_reflexion(id, refl, a.reflexion_reply)

@@ -12,9 +12,8 @@ local log = require("kagent.log")
 local task = require("kagent.task")
 local ktime = require("kagent.time")
 local fs = require("kagent.fs")
-local run_lib = require("agents.run")
-local policy_lib = require("agents.search.policy")
 local attempt = require("agents.search.attempt")
+local verdict = require("agents.lib.verdict")
 local promotion = require("agents.search.promotion")
 local confirm = require("agents.search.confirm")
 local state_file = require("agents.search.state")
@@ -62,8 +61,13 @@ function M.default_stop(state, run)
   end
 end
 
+-- stop_reason(run, pol, state): the budget, then the policy's stop(state, run, default) (default:
+-- M.default_stop, which a policy may call so that it needs no import of the driver)
 local function stop_reason(run, pol, state)
-  return M.budget_stop(run) or (pol.stop or M.default_stop)(state, run)
+  local spent = M.budget_stop(run)
+  if spent then return spent end
+  if pol.stop then return pol.stop(state, run, M.default_stop) end
+  return M.default_stop(state, run)
 end
 
 -- start(run) -> state, or nil, why, llm_down: a fresh state whose input kernel (the --kernel,
@@ -95,7 +99,7 @@ function M.start(run)
   local baselines_s = ktime.now() - t_in
   run.progress:update({ phase = false })
   run.rd:write("input_eval.json", r)
-  if not attempt.verified(r) then
+  if not verdict.verified(r) then
     local ref = tostring(r.error):match("^EREFERENCE: (.*)$")
     if ref then
       -- the reference itself failed: the problem file is at fault, not the kernel
@@ -106,10 +110,7 @@ function M.start(run)
   end
   local k = attempt.kernel({ id = "input", label = label, code = code, path = run.rd:path("input_kernel.py"),
     result = r, seq = 0, round = 0 })
-  k.attempt_id = run.mem:add_attempt({ round = 0, role = "input", strategy = opts.policy, source_path = k.path,
-    source_hash = require("agents.lib.fingerprint").of(code), fingerprint = k.fingerprint, stage = "done",
-    correct = true, time_ms = r.time_ms.median, speedup_vs_eager = r.speedup_vs_eager,
-    speedup_vs_compile = r.speedup_vs_compile, metrics = k.profile })
+  k.attempt_id = attempt.store_kernel(run.mem, k, "input", opts.policy)
   return { round = 0, input = k, beam = { k }, best = k, known = { [k.fingerprint] = k.id }, seq = 0,
     baselines = { eager_ms = r.eager_ms, compile_ms = r.compile_ms }, attempts = {}, rounds_without_gain = 0,
     sol_checked = {}, timing = { baselines_s = baselines_s, search_s = 0 } }
@@ -332,145 +333,6 @@ function M.finish(run, st, reason)
   st.timing = st.timing or {}
   st.timing.confirm_s = ktime.now() - t0
   return summary.search(run, st, reason, fin)
-end
-
--- Entry -------------------------------------------------------------------------------------------------
-
-local function say(prog, msg) io.stderr:write(prog .. ": " .. msg .. "\n") end
-
--- Exit statuses of the entry points (docs/agents.md)
-M.EXIT = { done = 0, error = 1, input = 2, llm_down = 3, replay_miss = 4, unconfirmed = 5 }
-
--- replay_status(prog, summary, code) -> exit status: `code`, or 4 when a strict replay (cache
--- mode "replay") met questions it had no recorded answer to. Those branches stopped where they
--- were asked (stage "replay"), so the run does not reproduce the recorded one, and says so.
-function M.replay_status(prog, s, code)
-  local r = s.replay or {}
-  if r.mode == "replay" and (r.misses or 0) > 0 then
-    say(prog, string.format("strict replay: %d of %d LLM call(s) had no recorded answer; their branches stopped "
-      .. "(see replay_misses.json in the run directory). This run does not reproduce the recorded one.",
-      r.misses, r.calls or 0))
-    return M.EXIT.replay_miss
-  end
-  return code
-end
-
--- llm_for(prog, opts) -> the kagent.llm module configured from the options; nil when nothing is
--- configured (the tuner runs instead); or false, exit status when the LLM cannot be used.
--- Only when nothing at all is configured does the tuner run instead; an LLM that was asked for
--- (--model, KAGENT_MODEL, a key or URL) and cannot be used is an error that names what to set.
-local function llm_for(prog, opts)
-  local llm, configured, which, code = run_lib.configure_llm(opts)
-  if configured then return llm end
-  if require("agents.run.llm_guard").TRANSIENT[code] then
-    say(prog, "the LLM does not answer: " .. tostring(which) .. ". Nothing was started.")
-    return false, M.EXIT.llm_down
-  end
-  if which ~= llm.NOT_CONFIGURED or run_lib.model_flags(opts) ~= "" then
-    say(prog, run_lib.model_flags(opts) .. tostring(which) .. ". Nothing was started.")
-    return false, M.EXIT.input
-  end
-  io.stderr:write(prog .. ": " .. tostring(which) .. ".\n"
-    .. "Falling back to the LLM-free tuner (policy tune): same run directory and memory records.\n")
-  return nil
-end
-
--- llm_stop(run) -> exit status 3: the LLM is down. The state saved after the last whole round
--- stays (with the usage and failures since), the run row is `stopped`, and --resume continues.
-function M.llm_stop(run)
-  local g = run.llm_guard
-  local saved = run.rd:read_json("state.json")
-  if type(saved) == "table" then
-    -- stopped: the run's page says so (until --resume saves the state again)
-    saved.usage, saved.llm_failures, saved.stopped = run.usage(), g:summary(), g.down
-    run.rd:write("state.json", saved)
-    summary.write_report(run, true)
-  end
-  run.mem:finish("stopped", { stop_reason = "llm_down", error = g.down, llm_failures = g:summary() })
-  run.progress:finish()
-  if g.fatal then
-    say(run.prog, string.format("stopped: %s. Once the key is fixed, the run continues with:\n  kagent-rt %s --resume %s",
-      g.down, run.prog, run.rd.dir))
-    return M.EXIT.input
-  end
-  say(run.prog, string.format("stopped: %s. Nothing was learned from the failed calls; the unfinished round "
-    .. "is redone when the run continues:\n  kagent-rt %s --resume %s", g.down, run.prog, run.rd.dir))
-  return M.EXIT.llm_down
-end
-
--- drive(run, pol, saved) -> exit status: start or resume, search, finish
-local function drive(run, pol, saved)
-  local st, lost
-  if saved then st, lost = state_file.restore(run, saved) end
-  if lost then
-    -- nothing is run on a state that lost a kernel: an empty one would be optimized instead
-    local why = "cannot resume " .. run.rd.dir .. ": " .. lost
-    say(run.prog, why)
-    return M.replay_status(run.prog, summary.failed(run, why), M.EXIT.input)
-  end
-  if saved then M.supersede(run, st) end
-  if not st then
-    state_file.save(run, nil)  -- from here a --resume can start the run again
-    local why, llm_down
-    st, why, llm_down = M.start(run)
-    if not st then
-      if llm_down then return M.llm_stop(run) end
-      say(run.prog, why)
-      return M.replay_status(run.prog, summary.failed(run, why), M.EXIT.input)
-    end
-    state_file.save(run, st)
-    summary.write_report(run, true)
-  end
-  local reason = M.search(run, pol, st)
-  if run.llm_guard.down then return M.llm_stop(run) end
-  local s = M.finish(run, st, reason)
-  -- a search whose finalists all failed the final confirmation has no result to report
-  return M.replay_status(run.prog, s, s.status == "unconfirmed" and M.EXIT.unconfirmed or M.EXIT.done)
-end
-
--- main(prog, argv, default_policy, how) -> exit code; agents/beam.lua, skill.lua and tune.lua are
--- this with their default policy and their own usage (how: {usage, about, llm_free}). --policy
--- picks another (a shipped name or a path.lua); --resume continues a run with its own options.
--- Everything on the command line is checked before any work (options, files, policy, LLM,
--- database, devices); a run that fails after its run row exists is marked failed with the reason.
-function M.main(prog, argv, default_policy, how)
-  how = how or {}
-  how.epilog = "Exit status: 0 done, 1 internal error, 2 bad input, a failed start"
-    .. (how.llm_free and "" or " or a refused API key")
-    .. (how.llm_free and "" or ", 3 the LLM stopped answering (--resume continues the run), 4 a strict replay "
-      .. "(KAGENT_LLM_CACHE=replay) had no recorded answer to some question")
-    .. ", 5 no finalist passed the final confirmation (no confirmed kernel, no figure). "
-    .. (how.epilog or "")
-  local opts, _, code = run_lib.parse(prog, argv, nil, how)
-  if not opts then return code end
-  local saved, _, scode = run_lib.read_state(prog, opts)
-  if opts.resume and not saved then return scode end
-  local checked, _, icode = run_lib.check_inputs(prog, opts)
-  if not checked then return icode end
-  if opts.tuner then opts.policy = "tune" end
-  opts.policy = opts.policy or default_policy
-  local pol, perr = policy_lib.load(opts.policy)
-  if not pol then say(prog, perr); return M.EXIT.input end
-  local llm
-  if pol.llm ~= false then
-    local lcode
-    llm, lcode = llm_for(prog, opts)
-    if llm == false then return lcode end
-    if not llm then
-      opts.policy = "tune"
-      pol = assert(policy_lib.load("tune"))
-    end
-  end
-  local run, _, ecode = run_lib.setup(prog, opts, { mode = llm and "llm" or "tuner", llm = llm, state = saved,
-    profile_children = pol.profile_children == true })
-  if not run then return ecode end
-  local ok, res = xpcall(drive, debug.traceback, run, pol, saved)
-  if ok then return res end
-  log.error("%s", tostring(res))
-  local first = tostring(res):match("^[^\n]*")
-  summary.failed(run, "internal error: " .. first)
-  say(prog, "internal error (the run is marked failed; the traceback is in the log): " .. first)
-  return M.EXIT.error
 end
 
 return M

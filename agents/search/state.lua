@@ -6,6 +6,7 @@
 local fs = require("kagent.fs")
 local json = require("kagent.json")
 local attempt = require("agents.search.attempt")
+local verdict = require("agents.lib.verdict")
 local options = require("agents.run.options")
 local args = require("agents.run.args")
 
@@ -57,7 +58,7 @@ function M.save(run, st)
 end
 
 local function kernel_ok(k)
-  return type(k) == "table" and type(k.path) == "string" and attempt.verified(k.result)
+  return type(k) == "table" and type(k.path) == "string" and verdict.verified(k.result)
 end
 
 -- decode(text) -> the state of a state.json (nulls removed), or nil and why it cannot be used

@@ -139,7 +139,7 @@ function M.run(plan, p, o)
   if res.code == 0 and after.done then
     rec.status = "done"
     rec.run_uid = M.run_uid(o.db, after.done)
-  elseif res.code == require("agents.search.driver").EXIT.unconfirmed and after.done then
+  elseif res.code == require("agents.search.main").EXIT.unconfirmed and after.done then
     -- finished, with no finalist confirmed: a result of its own (no figure), not a failure to retry
     rec.status = "unconfirmed"
     rec.run_uid = M.run_uid(o.db, after.done)
