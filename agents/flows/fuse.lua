@@ -1,8 +1,8 @@
 -- The stages of agents/fuse.lua: route, then the chosen path — decompose (subgraphs proposed and
--- checked), generate (a kernel per distinct subgraph, sessions in parallel), compose (one program
--- calling only those kernels, verified against the model) — or direct (one program generated
--- for the whole model); when the chosen path fails, the other one. Each stage's wall time,
--- tokens and cost go to summary.json.
+-- checked), generate (a kernel per distinct subgraph, sessions in parallel:
+-- agents/flows/fuse_sessions.lua), compose (one program calling only those kernels, verified
+-- against the model) — or direct (one program generated for the whole model); when the chosen
+-- path fails, the other one. Each stage's wall time, tokens and cost go to summary.json.
 --
 -- Run directory: problem.py, fuse/analysis.json, fuse/route.json (+ route_prompt/reply.txt),
 -- fuse/decompose_<i>_{prompt,reply}.txt and _refused.json, fuse/subgraphs.json, fuse/sg_<k>/
@@ -11,19 +11,16 @@
 -- best_eval.json, summary.json.
 local json = require("kagent.json")
 local log = require("kagent.log")
-local task = require("kagent.task")
 local ktime = require("kagent.time")
 local attempt = require("agents.search.attempt")
 local confirm = require("agents.search.confirm")
 local verdict = require("agents.lib.verdict")
 local decomposition = require("agents.lib.decomposition")
-local fingerprint = require("agents.lib.fingerprint")
-local first_kernel = require("agents.flows.first_kernel")
 local generate = require("agents.flows.generate")
-local memory = require("agents.run.memory")
 local subproblem = require("agents.lib.subproblem")
 local splitter = require("agents.flows.splitter")
 local subrun = require("agents.flows.subrun")
+local sessions = require("agents.flows.fuse_sessions")
 local summary = require("agents.search.summary")
 local composer = require("agents.roles.composer")
 local decomposer = require("agents.roles.decomposer")
@@ -46,22 +43,9 @@ local function stage(run, st, name, fn)
   return a, b
 end
 
--- audited(share) -> what every evaluator job of a fuse run gets: the kernel audit's threshold
-local function audited(share)
-  return function(j) j.fallback_threshold = share; return j end
-end
-
 -- strict(run) -> the run whose evaluator jobs audit with --own-share
 local function strict(run)
-  return subrun.derive(run, { job = audited(run.opts.own_share) })
-end
-
--- first_share(run, source) -> the audit threshold of a first kernel and first program: library
--- kernels are let through (threshold 0, their share reported) for the reference ops and where
--- --first-library allow says so
-local function first_share(run, source)
-  if source == "reference" or run.opts.first_library == "allow" then return 0 end
-  return run.opts.own_share
+  return subrun.derive(run, { job = sessions.audited(run.opts.own_share) })
 end
 
 -- Route ---------------------------------------------------------------------------------------------
@@ -138,112 +122,6 @@ local function decompose(run, st)
     table.concat(refusals[#refusals].reasons, "; "))
 end
 
--- Generate: one session per distinct subgraph, all in parallel ----------------------------------------
-
--- first(run, u, path, out): the subgraph's first kernel without an LLM (agents/lib/first_kernel.lua),
--- the sources tried in order until one verifies against the subgraph; u.first = {source, code,
--- result}; out.first says what happened (the row of docs/sweeps.md)
-local function first(run, u, path, out)
-  local tried = {}
-  for _, src in ipairs(first_kernel.order(run)) do
-    local code, why
-    if src == "reference" then code = first_kernel.reference(u)
-    else code, why = first_kernel.inductor(run, u, path, run.opts.first_library) end
-    if code then
-      local dir = "fuse/" .. u.dir .. "/first_" .. src
-      run.rd:write(dir .. ".py", code)
-      local view = subrun.derive(run, { problem_path = path, problem_code = u.code, dir = dir,
-        job = audited(first_share(run, src)) })
-      local r = view.evaluate(code)
-      run.rd:write(dir .. "/verify.json", r)
-      if verdict.verified(r) then
-        u.first = { source = src, code = code, result = r }
-        local audit = type(r.audit) == "table" and r.audit or {}
-        out.first = { source = src, label = first_kernel.label(src, run.devices[1].mode == "cpu"), verified = true,
-          time_ms = r.time_ms.median, own_time_frac = audit.applicable and audit.own_time_frac or json.null }
-        return
-      end
-      why = string.format("%s: %s", tostring(r.stage), tostring(r.error or "verified but not timed"))
-    end
-    tried[#tried + 1] = src .. ": " .. tostring(why)
-  end
-  out.first = { verified = false, error = table.concat(tried, "; ") }
-end
-
-local function session(run, u, progress)
-  local t0 = ktime.now()
-  local dir = "fuse/" .. u.dir
-  local path = run.rd:path(dir .. "/problem.py")
-  run.rd:write(path, u.code)
-  memory.adopt_legacy_hashes(run.db, u.code)
-  local mem = memory.open(run.db, { problem = path, problem_hash = fingerprint.hash(u.code), gpu = run.mem.info.gpu,
-    policy = "fuse-subgraph", config = { fuse_run = run.mem.run_id, subgraph = u.dir, dtype = run.dtype } })
-  local sub = subrun.derive(run, { problem_path = path, problem_code = u.code, dir = dir, mem = mem, progress = progress,
-    job = audited(run.opts.own_share) })
-  local out = { dir = u.dir, occurrences = u.occurrences, signature = u.signature }
-  local code, result
-  if run.opts.first ~= "none" then first(run, u, path, out) end
-  if run.llm then
-    -- a kernel verified on this very subgraph in an earlier run is checked again and reused
-    local row = not run.opts.fresh and mem:best_archived(run.dtype)
-    if row then
-      local r = sub.evaluate(row.source)
-      if verdict.verified(r) then
-        code, result, out.reused = row.source, r, "archive #" .. tostring(row.id)
-        log.info("%s: reusing the archived kernel #%s", u.dir, tostring(row.id))
-      end
-    end
-    if not code then
-      local g, gerr = generate.run(sub, run.opts.gen_workers)
-      if not g then
-        out.outcome, out.error = "failed", gerr
-      else
-        code, result, out.worker, out.attempts = g.code, g.result, g.worker, g.attempts
-      end
-    end
-  end
-  -- the LLM's kernel only where it verified and is faster than the first kernel
-  local f = u.first
-  if f and (not code or f.result.time_ms.median <= result.time_ms.median) then
-    if code then log.info("%s: the first kernel (%s) is faster than the LLM's: kept", u.dir, f.source) end
-    code, result, out.kept = f.code, f.result, "first (" .. f.source .. ")"
-  elseif code then
-    out.kept = out.reused and "archive" or "llm"
-  end
-  if not code and not out.error then out.error = out.first and out.first.error or "no kernel source" end
-  if code then
-    out.outcome, out.time_ms = "verified", result.time_ms.median
-    run.rd:write(dir .. "/best_kernel.py", code)
-    run.rd:write(dir .. "/verify.json", result)
-    local k = attempt.kernel({ id = u.dir, code = code, path = run.rd:path(dir .. "/best_kernel.py"), result = result })
-    k.attempt_id = attempt.store_kernel(mem, k, "generate", "fuse")
-    if out.kept == "llm" then mem:archive(k, run.dtype) end
-    u.kernel_code, u.result = code, result
-  else
-    out.outcome = "failed"
-  end
-  local use = sub.usage()
-  out.wall_s, out.tokens, out.llm_calls, out.cost_usd = ktime.now() - t0, use.tokens, use.calls, use.cost_usd
-  run.rd:write(dir .. "/summary.json", out)
-  mem:finish(code and "done" or "failed", out)
-  return out
-end
-
-local function generate_all(run, st, unique)
-  local progress = subrun.progress(run.progress, #unique, "generate")
-  local fns = {}
-  for i, u in ipairs(unique) do fns[i] = function() return session(run, u, progress(u.dir)) end end
-  local outs, failed = {}, {}
-  for i, res in ipairs(task.all(fns)) do
-    local o = res.ok and res[1] or { dir = unique[i].dir, outcome = "error", error = tostring(res[1]) }
-    outs[i] = o
-    if o.outcome ~= "verified" then failed[#failed + 1] = string.format("%s: %s", o.dir, tostring(o.error):sub(1, 300)) end
-  end
-  st.sessions = outs
-  if #failed > 0 then return nil, "no verified kernel for " .. table.concat(failed, "; ") end
-  return outs
-end
-
 -- The paths -------------------------------------------------------------------------------------------
 
 local function decompose_path(run, st)
@@ -257,7 +135,7 @@ local function decompose_path(run, st)
   dj.refused = #st.refusals > 0 and st.refusals or json.empty_array
   run.rd:write("fuse/subgraphs.json", dj)
   log.info("%d subgraphs, %d distinct: generating their kernels in parallel", #dec.subgraphs, #unique)
-  local ok, gerr = stage(run, st, "generate", function() return generate_all(run, st, unique) end)
+  local ok, gerr = stage(run, st, "generate", function() return sessions.generate_all(run, st, unique) end)
   if not ok then return nil, gerr end
   -- the first program (every subgraph's first kernel) is composed on its own: the LLM-free result,
   -- and what an LLM's kernels must beat
@@ -270,7 +148,7 @@ local function decompose_path(run, st)
   local fp
   if #firsts == #unique then
     stage(run, st, "first_program", function()
-      fp = composer.compose(subrun.derive(run, { dir = "first", job = audited(first_share(run, src)) }), st.analysis, dec, firsts)
+      fp = composer.compose(subrun.derive(run, { dir = "first", job = sessions.audited(sessions.first_share(run, src)) }), st.analysis, dec, firsts)
       st.first_program = fp
       if not fp.ok then return nil, fp.error end
       return true

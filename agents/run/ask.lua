@@ -14,11 +14,13 @@
 -- down) is the LLM guard's, not a reply.
 local log = require("kagent.log")
 local replies = require("agents.run.replies")
+local reply_json = require("agents.run.reply_json")
+local prompts = require("agents.run.prompts")
 
 local M = {}
 
--- the replies of a question as the run folder keeps them (the first MiB; agents/lib/run.lua)
-local function trace(parts) return require("agents.run").transcript_trace(parts) end
+-- the replies of a question as the run folder keeps them (the first MiB; agents/run/prompts.lua)
+local trace = prompts.transcript_trace
 
 -- the part of an unusable reply sent back with the re-ask (enough to see what was wrong)
 local ECHO = 4000
@@ -119,9 +121,9 @@ function M.code(run, q)
 end
 
 -- json(run, q) -> ask for a JSON answer: q as ask's, with want ({key|fields, schema}, as
--- replies.json's) instead of parse
+-- reply_json.json's) instead of parse
 function M.json(run, q)
-  q.parse = function(text) return replies.json(text, q.want) end
+  q.parse = function(text) return reply_json.json(text, q.want) end
   return M.ask(run, q)
 end
 
