@@ -10,17 +10,11 @@
 -- Booleans are flags (`--tuner`). Defaults are filled after parsing, so a caller knows which
 -- options the command line gave (`opts._given`): --resume keeps the run's own for the rest.
 local argparse = require("argparse")
+local keys_lib = require("agents.lib.keys")
 
 local M = {}
 
 function M.key(name) return (name:gsub("-", "_")) end
-
-local function sorted_names(spec)
-  local names = {}
-  for n in pairs(spec) do names[#names + 1] = n end
-  table.sort(names)
-  return names
-end
 
 -- distance(a, b) -> the edit distance (insertions, deletions, substitutions)
 local function distance(a, b)
@@ -100,7 +94,7 @@ function M.parser(how, spec)
     :help_max_width(100)
   if how.epilog then p:epilog(how.epilog) end
   local groups, order = {}, {}
-  for _, name in ipairs(sorted_names(spec)) do
+  for _, name in ipairs(keys_lib.sorted(spec)) do
     local s = spec[name]
     local o
     if s.type == "boolean" then
@@ -149,7 +143,7 @@ local function one_line(err, argv, spec)
   err = tostring(err):gsub("\nDid you mean.*$", "")
   local unknown = err:match("^unknown option '([^']+)'")
   if unknown then
-    local tip = M.suggest(unknown:match("^%-*([^=]*)"), sorted_names(spec))
+    local tip = M.suggest(unknown:match("^%-*([^=]*)"), keys_lib.sorted(spec))
     return err .. (tip and ("; did you mean '--" .. tip .. "'?") or "")
   end
   local opt = err:match("^argument for option '([^']+)' must be one of")

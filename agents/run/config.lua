@@ -8,6 +8,7 @@
 -- No lists, anchors, multi-line strings or flow mappings: such a line is an error naming it.
 -- The merged options are the run's (state.json's `opts`), which --resume uses without the file.
 local fs = require("kagent.fs")
+local keys_lib = require("agents.lib.keys")
 local json = require("kagent.json")
 
 local M = {}
@@ -98,12 +99,8 @@ end
 -- to_argv(flat, spec, path) -> argv of the options the file sets (sorted, for one order), notes
 -- (KernelAgent keys with no counterpart), or nil, why (a key that is neither ours nor KA's)
 function M.to_argv(flat, spec, path)
-  local keys = {}
-  for k in pairs(flat) do keys[#keys + 1] = k end
-  table.sort(keys)
-  local argv, notes, names = {}, {}, {}
-  for name in pairs(spec) do names[#names + 1] = name end
-  table.sort(names)
+  local keys = keys_lib.sorted(flat)
+  local argv, notes, names = {}, {}, keys_lib.sorted(spec)
   for _, k in ipairs(keys) do
     local v = flat[k]
     local name = k:gsub("_", "-")

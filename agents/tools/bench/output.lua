@@ -3,6 +3,7 @@
 -- optimized), the --json rows (benchmark.py --json's keys, then ours) and --csv (one flat line
 -- per problem).
 local json = require("kagent.json")
+local keys_lib = require("agents.lib.keys")
 local calls = require("agents.run.calls")
 
 local M = {}
@@ -66,10 +67,7 @@ local function notes(rows)
     if not g.seen["key:" .. key] then g.seen["key:" .. key] = true; g.keys[#g.keys + 1] = key end
   end
   for _, r in ipairs(rows) do
-    local keys = {}
-    for k in pairs(r.errors) do keys[#keys + 1] = k end
-    table.sort(keys)
-    for _, k in ipairs(keys) do add(r.problem, k, r.errors[k]) end
+    for _, k in ipairs(keys_lib.sorted(r.errors)) do add(r.problem, k, r.errors[k]) end
     if r.interleaved and r.interleaved.error then add(r.problem, "interleaved", r.interleaved.error) end
   end
   local out = {}

@@ -2,6 +2,7 @@
 -- the aggregates over them, with their definitions (docs/sweeps.md says the same in prose).
 -- Pure functions: no files, no processes.
 local json = require("kagent.json")
+local keys_lib = require("agents.lib.keys")
 local confirm = require("agents.search.confirm")
 
 local M = {}
@@ -151,12 +152,6 @@ function M.aggregate(rows, extra)
       end
     end
   end
-  local function keys(t)
-    local out = {}
-    for k in pairs(t) do out[#out + 1] = k end
-    table.sort(out)
-    return out
-  end
   local fast_p = {}
   for _, b in ipairs(M.BASELINES) do
     fast_p[b] = {}
@@ -174,7 +169,7 @@ function M.aggregate(rows, extra)
     tokens = tokens, cost_usd = cost, wall_s = extra.wall_s or json.null, problem_s = problem_s,
     gpu_hours = gpu_h, cpu_mode = extra.cpu == true,
     attempts_to_best = M.stats(to_best), replay = replay,
-    dtypes = keys(dtypes), devices = keys(devices),
+    dtypes = keys_lib.sorted(dtypes), devices = keys_lib.sorted(devices),
   }
 end
 

@@ -5,6 +5,7 @@
 -- the sweep, the fractions decomposed and verified and the first programs' geomeans and fast_p.
 -- docs/sweeps.md defines them. Pure functions: no files, no processes.
 local json = require("kagent.json")
+local keys_lib = require("agents.lib.keys")
 
 local M = {}
 
@@ -46,10 +47,7 @@ function M.row(s)
     for _, k in ipairs(type(fp.kernels) == "table" and fp.kernels or {}) do
       if k.source and k.source ~= json.null then sources[k.source] = true end
     end
-    local list = {}
-    for k in pairs(sources) do list[#list + 1] = k end
-    table.sort(list)
-    r.first_sources = table.concat(list, "+")
+    r.first_sources = table.concat(keys_lib.sorted(sources), "+")
   else
     r.first_verified, r.first_speedup = false, {}
   end
