@@ -7,7 +7,7 @@
 -- calling only those kernels, verified against the model); when the chosen path fails, the
 -- other one runs. The result is best_kernel.py in a run directory and the archived kernel of the
 -- problem, so `agents/beam.lua --problem P` (or `--kernel <run>/best_kernel.py`) optimizes it.
--- Stages and the run directory: agents/lib/fuse.lua and docs/agents.md.
+-- Stages and the run directory: agents/flows/fuse.lua and docs/agents.md.
 local options = require("agents.run.options")
 local run_lib = require("agents.run")
 local startup = require("agents.search.startup")

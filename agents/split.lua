@@ -1,4 +1,4 @@
--- agents/split.lua: the LLM-free decomposition (agents/lib/splitter.lua) over many problems,
+-- agents/split.lua: the LLM-free decomposition (agents/flows/splitter.lua) over many problems,
 -- each plan checked against its traced model as agents/fuse.lua checks an LLM's.
 --   kagent-rt agents/split.lua --problems DIR|LIST [--problems ...] [--shrink] [--devices cpu]
 --       [--out DIR] [--job-timeout 600]

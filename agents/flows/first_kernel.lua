@@ -16,7 +16,7 @@ M.SOURCES = { "inductor", "reference" }
 -- reference(u) -> the reference kernel's source for a unique subgraph (subproblem.dedupe's)
 function M.reference(u)
   return table.concat({
-    "# First kernel of " .. u.dir .. " (agents/lib/first_kernel.lua, reference): the subgraph's own",
+    "# First kernel of " .. u.dir .. " (agents/flows/first_kernel.lua, reference): the subgraph's own",
     "# PyTorch ops, no LLM. The CPU mode's stand-in, and on a GPU the measure of what composing costs.",
     require("agents.lib.subproblem").IMPORTS,
     u.function_body,

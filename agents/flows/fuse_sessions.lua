@@ -29,7 +29,7 @@ function M.first_share(run, source)
   return run.opts.own_share
 end
 
--- first(run, u, path, out): the subgraph's first kernel without an LLM (agents/lib/first_kernel.lua),
+-- first(run, u, path, out): the subgraph's first kernel without an LLM (agents/flows/first_kernel.lua),
 -- the sources tried in order until one verifies against the subgraph; u.first = {source, code,
 -- result}; out.first says what happened (the row of docs/sweeps.md)
 local function first(run, u, path, out)

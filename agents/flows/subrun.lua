@@ -1,7 +1,7 @@
 -- A run seen from one of its sessions (agents/fuse.lua): the same options, pool, LLM and memory
 -- database, but another problem (a subgraph written as a problem of its own), its own folder in
 -- the run directory, its own evaluation cache and prompt blocks, and its own usage counter, so
--- its generation session (agents/lib/generate.lua) runs unchanged and reports what it spent.
+-- its generation session (agents/flows/generate.lua) runs unchanged and reports what it spent.
 local run_lib = require("agents.run")
 local features = require("agents.lib.features")
 

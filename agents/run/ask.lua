@@ -1,7 +1,7 @@
 -- The asking loop: one question to the model, asked until its answer can be used or is lost.
 -- What is done with each way a real model's reply goes wrong (docs/agents.md, "Replies as
 -- models write them"):
---   * read tolerantly (agents/lib/replies.lua): JSON in prose or in any fence, sloppy JSON,
+--   * read tolerantly (agents/run/replies.lua): JSON in prose or in any fence, sloppy JSON,
 --     renamed or nested keys, several code blocks, class Model, a diff, <think> blocks;
 --   * a reply cut at the length limit (finish_reason "length") is continued once, the model's
 --     partial reply sent back, and the two parts joined;
@@ -10,7 +10,7 @@
 --   * a reply that still cannot be used (a refusal, an empty reply, prose in another language,
 --     junk) is asked once more with the reason quoted;
 --   * then it is lost: a failed reply (ENOCODE, EPARSE), never a kernel failure.
--- Every question is counted per role (agents/lib/reply_stats.lua); a call that fails (the LLM
+-- Every question is counted per role (agents/run/reply_stats.lua); a call that fails (the LLM
 -- down) is the LLM guard's, not a reply.
 local log = require("kagent.log")
 local replies = require("agents.run.replies")

@@ -130,7 +130,7 @@ local Log = {}
 Log.__index = Log
 
 -- new{rd, mem, policy} -> log. rd: the run directory, mem: the run's memory handle
--- (agents/lib/memory.lua; nil: no rows in memory).
+-- (agents/run/memory.lua; nil: no rows in memory).
 function M.new(o)
   local self = setmetatable({ rd = o.rd, mem = o.mem, policy = o.policy or "?", seq = 0, counts = {},
     csv = o.rd:path("usage.csv") }, Log)

@@ -14,7 +14,7 @@ local prompts = require("agents.run.prompts")
 
 local M = {}
 
--- model_plan(opts) -> which model answers each role (agents/lib/models.lua) | nil, why
+-- model_plan(opts) -> which model answers each role (agents/run/models.lua) | nil, why
 function M.model_plan(opts)
   return models.parse(type(opts.model) == "table" and opts.model or (opts.model and { opts.model } or {}))
 end
@@ -109,7 +109,7 @@ function M.add(r)
   -- chat(text, tag, shared) -> result or nil, "CODE: message", "CODE". `shared` (a block from
   -- above) goes first; for Anthropic it is its own message marked for the prompt cache, for
   -- OpenAI-compatible servers (which cache prefixes by themselves) it is joined with the text
-  -- into one message. Failures are retried and counted by the run's guard (agents/lib/llm_guard.lua).
+  -- into one message. Failures are retried and counted by the run's guard (agents/run/llm_guard.lua).
   -- follow: messages after the prompt (the asking loop's continuation or re-ask: the model's
   -- reply, then what is asked of it), optional
   local asked_by_role = {}
@@ -155,7 +155,7 @@ function M.add(r)
 
   -- ask{tag, template, vars, shared, parse} -> {value, how, prompt, reply, res, error, llm_code}:
   -- one question to the model, asked until its answer can be used or is lost
-  -- (agents/lib/ask.lua); counted per role in r.reply_stats
+  -- (agents/run/ask.lua); counted per role in r.reply_stats
   -- ask_code{tag, template, vars, shared, base} -> the same with .code (base: the kernel a diff
   -- applies to); ask_json{tag, template, vars, shared, want} (want: the shape, reply_json.json's)
   function r.ask(q) return ask.ask(r, q) end

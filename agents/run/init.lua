@@ -48,7 +48,7 @@ end
 -- freeze(t) -> a read-only view of t: reading works, setting a field raises
 function M.freeze(t)
   return setmetatable({}, { __index = t, __newindex = function(_, k)
-    error("the run is read-only (tried to set '" .. tostring(k) .. "'); search state belongs to agents/lib/search.lua", 2)
+    error("the run is read-only (tried to set '" .. tostring(k) .. "'); search state belongs to agents/search/driver.lua", 2)
   end })
 end
 
@@ -144,7 +144,7 @@ function M.add_helpers(r)
   -- lines aside) is not evaluated again: its verified result comes back with cached = true.
   -- A candidate is verified and timed without its hardware profile (pool:benchmark): most lose
   -- the promotion gate, and nothing reads a loser's counters. The driver profiles the kernels a
-  -- policy keeps (agents/lib/search.lua); a policy that reads every child's counters declares
+  -- policy keeps (agents/search/driver.lua); a policy that reads every child's counters declares
   -- `profile_children = true` (docs/policies.md) and its candidates are fully evaluated.
   local verified = {}
   function r.evaluate(code)

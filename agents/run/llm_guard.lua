@@ -10,7 +10,7 @@
 --   * Failed calls are counted by code for summary.json and the status line; streamed replies
 --     give the decoding rate (tokens per second) the status line shows.
 -- An LLM failure is never a kernel's: the attempt it ends is recorded as `llm_error`
--- (agents/lib/attempt.lua), with no lesson, skill outcome or reflexion.
+-- (agents/search/attempt.lua), with no lesson, skill outcome or reflexion.
 local log = require("kagent.log")
 local task = require("kagent.task")
 

@@ -62,7 +62,7 @@ function M.format(s, now)
   local line = string.format("%s] workers %d/%d busy | %s | tokens %s | $%.4f",
     head, s.busy or 0, s.workers or 0, best, toks, s.cost_usd or 0)
   if (s.llm_failures or 0) > 0 then line = line .. string.format(" | LLM failures %d", s.llm_failures) end
-  -- how usable the model's replies were (agents/lib/reply_stats.lua): "replies 12 (1 re-asked) rules 25%"
+  -- how usable the model's replies were (agents/run/reply_stats.lua): "replies 12 (1 re-asked) rules 25%"
   if s.replies then line = line .. " | " .. s.replies end
   return line
 end

@@ -77,7 +77,7 @@ end
 
 -- code_from(extract, text) -> code | nil, "ENOCODE: ...", "ENOCODE". A reply with no usable code
 -- (a refusal, junk, nothing) is a failed reply, not a failed kernel: the caller hands the code
--- on as an LLM failure (agents/lib/attempt.lua), so memory learns nothing from it.
+-- on as an LLM failure (agents/search/attempt.lua), so memory learns nothing from it.
 function M.code_from(extract, text)
   local code = text and text ~= "" and extract(text) or nil
   if code and code:match("%S") then return code end

@@ -1,5 +1,5 @@
 -- How usable the model's replies were, per role: a run on a sloppy model must say so, not quietly
--- run on rules. Counted by run.ask (agents/lib/run.lua) and the roles that take directions;
+-- run on rules. Counted by run.ask (agents/run/chat.lua) and the roles that take directions;
 -- shown by summary.json (`replies`), the status line and report.html; carried across --resume
 -- (state.json).
 --   used      the reply was read as it came

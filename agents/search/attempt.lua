@@ -1,5 +1,5 @@
 -- The attempt record: the one place where an attempt is shaped, traced into the run directory
--- and stored in memory, for every policy. The driver (agents/lib/search.lua) calls shape() on
+-- and stored in memory, for every policy. The driver (agents/search/driver.lua) calls shape() on
 -- what a policy's expand() returned, decides the outcome, has it reflected on, then store().
 -- Kernel records (the input, children in the beam) are made here too.
 local json = require("kagent.json")

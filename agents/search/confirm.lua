@@ -4,7 +4,7 @@
 -- ranked, archived or reported from a measurement that did not come back ok.
 --
 -- Baselines are measured once per problem and environment and kept in the memory database
--- (agents/lib/measured.lua): a later job times eager only, and the cached torch.compile and
+-- (agents/search/measured.lua): a later job times eager only, and the cached torch.compile and
 -- max-autotune figures stand when that eager median agrees with the cached one within 2%;
 -- otherwise every baseline is measured again. A result says which: `baselines_source` is
 -- "measured", "cached" or "remeasured" (the re-check disagreed; `baselines_recheck` says how).
@@ -154,7 +154,7 @@ end
 
 -- A kernel is confirmed once per environment: the sanitizer's and the resized problem's verdicts
 -- on a kernel that passed are kept in the memory database under its fingerprint (source and
--- compiled), the problem, dtype and environment (agents/lib/measured.lua), and a later
+-- compiled), the problem, dtype and environment (agents/search/measured.lua), and a later
 -- confirmation of the same kernel reuses them instead of running those checks again. Its figure
 -- is always measured again (the fresh-process `confirm` re-measure beside the baselines): a
 -- figure belongs to the moment and the machine it was measured on, a verdict on the code does not.

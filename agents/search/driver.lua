@@ -1,7 +1,7 @@
 -- The search driver: the one round loop of the agents, shared by every policy (docs/policies.md).
 -- It owns the search state — beam, best, fingerprints seen, attempts, rounds without gain — and is
 -- the only code that writes it; it resumes, runs rounds, applies the stop rules, saves state.json
--- after each round (agents/lib/state.lua), confirms the result (confirm.lua) and writes
+-- after each round (agents/search/state.lua), confirms the result (confirm.lua) and writes
 -- summary.json (summary.lua). A policy only chooses: parents,
 -- directions, how a direction becomes a kernel (expand), what is kept, when to stop.
 --
@@ -18,7 +18,7 @@ local promotion = require("agents.search.promotion")
 local confirm = require("agents.search.confirm")
 local state_file = require("agents.search.state")
 local summary = require("agents.search.summary")
-local select = require("agents.lib.rank")
+local rank = require("agents.lib.rank")
 local expand = require("agents.search.expand")
 local reflector = require("agents.roles.reflector")
 local profiler = require("agents.roles.profiler")
@@ -165,7 +165,7 @@ local function outcome(run, st, parent, a)
   a.gained, a.promotion = promotion.promote(run, parent, a)
   if a.outcome then return end
   if a.gained then a.outcome = "improved"
-  elseif select.better(parent.result.time_ms, a.result.time_ms) then a.outcome = "slower"
+  elseif rank.better(parent.result.time_ms, a.result.time_ms) then a.outcome = "slower"
   else a.outcome = "same" end
 end
 
@@ -291,7 +291,7 @@ local function round_json(run, st, r, t0, u0, children)
 end
 
 -- search(run, pol, st) -> stop reason. Rounds st.round+1 .. --rounds. A round in which the LLM
--- went down (agents/lib/llm_guard.lua) is not kept: the driver stops, and --resume redoes it.
+-- went down (agents/run/llm_guard.lua) is not kept: the driver stops, and --resume redoes it.
 function M.search(run, pol, st)
   show_best(run, st)
   st.timing = st.timing or { search_s = 0 }

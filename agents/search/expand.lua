@@ -1,6 +1,6 @@
 -- The default expand() of a policy: the LLM worker. For one parent and one direction it asks the
 -- optimizer for a rewrite (prompts/optimize.md), then verifies it and repairs it on failure
--- (agents/roles/verifier.lua). It returns a draft for agents/lib/attempt.lua; the driver decides
+-- (agents/roles/verifier.lua). It returns a draft for agents/search/attempt.lua; the driver decides
 -- the outcome, has it reflected on and stores it.
 local optimizer = require("agents.roles.optimizer")
 local verifier = require("agents.roles.verifier")

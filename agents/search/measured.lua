@@ -4,7 +4,7 @@
 -- driver, torch or Triton makes a new key and the figure is measured again.
 --   baselines     eager, torch.compile and max-autotune medians: problem source hash (it defines
 --                 get_inputs) and input seed, dtype, environment. Reused only after a cheap eager
---                 re-check agrees within RECHECK_TOLERANCE (agents/lib/confirm.lua).
+--                 re-check agrees within RECHECK_TOLERANCE (agents/search/confirm.lua).
 --   confirmation  the sanitizer's and the resized problem's verdicts on a kernel: its fingerprint,
 --                 the problem, dtype, environment. The figure itself is always re-timed.
 local json = require("kagent.json")

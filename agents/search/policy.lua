@@ -1,8 +1,8 @@
--- Loads a search policy: a Lua file returning a table of hooks that agents/lib/search.lua calls
+-- Loads a search policy: a Lua file returning a table of hooks that agents/search/driver.lua calls
 -- (docs/policies.md). The hooks are detected, the way wrk detects a script's functions:
 --   required  parents(beam, run), directions(parent, run), keep(beam, children, run)
---   optional  expand(parent, direction, run, w)   default: the LLM worker (agents/lib/expand.lua)
---             stop(state, run)                     default: search.default_stop (plateau, confirmed SOL)
+--   optional  expand(parent, direction, run, w)   default: the LLM worker (agents/search/expand.lua)
+--             stop(state, run, default)            default: the driver's default_stop, also passed as `default`
 -- and `llm = false` marks a policy that runs without an LLM; `profile_children = true` one that
 -- reads every candidate's hardware counters (otherwise only kept kernels are profiled).
 local M = {}

@@ -6,7 +6,7 @@
 -- A B B A on the same inputs, pool:compare), and the child wins only if the blocks agree on a
 -- speedup of at least --min-gain percent with a coefficient of variation under --max-cv.
 -- `--gate noise` stops after the first step.
-local select = require("agents.lib.rank")
+local rank = require("agents.lib.rank")
 local options = require("agents.run.options")
 
 local M = {}
@@ -27,7 +27,7 @@ local function nominal(run, parent, child, pct)
   local ct, pt = cr.time_ms, pr and pr.time_ms
   if not (type(ct) == "table" and type(ct.median) == "number") then return false, "no time" end
   if not (type(pt) == "table" and type(pt.median) == "number") then return true, "the parent has no time", true end
-  if select.better(ct, pt, pct / 100) then
+  if rank.better(ct, pt, pct / 100) then
     return true, string.format("%.4f ms beats %.4f ms by more than %g%% and both spreads", ct.median, pt.median, pct)
   end
   return false, string.format("%.4f ms vs %.4f ms: inside %g%% or the spreads", ct.median, pt.median, pct)
@@ -78,7 +78,7 @@ end
 -- gate against the current head, else the head unchanged (greedy, tune and skill keep this way).
 function M.keep_best(run, beam, children)
   local head = beam[1]
-  local ranked = select.rank({}, children)
+  local ranked = rank.rank({}, children)
   for _, c in ipairs(ranked) do
     if c.ok and M.promote(run, head, c) then return { c } end
   end

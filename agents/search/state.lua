@@ -1,6 +1,6 @@
 -- The search state in its file form, state.json: what --resume needs to continue a run in a new
 -- process (the options and policy, the beam, the best, the fingerprints seen, the attempts, the
--- counters, the usage and LLM failures so far). Written by the driver (agents/lib/search.lua)
+-- counters, the usage and LLM failures so far). Written by the driver (agents/search/driver.lua)
 -- when the run starts (options only: a resume then starts it again), once its input kernel is
 -- measured (round 0) and after each round; kernels are saved by path and read back from their files.
 local fs = require("kagent.fs")

@@ -34,7 +34,7 @@ end
 
 -- models(run, attempts, best_attempt_id) -> per model ("provider:model"): attempts, verified,
 -- improved, share_improved, best (wrote the best kernel), calls, tokens, cost_usd (null: the
--- model has no price, the cost is unknown) (agents/lib/models.lua). attempts: the search's
+-- model has no price, the cost is unknown) (agents/run/models.lua). attempts: the search's
 -- attempt summaries, each with the model that wrote it (none for a generation run).
 function M.models(run, attempts, best_attempt_id)
   local usage = run.llm and run.llm.usage().by_model or {}
@@ -50,7 +50,7 @@ function M.models(run, attempts, best_attempt_id)
 end
 
 -- replies(run) -> the replies' quality per role and the directions' sources
--- (agents/lib/reply_stats.lua), with the share above which the last line warns
+-- (agents/run/reply_stats.lua), with the share above which the last line warns
 function M.replies(run)
   local s = run.reply_stats and run.reply_stats:summary() or reply_stats.new():summary()
   s.totals.rules_share = s.totals.rules_share or json.null
@@ -116,7 +116,7 @@ function M.search(run, st, reason, fin)
   local s = M.base(run)
   s.input_kernel = run.opts.kernel or st.input.label
   local mat = final.compile_max_autotune_ms
-  -- source: whether the final's baselines were measured, cached (agents/lib/measured.lua) or
+  -- source: whether the final's baselines were measured, cached (agents/search/measured.lua) or
   -- measured again after a failed re-check; input_source: the same for the start's
   s.baselines = { eager_ms = eager or json.null, compile_ms = comp or json.null,
     compile_max_autotune_ms = mat or json.null, times = final.baseline_times or json.null,
@@ -180,7 +180,7 @@ end
 
 -- add_time_split(s, st, fin): where the problem's wall time went — baselines_s (the start: the
 -- input kernel timed beside the baselines), search_s (the rounds, summed over resumed processes),
--- confirm_s (the final confirmation) — and the confirmation's phases (agents/lib/confirm.lua)
+-- confirm_s (the final confirmation) — and the confirmation's phases (agents/search/confirm.lua)
 function M.add_time_split(s, st, fin)
   local t = st.timing or {}
   s.time_split = { baselines_s = t.baselines_s or json.null, search_s = t.search_s or json.null,

@@ -1,4 +1,4 @@
--- --config FILE (agents/lib/config.lua): the YAML subset and JSON it reads, long option names and
+-- --config FILE (agents/run/config.lua): the YAML subset and JSON it reads, long option names and
 -- KernelAgent's keys, the command line winning, one line for a bad file, and the merged options
 -- kept in the run folder (state.json) so that --resume uses them without the file.
 package.path = kagent.root .. "/tests/fixtures/agent/?.lua;" .. package.path

@@ -1,5 +1,5 @@
 -- The last line of a run names the confirmed figure, and the line under it says why it may
--- differ from the best figure the status line showed during the search (agents/lib/summary.lua).
+-- differ from the best figure the status line showed during the search (agents/search/summary.lua).
 local summary = require("agents.search.summary")
 
 describe("the final line", function()

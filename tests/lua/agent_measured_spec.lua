@@ -1,4 +1,4 @@
--- Measurements reused across runs (agents/lib/measured.lua through agents/lib/confirm.lua) with a
+-- Measurements reused across runs (agents/search/measured.lua through agents/search/confirm.lua) with a
 -- FAKE evaluator pool that measures only the baselines a job asks for and records every job:
 -- the baselines cache (a second run reuses them after an eager re-check; a changed key or a
 -- failed re-check measures them again) and a kernel's confirmation verdicts (reused on its

@@ -1,4 +1,4 @@
--- Replies as models write them (agents/lib/replies.lua) and the asking loop (agents/lib/ask.lua)
+-- Replies as models write them (agents/run/replies.lua) and the asking loop (agents/run/ask.lua)
 -- with a FAKE chat that answers from a list. No Python, no network. The same failure modes come
 -- from the FAKE server's quirks mode in tests/lua/agent_quirks_*_cpu_spec.lua, end to end.
 package.path = kagent.root .. "/?.lua;" .. package.path

@@ -1,4 +1,4 @@
--- The search driver (agents/lib/search.lua) with a FAKE evaluator pool and small fake policies:
+-- The search driver (agents/search/driver.lua) with a FAKE evaluator pool and small fake policies:
 -- outcomes and the skill record, failures with their real stage, state.json and resume, the
 -- read-only run, and policy loading. No Python, no LLM.
 package.path = kagent.root .. "/?.lua;" .. package.path

@@ -1,5 +1,5 @@
 -- Selection under noise, distinct beam, the promotion gate and the stop rules
--- (agents/lib/select.lua, promotion.lua, search.lua; policies beam and greedy).
+-- (agents/lib/rank.lua, promotion.lua, search.lua; policies beam and greedy).
 package.path = kagent.root .. "/?.lua;" .. package.path
 local select = require("agents.lib.rank")
 local promotion = require("agents.search.promotion")

@@ -1,4 +1,4 @@
--- The status line on a terminal (agents/lib/progress.lua over kagent.log.status): log lines pass
+-- The status line on a terminal (agents/run/progress.lua over kagent.log.status): log lines pass
 -- above it, never onto its end; it shows the phase and the elapsed time; and where stderr is no
 -- terminal it is plain lines with no control codes. The terminal is a pty from script(1).
 local fs, proc = kagent.fs, kagent.proc

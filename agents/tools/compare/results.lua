@@ -1,4 +1,4 @@
--- What agents/compare.lua reports per policy: the figures of its sweep (agents/lib/sweep/
+-- What agents/compare.lua reports per policy: the figures of its sweep (agents/tools/sweep/
 -- figures.lua: the same definitions, never a second copy), side by side, as a Markdown table,
 -- JSON and an HTML page with one chart per figure.
 local fs = require("kagent.fs")

@@ -1,6 +1,6 @@
 -- Self-contained HTML pages: escaping, tables, and the page shell with the pinned browser
 -- libraries of third_party/report/ inlined (a page opens from disk with no network). Charts are
--- Vega and Vega-Lite specs (data, built in agents/lib/report/charts.lua) that the page hands to
+-- Vega and Vega-Lite specs (data, built in agents/tools/report/charts.lua) that the page hands to
 -- the libraries; the diff is drawn by jsdiff + diff2html (with highlight.js).
 local fs = require("kagent.fs")
 local json = require("kagent.json")

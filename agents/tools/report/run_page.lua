@@ -1,6 +1,6 @@
 -- report.html of one run: the header figures, the convergence and attempts chart, the lineage
 -- tree, the per-round table, input vs best (key metrics, roofline position, the diff), LLM
--- usage per role and how usable the model's replies were. Built from the run folder (agents/lib/report/run_data.lua).
+-- usage per role and how usable the model's replies were. Built from the run folder (agents/tools/report/run_data.lua).
 local html = require("agents.tools.report.html")
 local charts = require("agents.tools.report.charts")
 local run_data = require("agents.tools.report.run_data")
@@ -20,7 +20,7 @@ local function header(d)
   local s = d.summary
   local r = s.replay or {}
   -- a summary written before unconfirmed runs had none may still carry search-time figures:
-  -- they are shown only for a confirmed run (agents/lib/confirm.lua, reportable)
+  -- they are shown only for a confirmed run (agents/search/confirm.lua, reportable)
   local shown = confirm.reportable(s) and s or { run_id = s.run_id }
   local best = shown.best or {}
   local confirmed = s.verified == true and "yes (re-measured in a fresh process beside the baselines)"
@@ -128,7 +128,7 @@ local REPLY_COLUMNS = { { key = "role" }, { key = "used" }, { key = "repaired" }
   { key = "directions_model", title = "directions from the model" },
   { key = "directions_rules", title = "directions from rules" } }
 
--- replies_section(s) -> the reply-quality table of summary.json's `replies` (agents/lib/reply_stats.lua)
+-- replies_section(s) -> the reply-quality table of summary.json's `replies` (agents/run/reply_stats.lua)
 local function replies_section(s)
   local r = s.replies
   if type(r) ~= "table" or type(r.by_role) ~= "table" then
@@ -163,7 +163,7 @@ local MODEL_COLUMNS = { { key = "model" }, { key = "attempts" }, { key = "verifi
     return type(r.cost_usd) == "number" and string.format("%.4f", r.cost_usd) or "unknown (no price)"
   end } }
 
--- models_section(s) -> the per-model table of summary.json's `models` (agents/lib/models.lua)
+-- models_section(s) -> the per-model table of summary.json's `models` (agents/run/models.lua)
 local function models_section(s)
   local rows = {}
   for m, e in pairs(type(s.models) == "table" and s.models or {}) do
@@ -176,7 +176,7 @@ local function models_section(s)
   return html.table_html(MODEL_COLUMNS, rows, { id = "models" })
 end
 
--- render(d) -> the page for run data d (agents/lib/report/run_data.lua)
+-- render(d) -> the page for run data d (agents/tools/report/run_data.lua)
 function M.render(d)
   local s = d.summary
   local body = {}

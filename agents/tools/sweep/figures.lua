@@ -67,7 +67,7 @@ function M.row(p, summary, rec)
     r.time_split = { baselines_s = num(ts.baselines_s), search_s = num(ts.search_s), confirm_s = num(ts.confirm_s) }
     r.baselines_source = type(summary.baselines) == "table" and type(summary.baselines.source) == "string"
       and summary.baselines.source or nil
-    -- what each model of the run did (summary.json's `models`, agents/lib/models.lua)
+    -- what each model of the run did (summary.json's `models`, agents/run/models.lua)
     r.models = type(summary.models) == "table" and summary.models or nil
     r.fuse = require("agents.tools.sweep.fuse_rows").row(summary)
   else

@@ -1,4 +1,4 @@
--- The runs' own options (agents/lib/options.lua) as a driver of many runs takes them and passes
+-- The runs' own options (agents/run/options.lua) as a driver of many runs takes them and passes
 -- them on: agents/sweep.lua to each run, agents/compare.lua to each policy's sweep. A driver
 -- keeps the options it sets itself (the problem, the run folder, the database, ...).
 local policy_options = require("agents.run.options")

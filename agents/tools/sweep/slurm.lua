@@ -2,7 +2,7 @@
 -- file only submits, watches (squeue; sacct or scontrol for how a task ended), resubmits the
 -- problems whose task ended without a finished run, and merges the tasks' databases at the end.
 -- Each task runs `kagent-rt agents/sweep.lua --task N --out SWEEP`, which runs problem N exactly
--- as a local sweep does (agents/lib/sweep/task.lua) with its own database, tasks/<name>.db.
+-- as a local sweep does (agents/tools/sweep/task.lua) with its own database, tasks/<name>.db.
 local fs = require("kagent.fs")
 local json = require("kagent.json")
 local proc = require("kagent.proc")
