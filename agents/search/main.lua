@@ -12,7 +12,6 @@ local run_lib = require("agents.run")
 
 local M = {}
 
-
 local function say(prog, msg) io.stderr:write(prog .. ": " .. msg .. "\n") end
 
 -- Exit statuses of the entry points (docs/agents.md)
