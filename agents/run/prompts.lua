@@ -15,7 +15,6 @@ function M.add(r)
     return text
   end
 
-
   -- The system prompt is the same for every call of the run, and so is the skill catalogue in
   -- it: together they pass the providers' minimum cacheable length on their own.
   local system

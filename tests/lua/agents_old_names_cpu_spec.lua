@@ -35,7 +35,8 @@ describe("a policy that requires the old module names", function()
     local r = fake.run_agent("tune.lua", { "--problem", cpu.problem, "--kernel", cpu.fx .. "tunable.py",
       "--policy", old_style_policy(dir), "--rounds", "1", "--tune-candidates", "1", "--devices", "cpu",
       "--out", dir .. "/runs" }, env, 600)
-    if r.code ~= 0 then error("tune.lua exited " .. r.code .. "\n" .. r.stderr:sub(-3000)) end
+    -- 5: no finalist passed the final re-measure, which a loaded machine can refuse; the policy ran
+    if r.code ~= 0 and r.code ~= 5 then error("tune.lua exited " .. r.code .. "\n" .. r.stderr:sub(-3000)) end
     for _, name in ipairs(OLD) do
       local pattern = 'require%("' .. name:gsub("%.", "%%.") .. '"%) is deprecated: the module is now "agents%.'
       local _, count = r.stderr:gsub(pattern, "")
@@ -46,7 +47,7 @@ describe("a policy that requires the old module names", function()
       if fs.is_dir(dir .. "/runs/" .. n) then run_dir = dir .. "/runs/" .. n end
     end
     local s = json.decode(assert(fs.read(run_dir .. "/summary.json")))
-    expect.eq(s.status, "done", "the run finished")
+    expect.truthy(s.status == "done" or s.status == "unconfirmed", "the run finished: " .. tostring(s.status))
     expect.eq(s.policy, dir .. "/old_tune.lua", "with the old-style policy")
   end, { timeout = 900 })
 end)
