@@ -1,7 +1,9 @@
 -- The floors of agents/ (docs/architecture.md, "The agents' floors"): a module requires modules of
 -- its own floor or of floors below it, never above, so each floor can be read, replaced or
 -- tested with only what lies under it. Lazy requires (inside functions) count too.
+package.path = kagent.root .. "/tests/fixtures/lua_tree/?.lua;" .. package.path
 local fs = kagent.fs
+local tree = require("lua_tree")
 
 local AGENTS = kagent.root .. "/agents"
 
@@ -27,25 +29,12 @@ local function floor_of(m)
   return 1
 end
 
--- module name of a file under agents/: lib/rank.lua -> agents.lib.rank, run/init.lua -> agents.run
-local function module_of(rel)
-  return "agents." .. (rel:gsub("%.lua$", ""):gsub("/init$", ""):gsub("/", "."))
-end
-
-local function files(dir, rel, out)
-  for _, name in ipairs(fs.list(dir) or {}) do
-    local path, r = dir .. "/" .. name, rel and (rel .. "/" .. name) or name
-    if fs.is_dir(path) then files(path, r, out) elseif name:match("%.lua$") then out[#out + 1] = r end
-  end
-  return out
-end
-
 -- modules() -> {name = {source, forward = true for a forwarding module}}
 local function modules()
   local out = {}
-  for _, rel in ipairs(files(AGENTS, nil, {})) do
+  for _, rel in ipairs(tree.files(AGENTS)) do
     local source = assert(fs.read(AGENTS .. "/" .. rel))
-    out[module_of(rel)] = { source = source, forward = source:find('require%("agents%.lib%.renamed"%)%(') ~= nil }
+    out[tree.module_of(rel, "agents")] = { source = source, forward = source:find('require%("agents%.lib%.renamed"%)%(') ~= nil }
   end
   return out
 end
