@@ -1,8 +1,8 @@
 -- agents/beam.lua: hardware-guided beam search (the KernelAgent loop, agents/policies/beam.lua)
--- on the search driver (agents/lib/search.lua).
+-- on the search driver (agents/search/driver.lua).
 --   kagent-rt agents/beam.lua --problem P [--kernel K] [--rounds 8] [--beam 2] [--directions 2] ...
 -- Without an LLM configured it falls back to the tuner. --policy picks another policy.
-return require("agents.lib.search").main("agents/beam.lua", kagent.args, "beam", {
+return require("agents.search.main").main("agents/beam.lua", kagent.args, "beam", {
   usage = "kagent-rt agents/beam.lua --problem P [--kernel K] [options]",
   about = "Hardware-guided beam search: each round the N best kernels are profiled and diagnosed (M ranked "
     .. "bottlenecks in one LLM call), M workers rewrite each along one bottleneck, verify and repair it, and "

@@ -5,14 +5,14 @@
 -- (best_kernel.py is the optimized kernel), or a sweep folder. For each problem: eager,
 -- torch.compile, torch.compile max-autotune, the input and the optimized kernel, all timed by the
 -- evaluator's one method, with medians, spreads, speedups, speed-of-light % and the correctness
--- re-check of both kernels (agents/lib/bench/measure.lua). docs/reports.md has the details.
+-- re-check of both kernels (agents/tools/bench/measure.lua). docs/reports.md has the details.
 local fs = require("kagent.fs")
 local json = require("kagent.json")
 local task = require("kagent.task")
-local run_lib = require("agents.lib.run")
-local targets = require("agents.lib.bench.targets")
-local measure = require("agents.lib.bench.measure")
-local output = require("agents.lib.bench.output")
+local run_lib = require("agents.run")
+local targets = require("agents.tools.bench.targets")
+local measure = require("agents.tools.bench.measure")
+local output = require("agents.tools.bench.output")
 
 local PROG = "agents/bench.lua"
 

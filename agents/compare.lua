@@ -11,10 +11,10 @@
 local fs = require("kagent.fs")
 local json = require("kagent.json")
 local proc = require("kagent.proc")
-local run_lib = require("agents.lib.run")
-local run_args = require("agents.lib.sweep.run_args")
-local plan_lib = require("agents.lib.sweep.plan")
-local results = require("agents.lib.compare.results")
+local run_lib = require("agents.run")
+local run_args = require("agents.tools.sweep.run_args")
+local plan_lib = require("agents.tools.sweep.plan")
+local results = require("agents.tools.compare.results")
 
 local PROG = "agents/compare.lua"
 
@@ -55,7 +55,7 @@ end
 local function folder_name(p) return (fs.basename(p):gsub("%.lua$", "")) end
 
 local function binary()
-  return require("agents.lib.sweep.task").binary() or "kagent-rt"
+  return require("agents.tools.sweep.task").binary() or "kagent-rt"
 end
 
 -- sweep(policy, o) -> exit code of agents/sweep.lua for one policy, its output shown as it goes
@@ -100,7 +100,7 @@ local function main(argv)
   if (opts.replay ~= nil) == opts.live then return fail("say where the LLM's answers come from: --replay CACHE.db or --live") end
   if opts.replay and not fs.exists(opts.replay) then return fail("--replay " .. opts.replay .. ": no such database") end
   -- the run's model (a --model without a role; role models pass on to the runs as given)
-  local model = require("agents.lib.run").model_plan(opts)
+  local model = require("agents.run").model_plan(opts)
   model = model and model.default or os.getenv("KAGENT_MODEL")
   if not model or model == "" then
     return fail("name the model (--model provider:model or KAGENT_MODEL): replayed answers are keyed on it, and a live comparison fixes it")

@@ -7,10 +7,11 @@
 -- calling only those kernels, verified against the model); when the chosen path fails, the
 -- other one runs. The result is best_kernel.py in a run directory and the archived kernel of the
 -- problem, so `agents/beam.lua --problem P` (or `--kernel <run>/best_kernel.py`) optimizes it.
--- Stages and the run directory: agents/lib/fuse.lua and docs/agents.md.
-local options = require("agents.lib.options")
-local run_lib = require("agents.lib.run")
-local fuse = require("agents.lib.fuse")
+-- Stages and the run directory: agents/flows/fuse.lua and docs/agents.md.
+local options = require("agents.run.options")
+local run_lib = require("agents.run")
+local startup = require("agents.search.startup")
+local fuse = require("agents.flows.fuse")
 
 local PROG = "agents/fuse.lua"
 local FUSE = "Route and decomposition"
@@ -61,25 +62,23 @@ local HOW = {
 }
 
 local function main(argv)
-  local opts, _, code = run_lib.parse(PROG, argv, SPEC, HOW)
-  if not opts then return code end
-  local checked, _, icode = run_lib.check_inputs(PROG, opts, SPEC)
-  if not checked then return icode end
-  local llm
-  if opts.no_llm then
-    opts.route, opts.no_vote, opts.decomposer = "decompose", true, "rules"
-    if opts.first == "none" then
-      io.stderr:write(PROG .. ": --no-llm needs first kernels (--first none leaves no kernel source)\n")
-      return 2
+  local run, code = startup.open(PROG, argv, { spec = SPEC, how = HOW, plan = function(opts)
+    local llm
+    if opts.no_llm then
+      opts.route, opts.no_vote, opts.decomposer = "decompose", true, "rules"
+      if opts.first == "none" then
+        io.stderr:write(PROG .. ": --no-llm needs first kernels (--first none leaves no kernel source)\n")
+        return nil, 2
+      end
+    else
+      local lcode
+      llm, lcode = run_lib.require_llm(PROG, opts, "writing kernels for a model (or --no-llm)")
+      if not llm then return nil, lcode end
     end
-  else
-    local lcode
-    llm, lcode = run_lib.require_llm(PROG, opts, "writing kernels for a model (or --no-llm)")
-    if not llm then return lcode end
-  end
-  opts.policy = "fuse"
-  local run, _, ecode = run_lib.setup(PROG, opts, { mode = "fuse", llm = llm })
-  if not run then return ecode end
+    opts.policy = "fuse"
+    return { mode = "fuse", llm = llm }
+  end })
+  if not run then return code end
   return fuse.run(run)
 end
 

@@ -6,13 +6,14 @@
 -- beam.lua runs the same generation itself when it has no kernel and nothing archived.
 
 local json = require("kagent.json")
-local options = require("agents.lib.options")
-local run_lib = require("agents.lib.run")
-local generate = require("agents.lib.generate")
-local confirm = require("agents.lib.confirm")
-local attempt = require("agents.lib.attempt")
-local summary = require("agents.lib.summary")
-local fingerprint = require("agents.lib.fingerprint")
+local options = require("agents.run.options")
+local run_lib = require("agents.run")
+local startup = require("agents.search.startup")
+local generate = require("agents.flows.generate")
+local confirm = require("agents.search.confirm")
+local attempt = require("agents.search.attempt")
+local verdict = require("agents.lib.verdict")
+local summary = require("agents.search.summary")
 
 local PROG = "agents/generate.lua"
 local SPEC = {}
@@ -32,16 +33,15 @@ local HOW = {
 }
 
 local function main(argv)
-  local opts, _, code = run_lib.parse(PROG, argv, SPEC, HOW)
-  if not opts then return code end
-  local checked, _, icode = run_lib.check_inputs(PROG, opts, SPEC)
-  if not checked then return icode end
-  local llm, lcode = run_lib.require_llm(PROG, opts, "generating a kernel",
-    "To improve an existing kernel without an LLM: kagent-rt agents/tune.lua --problem P --kernel K")
-  if not llm then return lcode end
-  opts.policy = "generate"
-  local run, _, ecode = run_lib.setup(PROG, opts, { mode = "generate", llm = llm })
-  if not run then return ecode end
+  local run, code = startup.open(PROG, argv, { spec = SPEC, how = HOW, plan = function(opts)
+    local llm, lcode = run_lib.require_llm(PROG, opts, "generating a kernel",
+      "To improve an existing kernel without an LLM: kagent-rt agents/tune.lua --problem P --kernel K")
+    if not llm then return nil, lcode end
+    opts.policy = "generate"
+    return { mode = "generate", llm = llm }
+  end })
+  if not run then return code end
+  local opts = run.opts
   run.rd:write("problem.py", run.problem_code)
 
   local g, gerr, llm_down = generate.run(run, opts.gen_workers)
@@ -56,15 +56,12 @@ local function main(argv)
   end
   -- the winner timed next to both baselines in one job (same method for all three)
   local r = confirm.with_baselines(run, g.code)
-  local confirmed = attempt.verified(r)
+  local confirmed = verdict.verified(r)
   if not confirmed then r = g.result end
   run.rd:write("best_kernel.py", g.code)
   run.rd:write("best_eval.json", r)
   local k = attempt.kernel({ id = "generated", code = g.code, path = run.rd:path("best_kernel.py"), result = r })
-  k.attempt_id = run.mem:add_attempt({ round = 0, role = "generate", strategy = "generate", source_path = k.path,
-    source_hash = fingerprint.of(g.code), fingerprint = k.fingerprint, stage = "done", correct = true,
-    time_ms = r.time_ms.median, speedup_vs_eager = r.speedup_vs_eager, speedup_vs_compile = r.speedup_vs_compile,
-    metrics = k.profile })
+  k.attempt_id = attempt.store_kernel(run.mem, k, "generate", "generate")
   if confirmed then run.mem:archive(k, run.dtype) end
   local t = r.time_ms.median
   local s = summary.base(run)

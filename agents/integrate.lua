@@ -10,7 +10,7 @@
 local fs = require("kagent.fs")
 local json = require("kagent.json")
 local ktime = require("kagent.time")
-local run_lib = require("agents.lib.run")
+local run_lib = require("agents.run")
 
 local PROG = "agents/integrate.lua"
 local SPEC = {

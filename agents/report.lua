@@ -5,8 +5,8 @@
 -- (every run's report.html and the sweep's index.html). Pages are self-contained: they open
 -- from disk with no network. docs/reports.md describes them.
 local fs = require("kagent.fs")
-local run_lib = require("agents.lib.run")
-local report = require("agents.lib.report")
+local run_lib = require("agents.run")
+local report = require("agents.tools.report")
 
 local PROG = "agents/report.lua"
 local SPEC = {}

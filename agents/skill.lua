@@ -2,7 +2,7 @@
 -- learned record, one planned skill per worker with metric evidence, hard de-duplication of plans
 -- by memory, repair rounds (agents/policies/skill.lua) on the search driver.
 --   kagent-rt agents/skill.lua --problem P [--kernel K] [--rounds 8] [--directions 2] ...
-return require("agents.lib.search").main("agents/skill.lua", kagent.args, "skill", {
+return require("agents.search.main").main("agents/skill.lua", kagent.args, "skill", {
   usage = "kagent-rt agents/skill.lua --problem P [--kernel K] [options]",
   about = "KernelSkill's loop: the best kernel's profile selects the allowed skills, ranked by their learned "
     .. "record; the planner gives each of --directions workers one skill with metric evidence; plans memory has "

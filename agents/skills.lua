@@ -8,7 +8,7 @@
 --       the skill policy's retrieval decision for a profile (*_ncu_metrics.json of one kernel)
 
 local fs, json = kagent.fs, kagent.json
-local run_lib = require("agents.lib.run")
+local run_lib = require("agents.run")
 local skills_lib = require("agents.lib.skills")
 
 local PROG = "agents/skills.lua"
@@ -31,7 +31,7 @@ local HOW = { usage = "kagent-rt agents/skills.lua --stats|--list|--retrieve [op
 local function stats(opts)
   local db, err = kagent.mem.open(opts.db)
   if not db then io.stderr:write(PROG .. ": " .. tostring(err) .. "\n"); return 2 end
-  local rows = require("agents.lib.memory").skill_table(db, { gpu = opts.gpu, op_class = opts.op_class,
+  local rows = require("agents.run.memory").skill_table(db, { gpu = opts.gpu, op_class = opts.op_class,
     bottleneck = opts.bottleneck })
   db:close()
   if #rows == 0 then print("no skill outcomes recorded" .. (opts.db and (" in " .. opts.db) or "")); return 0 end

@@ -1,16 +1,17 @@
--- agents/split.lua: the LLM-free decomposition (agents/lib/splitter.lua) over many problems,
+-- agents/split.lua: the LLM-free decomposition (agents/flows/splitter.lua) over many problems,
 -- each plan checked against its traced model as agents/fuse.lua checks an LLM's.
 --   kagent-rt agents/split.lua --problems DIR|LIST [--problems ...] [--shrink] [--devices cpu]
 --       [--out DIR] [--job-timeout 600]
 -- Writes split.json (a row per problem: subgraphs, valid or the reasons, the sizes it was traced
 -- at) and table.md. No LLM, no kernel: it answers how many problems decompose, fast, on CPU.
 local fs = require("kagent.fs")
+local keys_lib = require("agents.lib.keys")
 local json = require("kagent.json")
 local ktime = require("kagent.time")
 local task = require("kagent.task")
-local run_lib = require("agents.lib.run")
-local plan_lib = require("agents.lib.sweep.plan")
-local splitter = require("agents.lib.splitter")
+local run_lib = require("agents.run")
+local plan_lib = require("agents.tools.sweep.plan")
+local splitter = require("agents.flows.splitter")
 
 local PROG = "agents/split.lua"
 local SPEC = {
@@ -119,10 +120,7 @@ local function main(argv)
     by_level[r.level] = l
     l.n, l.valid = l.n + 1, l.valid + (r.valid and 1 or 0)
   end
-  local levels = {}
-  for k in pairs(by_level) do levels[#levels + 1] = k end
-  table.sort(levels)
-  for _, k in ipairs(levels) do
+  for _, k in ipairs(keys_lib.sorted(by_level)) do
     totals[#totals + 1] = string.format("%s: %d of %d decompose validly", k, by_level[k].valid, by_level[k].n)
   end
   local d1 = devs and devs[1] or {}

@@ -9,10 +9,10 @@
 local fs = require("kagent.fs")
 local json = require("kagent.json")
 local ktime = require("kagent.time")
-local run_lib = require("agents.lib.run")
-local run_args = require("agents.lib.sweep.run_args")
-local plan_lib = require("agents.lib.sweep.plan")
-local report = require("agents.lib.sweep.report")
+local run_lib = require("agents.run")
+local run_args = require("agents.tools.sweep.run_args")
+local plan_lib = require("agents.tools.sweep.plan")
+local report = require("agents.tools.sweep.report")
 
 local PROG = "agents/sweep.lua"
 
@@ -96,13 +96,13 @@ local function keep_alive(plan, session)
 end
 
 local function run_local(plan, line, session)
-  local local_run = require("agents.lib.sweep.local_run")
+  local local_run = require("agents.tools.sweep.local_run")
   local slots, warn = local_run.slots(plan.devices ~= json.null and plan.devices or nil,
     plan.max_concurrent ~= json.null and plan.max_concurrent or nil)
   if warn then line:say(PROG .. ": " .. warn) end
   local todo = {}
   for _, p in ipairs(plan.problems) do
-    if not require("agents.lib.sweep.task").run_state(plan, p).done then todo[#todo + 1] = p end
+    if not require("agents.tools.sweep.task").run_state(plan, p).done then todo[#todo + 1] = p end
   end
   local running = {}
   local function status()
@@ -124,7 +124,7 @@ local function run_local(plan, line, session)
 end
 
 local function run_slurm(plan, line, session)
-  local slurm = require("agents.lib.sweep.slurm")
+  local slurm = require("agents.tools.sweep.slurm")
   local ok, why = slurm.available()
   if not ok then return nil, why end
   local db, derr = require("kagent.mem").open(plan.db)
@@ -196,7 +196,7 @@ local function main(argv)
   if opts.task then
     local plan = opts.out and plan_lib.load(opts.out)
     if not plan then return fail("--task needs --out, the folder of a sweep (no sweep.json there)") end
-    return require("agents.lib.sweep.slurm").task_main(plan, opts.task)
+    return require("agents.tools.sweep.slurm").task_main(plan, opts.task)
   end
 
   local pass = run_args.args(PASS, opts, extra)
@@ -228,7 +228,7 @@ local function main(argv)
 
   local done_before = 0
   for _, p in ipairs(plan.problems) do
-    if require("agents.lib.sweep.task").run_state(plan, p).done then done_before = done_before + 1 end
+    if require("agents.tools.sweep.task").run_state(plan, p).done then done_before = done_before + 1 end
   end
   fs.mkdir_p(plan.dir)
   local claimed, cerr = claim(plan)

@@ -11,7 +11,7 @@ package.path = kagent.root .. "/?.lua;" .. package.path
 local fs = kagent.fs
 local json = kagent.json
 local gpu = require("kagent.gpu")
-local run_lib = require("agents.lib.run")
+local run_lib = require("agents.run")
 local tp = require("bench.lib.throughput")
 
 local PROG = "bench/pool_start.lua"

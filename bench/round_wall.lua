@@ -6,7 +6,7 @@
 -- Prints measured round wall time against that sum; the goal is within 15%.
 package.path = kagent.root .. "/?.lua;" .. kagent.root .. "/tests/fixtures/agent/?.lua;" .. package.path
 local fs, json = kagent.fs, kagent.json
-local run_lib = require("agents.lib.run")
+local run_lib = require("agents.run")
 local fake = require("fake_session")
 
 local spec = {

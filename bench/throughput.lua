@@ -17,8 +17,8 @@
 package.path = kagent.root .. "/?.lua;" .. package.path
 local fs, json = kagent.fs, kagent.json
 local gpu = require("kagent.gpu")
-local run_lib = require("agents.lib.run")
-local options = require("agents.lib.options")
+local run_lib = require("agents.run")
+local options = require("agents.run.options")
 local tp = require("bench.lib.throughput")
 
 local PROG = "bench/throughput.lua"

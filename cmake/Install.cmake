@@ -33,7 +33,7 @@ install(FILES "${CMAKE_BINARY_DIR}/licenses/argparse.copyright"
 install(FILES LICENSE CITATION.cff packaging/copyright DESTINATION "${CMAKE_INSTALL_DOCDIR}" COMPONENT runtime)
 # the man page and shell completion, generated from the binary's own --help and --completion
 set(KAGENT_GEN "${CMAKE_BINARY_DIR}/generated")
-file(GLOB KAGENT_ENTRY_POINTS CONFIGURE_DEPENDS "${CMAKE_SOURCE_DIR}/agents/*.lua" "${CMAKE_SOURCE_DIR}/agents/lib/*.lua")
+file(GLOB KAGENT_ENTRY_POINTS CONFIGURE_DEPENDS "${CMAKE_SOURCE_DIR}/agents/*.lua" "${CMAKE_SOURCE_DIR}/agents/run/*.lua")
 set(KAGENT_GEN_FILES "${KAGENT_GEN}/kagent-rt.1" "${KAGENT_GEN}/kagent-rt.bash" "${KAGENT_GEN}/_kagent-rt"
   "${KAGENT_GEN}/kagent-rt.fish")
 add_custom_command(OUTPUT ${KAGENT_GEN_FILES}

@@ -11,7 +11,7 @@ if not (shell and out and ({ bash = true, zsh = true, fish = true })[shell]) the
   return 2
 end
 
--- where each shell's dispatcher (agents/lib/args.lua) begins in a script's output
+-- where each shell's dispatcher (agents/run/args.lua) begins in a script's output
 local DISPATCH = { bash = "\n# kagent-rt runs many scripts", zsh = "\n# kagent-rt runs many scripts",
   fish = "\ncomplete -c kagent-rt -n 'not string match" }
 

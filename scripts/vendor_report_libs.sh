@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Fetches the pinned browser libraries that the HTML reports inline (agents/lib/report/) from the
+# Fetches the pinned browser libraries that the HTML reports inline (agents/tools/report/) from the
 # npm registry and copies their minified files and licenses into third_party/report/, with
 # VERSIONS listing each file's package, version, license and SHA-256. The files are committed:
 # a report needs no network, and neither does a build. Run this only to change a version.

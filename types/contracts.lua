@@ -67,17 +67,17 @@
 ---@field passes integer
 
 ---A search policy (`--policy NAME|path.lua`, agents/policies/): the hooks the search driver
----(agents/lib/search.lua) detects and calls each round. See docs/policies.md.
+---(agents/search/driver.lua) detects and calls each round. See docs/policies.md.
 ---@class kagent.Policy
 ---@field name? string default: the file's name
 ---@field llm? boolean false when the policy runs without an LLM
 ---@field parents fun(beam: kagent.Kernel[], run: kagent.Run): kagent.Kernel[] kernels to expand this round
 ---@field directions fun(parent: kagent.Kernel, run: kagent.Run): kagent.Direction[], (table|string)? one worker per direction; the second value is traced (a string or .reason says why there are none)
 ---@field keep fun(beam: kagent.Kernel[], children: kagent.Kernel[], run: kagent.Run): kagent.Kernel[] the next beam (non-empty)
----@field expand? fun(parent: kagent.Kernel, direction: kagent.Direction, run: kagent.Run, w: {round: integer, k: integer, dir: string}): kagent.Draft default: the LLM worker (agents/lib/expand.lua)
----@field stop? fun(state: table, run: kagent.Run): string? default: search.default_stop (plateau, confirmed SOL)
+---@field expand? fun(parent: kagent.Kernel, direction: kagent.Direction, run: kagent.Run, w: {round: integer, k: integer, dir: string}): kagent.Draft default: the LLM worker (agents/search/expand.lua)
+---@field stop? fun(state: table, run: kagent.Run, default: fun(state: table, run: kagent.Run): string?): string? default: the driver's default_stop (plateau, confirmed SOL), also passed as `default`
 
----A kernel of the search (agents/lib/attempt.lua, kernel).
+---A kernel of the search (agents/search/attempt.lua, kernel).
 ---@class kagent.Kernel
 ---@field id string "input" or "r<round>w<worker>"
 ---@field code string
@@ -116,18 +116,18 @@
 ---@field llm_code? string the code of an LLM call that failed: the attempt is `llm_error`, not a kernel's failure
 ---@field llm_error? string that call's error
 
----The run roles and policies receive (agents/lib/run.lua): read-only, so a role can be replaced
+---The run roles and policies receive (agents/run/init.lua): read-only, so a role can be replaced
 ---or driven by small fakes in tests.
 ---@class kagent.Run
----@field opts table the run's options (agents/lib/options.lua)
+---@field opts table the run's options (agents/run/options.lua)
 ---@field problem_path string
 ---@field problem_code string
 ---@field dtype string
 ---@field op_class string
 ---@field pool kagent.gpu.Pool the evaluator pool
 ---@field llm? table kagent.llm, nil when the run has no LLM
----@field mem table the run's memory records (agents/lib/memory.lua)
----@field rd table the run directory (agents/lib/rundir.lua)
+---@field mem table the run's memory records (agents/run/memory.lua)
+---@field rd table the run directory (agents/run/rundir.lua)
 ---@field skills kagent.Skill[]
 ---@field render fun(name: string, vars: table): string renders prompts/<name>.md (kagent.prompt)
 ---@field job fun(code: string, extra?: table): table an evaluator job with the run's defaults

@@ -1,7 +1,7 @@
 -- Fingerprints of problems and kernels: SHA-256 (kagent.sha256), the one hash scheme of the
 -- project. A kernel's fallback fingerprint, used when the evaluator gives none, hashes the source
 -- with comments, blank lines and trailing spaces removed, so reformatting does not make a "new"
--- kernel. Databases written with the earlier hash are brought over by agents/lib/memory.lua.
+-- kernel. Databases written with the earlier hash are brought over by agents/run/memory.lua.
 local sha256 = require("kagent").sha256
 
 local M = {}

@@ -1,7 +1,7 @@
 -- The hash kagent-rt wrote into memory databases before fingerprints became SHA-256: 16 hex
 -- digits from two mixed 32-bit lanes. It was documented as FNV-1a but is not (doubles drop the
 -- low bits of the multiply: "hello" gives 0a3a3856..., FNV-1a gives 4f9f2cab). Kept only so
--- agents/lib/memory.lua can recognise and rewrite those rows; nothing new is hashed with it.
+-- agents/run/memory.lua can recognise and rewrite those rows; nothing new is hashed with it.
 local bit = require("bit")
 
 local M = {}

@@ -114,7 +114,7 @@ function M.build(a, sg, where)
   local out_values = {}
   for i, v in ipairs(sg.outputs) do out_values[i] = v.value end
   -- the same ops as a plain function, its layers built once at module level: the kernel of the
-  -- reference's own operations (agents/lib/first_kernel.lua), called with no module in between
+  -- reference's own operations (agents/flows/first_kernel.lua), called with no module in between
   local fn = {}
   for k, l in ipairs(init) do fn[#fn + 1] = (l:gsub("^%s+self%.m(%d+) = ", "_m%1 = ")) end
   fn[#fn + 1] = ""

@@ -4,7 +4,7 @@
 -- children are ranked on medians with noise and the N best distinct kernels kept.
 --   kagent-rt agents/beam.lua --problem P --kernel K [--beam N] [--directions M]
 local judge = require("agents.roles.judge")
-local select = require("agents.lib.select")
+local rank = require("agents.lib.rank")
 
 local P = { name = "beam" }
 
@@ -23,7 +23,7 @@ end
 -- keep(beam, children, run) -> the N best distinct kernels; a child whose fingerprint is
 -- already held never enters, and noise never evicts a kernel already held
 function P.keep(beam, children, run)
-  return select.next_beam(beam, children, run.opts.beam)
+  return rank.next_beam(beam, children, run.opts.beam)
 end
 
 return P

@@ -1,7 +1,7 @@
 -- The greedy policy: one parent, the best so far; every worker of the round (N x M) spent on its
 -- directions from one diagnosis; the parent changes only when a child passes the promotion gate.
 local judge = require("agents.roles.judge")
-local promotion = require("agents.lib.promotion")
+local promotion = require("agents.search.promotion")
 
 local P = { name = "greedy" }
 

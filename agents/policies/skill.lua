@@ -9,8 +9,8 @@
 --   kagent-rt agents/skill.lua --problem P [--kernel K] [--directions 2] [--refine 3]
 local features = require("agents.lib.features")
 local retrieval = require("agents.lib.retrieval")
-local promotion = require("agents.lib.promotion")
-local expand = require("agents.lib.expand")
+local promotion = require("agents.search.promotion")
+local expand = require("agents.search.expand")
 local planner = require("agents.roles.planner")
 local auditor = require("agents.roles.auditor")
 

@@ -5,8 +5,7 @@
 -- change tried from this kernel before (memory) is not tried again. It stops when no neighbour
 -- passes the promotion gate.
 local features = require("agents.lib.features")
-local promotion = require("agents.lib.promotion")
-local search = require("agents.lib.search")
+local promotion = require("agents.search.promotion")
 local skills = require("agents.lib.skills")
 local tunables = require("agents.lib.tunables")
 local verifier = require("agents.roles.verifier")
@@ -46,9 +45,9 @@ function P.keep(beam, children, run)
   return promotion.keep_best(run, beam, children)
 end
 
-function P.stop(state, run)
+function P.stop(state, run, default)
   if state.rounds_without_gain > 0 then return "converged: no neighbouring setting is faster beyond noise" end
-  return search.default_stop(state, run)
+  return default(state, run)
 end
 
 return P

@@ -7,7 +7,7 @@
 -- the kernels as leaves, makes no call but the kernels (pool:analyze, kind "forward"), and (3)
 -- the static checks find no torch compute in its wrapper.
 local json = require("kagent.json")
-local attempt = require("agents.lib.attempt")
+local verdict = require("agents.lib.verdict")
 local subproblem = require("agents.lib.subproblem")
 
 local M = {}
@@ -159,8 +159,8 @@ function M.compose(run, a, dec, unique)
   local hot = run.pool:analyze({ kind = "forward", problem = run.problem_path, candidate = path, dtype = run.dtype })
   run.rd:write("compose/hot_path.json", hot)
   local proof = M.proof(r, hot)
-  local out = { ok = attempt.verified(r) and proof.ok, code = code, path = path, result = r, hot = hot, proof = proof }
-  if not attempt.verified(r) then
+  local out = { ok = verdict.verified(r) and proof.ok, code = code, path = path, result = r, hot = hot, proof = proof }
+  if not verdict.verified(r) then
     out.error = string.format("the composed program fails against the model at stage %s: %s", tostring(r.stage),
       tostring(r.error or "verified but not timed"))
   elseif not proof.ok then

@@ -7,7 +7,7 @@
 local json = require("kagent.json")
 local decomposition = require("agents.lib.decomposition")
 
-local replies = require("agents.lib.replies")
+local reply_json = require("agents.run.reply_json")
 
 local M = {}
 
@@ -107,7 +107,7 @@ function M.vote(run, a, s)
     static_path = s.path, score = s.score, static_reasons = #s.reasons > 0 and table.concat(s.reasons, "; ") or "none",
   }
   local q = run.ask({ tag = "route", template = "route", vars = vars, shared = run.problem_block(), parse = function(text)
-    local v, how, code = replies.json(text, { fields = { "route" } })
+    local v, how, code = reply_json.json(text, { fields = { "route" } })
     if v and v.route ~= "direct" and v.route ~= "decompose" then
       local r = type(v.route) == "string" and v.route:lower():match("(decompose)") or type(v.route) == "string" and v.route:lower():match("(direct)")
       if not r then return nil, "EPARSE: the reply gave no route (\"direct\" or \"decompose\")", "EPARSE" end

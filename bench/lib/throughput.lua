@@ -9,7 +9,7 @@
 local gpu = require("kagent.gpu")
 local task, ktime, proc = kagent.task, kagent.time, kagent.proc
 local tunables = require("agents.lib.tunables")
-local median = require("agents.lib.sweep.figures").median
+local median = require("agents.tools.sweep.figures").median
 
 local M = {}
 

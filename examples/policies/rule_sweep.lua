@@ -4,7 +4,7 @@
 -- goes to the default LLM worker; the parent changes only through the promotion gate.
 --   kagent-rt agents/beam.lua --policy examples/policies/rule_sweep.lua --problem P --kernel K
 local features = require("agents.lib.features")
-local promotion = require("agents.lib.promotion")
+local promotion = require("agents.search.promotion")
 local skills = require("agents.lib.skills")
 
 local P = { name = "rule_sweep" }

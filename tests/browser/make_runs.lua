@@ -8,7 +8,7 @@ package.path = kagent.root .. "/tests/fixtures/agent/?.lua;" .. kagent.root .. "
 local fs = kagent.fs
 local fake = require("fake_session")
 local session = require("replay_session")
-local report = require("agents.lib.report")
+local report = require("agents.tools.report")
 
 local out = assert(kagent.args[1], "usage: make_runs.lua OUT")
 fs.mkdir_p(out)

@@ -1,10 +1,10 @@
--- --config FILE (agents/lib/config.lua): the YAML subset and JSON it reads, long option names and
+-- --config FILE (agents/run/config.lua): the YAML subset and JSON it reads, long option names and
 -- KernelAgent's keys, the command line winning, one line for a bad file, and the merged options
 -- kept in the run folder (state.json) so that --resume uses them without the file.
 package.path = kagent.root .. "/tests/fixtures/agent/?.lua;" .. package.path
 local fs, json = kagent.fs, kagent.json
-local config = require("agents.lib.config")
-local run_lib = require("agents.lib.run")
+local config = require("agents.run.config")
+local run_lib = require("agents.run")
 local session = require("fake_session")
 local cpu = session.cpu()
 

@@ -217,7 +217,7 @@ describe("a run whose finalists all fail the final confirmation", function()
     local index = fs.read(dir .. "/runs/index.html") or ""
     expect.match(index, "not confirmed")
     -- and so does a sweep's table of it
-    local figures = require("agents.lib.sweep.figures")
+    local figures = require("agents.tools.sweep.figures")
     local row = figures.row({ name = "watched", problem = problem }, s, { status = "unconfirmed", launches = {} })
     local text = figures.table_text({ row }, figures.aggregate({ row }))
     expect.match(text, "| watched | unconfirmed | not confirmed | %- | %- |")

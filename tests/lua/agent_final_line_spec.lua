@@ -1,6 +1,6 @@
 -- The last line of a run names the confirmed figure, and the line under it says why it may
--- differ from the best figure the status line showed during the search (agents/lib/summary.lua).
-local summary = require("agents.lib.summary")
+-- differ from the best figure the status line showed during the search (agents/search/summary.lua).
+local summary = require("agents.search.summary")
 
 describe("the final line", function()
   it("names the search's figure and why the confirmed one differs", function()

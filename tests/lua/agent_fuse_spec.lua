@@ -6,14 +6,14 @@ package.path = kagent.root .. "/?.lua;" .. package.path
 local json = kagent.json
 local llm = require("kagent.llm")
 local decomposition = require("agents.lib.decomposition")
-local splitter = require("agents.lib.splitter")
-local first_kernel = require("agents.lib.first_kernel")
+local splitter = require("agents.flows.splitter")
+local first_kernel = require("agents.flows.first_kernel")
 local subproblem = require("agents.lib.subproblem")
 local router = require("agents.roles.router")
 local composer = require("agents.roles.composer")
 local decomposer = require("agents.roles.decomposer")
-local run_lib = require("agents.lib.run")
-local rundir = require("agents.lib.rundir")
+local run_lib = require("agents.run")
+local rundir = require("agents.run.rundir")
 
 local F32 = "float32"
 

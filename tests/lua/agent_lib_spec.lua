@@ -2,8 +2,8 @@
 -- The published traces are read from KAGENT_KA_ARTIFACTS (default ../shared/data/ka-artifacts
 -- beside the checkout); those cases are skipped, saying so, where the folder is absent.
 package.path = kagent.root .. "/?.lua;" .. package.path
-local args = require("agents.lib.args")
-local options = require("agents.lib.options")
+local args = require("agents.run.args")
+local options = require("agents.run.options")
 local prompt = require("kagent.prompt")
 local tunables = require("agents.lib.tunables")
 local fingerprint = require("agents.lib.fingerprint")
@@ -132,7 +132,7 @@ end)
 
 describe("prompt blocks", function()
   it("the shared prefix of a parent's prompts passes the providers' minimum cacheable length", function()
-    local run_lib = require("agents.lib.run")
+    local run_lib = require("agents.run")
     local r = { opts = {}, skills = skills.load(kagent.root .. "/skills"), can_profile = true, device_name = "H100",
       gpu_text = "H100", dtype = "bf16", problem_code = assert(kagent.fs.read(kagent.root .. "/examples/problems/36_rmsnorm.py")) }
     run_lib.add_helpers(r)
@@ -150,7 +150,7 @@ end)
 
 describe("evaluator jobs", function()
   it("carry the run's correctness tolerance (--tolerance) to every evaluation", function()
-    local run_lib = require("agents.lib.run")
+    local run_lib = require("agents.run")
     for _, tol in ipairs({ "strict", "kernelbench-v0.1" }) do
       local r = { opts = { tolerance = tol, job_timeout = 60, metrics = "sol" }, problem_path = "p.py", dtype = "fp32" }
       run_lib.add_helpers(r)

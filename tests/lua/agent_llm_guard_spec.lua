@@ -1,9 +1,9 @@
--- The run's watch over its LLM (agents/lib/llm_guard.lua): failed calls tried again after a
+-- The run's watch over its LLM (agents/run/llm_guard.lua): failed calls tried again after a
 -- backoff when the failure may pass, the LLM declared down after --llm-failures in a row (and no
 -- call made after that), and what is not the LLM's failure not counted. A FAKE call function
 -- stands for kagent.llm.chat; sleeping is recorded, not done.
 package.path = kagent.root .. "/?.lua;" .. package.path
-local llm_guard = require("agents.lib.llm_guard")
+local llm_guard = require("agents.run.llm_guard")
 
 -- calls(script) -> fn, log: fn answers from the script in order ("ok" or a code), log counts calls
 local function calls(script)

@@ -7,7 +7,7 @@
 package.path = kagent.root .. "/tests/fixtures/agent/?.lua;" .. kagent.root .. "/?.lua;" .. package.path
 local fs, json, mem, proc = kagent.fs, kagent.json, kagent.mem, kagent.proc
 local session = require("fake_session")
-local run_lib = require("agents.lib.run")
+local run_lib = require("agents.run")
 local fake_llm = dofile(kagent.root .. "/tests/fixtures/fake_llm/fake.lua")
 local cpu = session.cpu()
 

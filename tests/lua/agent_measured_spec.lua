@@ -1,14 +1,14 @@
--- Measurements reused across runs (agents/lib/measured.lua through agents/lib/confirm.lua) with a
+-- Measurements reused across runs (agents/search/measured.lua through agents/search/confirm.lua) with a
 -- FAKE evaluator pool that measures only the baselines a job asks for and records every job:
 -- the baselines cache (a second run reuses them after an eager re-check; a changed key or a
 -- failed re-check measures them again) and a kernel's confirmation verdicts (reused on its
 -- second confirmation, whose figure is still measured). No Python.
 package.path = kagent.root .. "/?.lua;" .. package.path
 local json = kagent.json
-local confirm = require("agents.lib.confirm")
-local measured = require("agents.lib.measured")
-local run_lib = require("agents.lib.run")
-local attempt = require("agents.lib.attempt")
+local confirm = require("agents.search.confirm")
+local measured = require("agents.search.measured")
+local run_lib = require("agents.run")
+local attempt = require("agents.search.attempt")
 
 -- A FAKE pool. eager: the eager median it measures (a field, so a test can move it); each job
 -- is recorded as {op, baselines = the names asked, sanitize, generalize}.

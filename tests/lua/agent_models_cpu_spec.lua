@@ -8,7 +8,7 @@ package.path = kagent.root .. "/tests/fixtures/agent/?.lua;" .. kagent.root .. "
 local fs, json = kagent.fs, kagent.json
 local fake = require("fake_session")
 local fake_llm = dofile(kagent.root .. "/tests/fixtures/fake_llm/fake.lua")
-local models = require("agents.lib.models")
+local models = require("agents.run.models")
 local cpu = fake.cpu()
 
 local EV = { { metric = "time_ms", value = 1, interpretation = "slow" } }

@@ -1,13 +1,13 @@
--- Options and inputs of the agent scripts are checked before any work (agents/lib/args.lua on
--- lua-argparse, agents/lib/options.lua, agents/lib/run.lua): a table of bad command lines and the
+-- Options and inputs of the agent scripts are checked before any work (agents/run/args.lua on
+-- lua-argparse, agents/run/options.lua, agents/run/inputs.lua): a table of bad command lines and the
 -- one line each gets; the scripts themselves refusing them at once (exit 2, no run folder, no
 -- database, no evaluator); each entry point's own usage; shell completion that bash, zsh and fish
 -- accept and that completes; --devices against the GPUs found; a problem file that does not
 -- load named as the problem; a corrupt state.json and a read-only database in one line.
 package.path = kagent.root .. "/tests/fixtures/agent/?.lua;" .. package.path
 local fs, json, proc = kagent.fs, kagent.json, kagent.proc
-local args = require("agents.lib.args")
-local options = require("agents.lib.options")
+local args = require("agents.run.args")
+local options = require("agents.run.options")
 local session = require("fake_session")
 local cpu = session.cpu()
 

@@ -1,11 +1,12 @@
--- Replies as models write them (agents/lib/replies.lua) and the asking loop (agents/lib/ask.lua)
+-- Replies as models write them (agents/run/replies.lua) and the asking loop (agents/run/ask.lua)
 -- with a FAKE chat that answers from a list. No Python, no network. The same failure modes come
 -- from the FAKE server's quirks mode in tests/lua/agent_quirks_*_cpu_spec.lua, end to end.
 package.path = kagent.root .. "/?.lua;" .. package.path
 local json = kagent.json
-local replies = require("agents.lib.replies")
-local ask = require("agents.lib.ask")
-local reply_stats = require("agents.lib.reply_stats")
+local replies = require("agents.run.replies")
+local reply_json = require("agents.run.reply_json")
+local ask = require("agents.run.ask")
+local reply_stats = require("agents.run.reply_stats")
 
 local KERNEL = "import torch\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n        return x * 2"
 local PARENT = "import torch\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n        return x + x\n"
@@ -65,7 +66,7 @@ end)
 describe("reading JSON replies", function()
   it("reads JSON in prose or in the wrong fence as it came", function()
     for _, t in ipairs({ "Sure:\n" .. json.encode(DIAG) .. "\nHope it helps.", "```python\n" .. json.encode(DIAG) .. "\n```" }) do
-      local v, how = replies.json(t, WANT)
+      local v, how = reply_json.json(t, WANT)
       expect.eq(v.bottlenecks[1].summary, "two passes")
       expect.eq(how, "used")
     end
@@ -73,7 +74,7 @@ describe("reading JSON replies", function()
 
   it("repairs trailing commas, single quotes, Python literals and comments", function()
     local t = "```json\n{'bottlenecks': [{'summary': 'it\\'s \"two\" passes', 'ok': True, 'x': None,},], // done\n}\n```"
-    local v, how = replies.json(t, WANT)
+    local v, how = reply_json.json(t, WANT)
     expect.eq(how, "repaired")
     expect.eq(v.bottlenecks[1].ok, true)
     expect.match(v.bottlenecks[1].summary, 'two" passes')
@@ -81,15 +82,15 @@ describe("reading JSON replies", function()
 
   it("maps renamed keys back and unwraps one level of nesting", function()
     local t = json.encode({ result = { Bottlenecks = { { summary = "s", recommendedFixes = { { fix = "f" } } } } } })
-    local v, how = replies.json(t, WANT)
+    local v, how = reply_json.json(t, WANT)
     expect.eq(how, "repaired")
     expect.eq(v.bottlenecks[1].recommended_fixes[1].fix, "f")
-    v = replies.json(json.encode({ issues = { { summary = "s" } } }), WANT)
+    v = reply_json.json(json.encode({ issues = { { summary = "s" } } }), WANT)
     expect.eq(v.bottlenecks[1].summary, "s", "the only list of objects under another name")
   end)
 
   it("says what is missing when the JSON has another shape", function()
-    local v, why, code = replies.json('{"answer": 42}', WANT)
+    local v, why, code = reply_json.json('{"answer": 42}', WANT)
     expect.eq(v, nil)
     expect.eq(code, "EPARSE")
     expect.match(why, "bottlenecks")
@@ -99,7 +100,7 @@ describe("reading JSON replies", function()
     local full = "```json\n" .. json.encode(DIAG) .. "\n```"
     expect.eq(replies.join(full:sub(1, 30), full:sub(31)), full)
     local joined = replies.join(full:sub(1, 30), "```json\n" .. full:sub(31))
-    expect.eq(replies.json(joined, WANT).bottlenecks[1].summary, "two passes")
+    expect.eq(reply_json.json(joined, WANT).bottlenecks[1].summary, "two passes")
   end)
 end)
 

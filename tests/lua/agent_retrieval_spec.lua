@@ -9,9 +9,9 @@ local retrieval = require("agents.lib.retrieval")
 local metrics = require("agents.lib.metrics")
 local features = require("agents.lib.features")
 local skills_lib = require("agents.lib.skills")
-local memory = require("agents.lib.memory")
+local memory = require("agents.run.memory")
 local planner = require("agents.roles.planner")
-local run_lib = require("agents.lib.run")
+local run_lib = require("agents.run")
 
 local ARTIFACTS = os.getenv("KAGENT_KA_ARTIFACTS") or (kagent.root .. "/../shared/data/ka-artifacts")
 local SKILLS = skills_lib.load(kagent.root .. "/skills")
@@ -192,8 +192,8 @@ describe("planner", function()
     local t = { llm = {}, mem = m, skills = SKILLS, render = function(name, vars) asked[#asked + 1] = vars.refused or "-"; return name end,
       chat = function() return { text = "```json\n" .. json.encode({ plans = { plan } }) .. "\n```" } end,
       parent_block = function() return "P" end, full_prompt = run_lib.full_prompt,
-      reply_stats = require("agents.lib.reply_stats").new() }
-    t.ask_json = function(q) return require("agents.lib.ask").json(t, q) end
+      reply_stats = require("agents.run.reply_stats").new() }
+    t.ask_json = function(q) return require("agents.run.ask").json(t, q) end
     local run = run_lib.freeze(t)
     local plans, rec = planner.plans(run, parent, 2, decision, { tried = m:skills_tried("FP") })
     expect.eq(#asked, 2, "asked once more after the refusal")

@@ -4,8 +4,8 @@
 package.path = kagent.root .. "/?.lua;" .. package.path
 local fs, json = kagent.fs, kagent.json
 local llm = require("kagent.llm")
-local run_lib = require("agents.lib.run")
-local rundir = require("agents.lib.rundir")
+local run_lib = require("agents.run")
+local rundir = require("agents.run.rundir")
 local verifier = require("agents.roles.verifier")
 local auditor = require("agents.roles.auditor")
 local judge = require("agents.roles.judge")

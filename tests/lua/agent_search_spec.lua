@@ -1,16 +1,16 @@
--- The search driver (agents/lib/search.lua) with a FAKE evaluator pool and small fake policies:
+-- The search driver (agents/search/driver.lua) with a FAKE evaluator pool and small fake policies:
 -- outcomes and the skill record, failures with their real stage, state.json and resume, the
 -- read-only run, and policy loading. No Python, no LLM.
 package.path = kagent.root .. "/?.lua;" .. package.path
 local fs, json = kagent.fs, kagent.json
-local search = require("agents.lib.search")
-local run_lib = require("agents.lib.run")
-local policy = require("agents.lib.policy")
-local rundir = require("agents.lib.rundir")
-local memory = require("agents.lib.memory")
-local progress = require("agents.lib.progress")
-local promotion = require("agents.lib.promotion")
-local state_file = require("agents.lib.state")
+local search = require("agents.search.driver")
+local run_lib = require("agents.run")
+local policy = require("agents.search.policy")
+local rundir = require("agents.run.rundir")
+local memory = require("agents.run.memory")
+local progress = require("agents.run.progress")
+local promotion = require("agents.search.promotion")
+local state_file = require("agents.search.state")
 
 -- A FAKE pool: a candidate's source says what the evaluator returns. "TIME=0.5" verifies with a
 -- median of 0.5 ms (tight spread); "STAGE=timing" fails at that stage.

@@ -1,10 +1,10 @@
 -- Selection under noise, distinct beam, the promotion gate and the stop rules
--- (agents/lib/select.lua, promotion.lua, search.lua; policies beam and greedy).
+-- (agents/lib/rank.lua, promotion.lua, search.lua; policies beam and greedy).
 package.path = kagent.root .. "/?.lua;" .. package.path
-local select = require("agents.lib.select")
-local promotion = require("agents.lib.promotion")
-local search = require("agents.lib.search")
-local policy = require("agents.lib.policy")
+local select = require("agents.lib.rank")
+local promotion = require("agents.search.promotion")
+local search = require("agents.search.driver")
+local policy = require("agents.search.policy")
 local beam = assert(policy.load("beam"))
 local greedy = assert(policy.load("greedy"))
 

@@ -5,7 +5,7 @@
 package.path = kagent.root .. "/tests/fixtures/agent/?.lua;" .. package.path
 local fs, json = kagent.fs, kagent.json
 local fake = require("fake_session")
-local calls = require("agents.lib.calls")
+local calls = require("agents.run.calls")
 
 local function copy(from, to)
   fs.mkdir_p(fs.dirname(to))

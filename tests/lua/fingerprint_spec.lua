@@ -4,7 +4,7 @@
 local mem = kagent.mem
 local fingerprint = require("agents.lib.fingerprint")
 local legacy = require("agents.lib.fingerprint_legacy")
-local memory = require("agents.lib.memory")
+local memory = require("agents.run.memory")
 
 describe("fingerprints", function()
   it("kagent.sha256 gives the FIPS 180-2 digests", function()

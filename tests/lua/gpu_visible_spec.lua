@@ -136,8 +136,8 @@ describe("--devices against the GPUs this process may use", function()
   end)
 
   it("agents accept --devices all", function()
-    local parsed, err = require("agents.lib.args").parse({ "--problem", "p.py", "--devices", "all" },
-      require("agents.lib.options"))
+    local parsed, err = require("agents.run.args").parse({ "--problem", "p.py", "--devices", "all" },
+      require("agents.run.options"))
     expect.truthy(parsed, err)
     expect.eq(parsed.devices, "all")
   end)

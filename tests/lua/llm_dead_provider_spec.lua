@@ -6,8 +6,8 @@
 -- loopback, with small limits so that each case takes about a second.
 local fake = dofile(kagent.root .. "/tests/fixtures/fake_llm/fake.lua")
 package.path = kagent.root .. "/?.lua;" .. package.path
-local llm_guard = require("agents.lib.llm_guard")
-local options = require("agents.lib.options")
+local llm_guard = require("agents.run.llm_guard")
+local options = require("agents.run.options")
 
 local h = fake.cases{ python = spec.python, key = "sk-ant-test-dead-provider-0123456789" }
 local run, server = h.run, h.server

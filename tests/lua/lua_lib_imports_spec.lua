@@ -1,27 +1,16 @@
 -- The Lua library's modules form no circle of requires, lazy ones (inside functions) included:
 -- a circle makes the load order decide which half sees the other half-built.
+package.path = kagent.root .. "/tests/fixtures/lua_tree/?.lua;" .. package.path
 local fs = kagent.fs
+local tree = require("lua_tree")
 
 local LIB = kagent.root .. "/src/runtime/lua_lib"
-
--- module name of a file under LIB: kagent/gpu.lua -> kagent.gpu, kagent/mem/init.lua -> kagent.mem
-local function module_of(rel)
-  return (rel:gsub("%.lua$", ""):gsub("/init$", ""):gsub("/", "."))
-end
-
-local function files(dir, rel, out)
-  for _, name in ipairs(fs.list(dir) or {}) do
-    local path, r = dir .. "/" .. name, rel and (rel .. "/" .. name) or name
-    if fs.is_dir(path) then files(path, r, out) elseif name:match("%.lua$") then out[#out + 1] = r end
-  end
-  return out
-end
 
 describe("the Lua library's requires", function()
   it("make no circle", function()
     local edges, names = {}, {}
-    for _, rel in ipairs(files(LIB, nil, {})) do
-      local m = module_of(rel)
+    for _, rel in ipairs(tree.files(LIB)) do
+      local m = tree.module_of(rel)
       names[#names + 1] = m
       edges[m] = {}
       for dep in assert(fs.read(LIB .. "/" .. rel)):gmatch("require%(?%s*[\"']([%w_%.]+)[\"']") do

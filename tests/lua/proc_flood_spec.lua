@@ -55,7 +55,7 @@ describe("a child that floods its output", function()
     fs.write(dir .. "/squeue", "#!/bin/sh\nhead -c 4000000 /dev/zero | tr '\\0' ' ' >&2\necho x >&2\nexit 1\n")
     proc.run({ "chmod", "+x", dir .. "/squeue" })
     fs.write(dir .. "/t.lua", string.format([[
-      local slurm = require("agents.lib.sweep.slurm")
+      local slurm = require("agents.tools.sweep.slurm")
       -- and a child whose stdout, read by lines, never has a newline
       local p = kagent.proc.spawn({ "cat", "/dev/zero" })
       kagent.task.spawn(function() while p:read_line(60) do end end)

@@ -1,13 +1,13 @@
--- The status line on a terminal (agents/lib/progress.lua over kagent.log.status): log lines pass
+-- The status line on a terminal (agents/run/progress.lua over kagent.log.status): log lines pass
 -- above it, never onto its end; it shows the phase and the elapsed time; and where stderr is no
 -- terminal it is plain lines with no control codes. The terminal is a pty from script(1).
 local fs, proc = kagent.fs, kagent.proc
-local progress = require("agents.lib.progress")
+local progress = require("agents.run.progress")
 
 local BIN = (os.getenv("KAGENT_BUILD_DIR") or (kagent.root .. "/build")) .. "/kagent-rt"
 
 local SCRIPT = [[
-local p = require("agents.lib.progress").new({ rounds = 2 })
+local p = require("agents.run.progress").new({ rounds = 2 })
 p:update({ phase = "baselines" })
 kagent.log.info("LOGLINE one")
 p:update({ phase = false, round = 1, workers = 2, busy = 1 })

@@ -11,7 +11,7 @@ package.path = kagent.root .. "/tests/fixtures/agent/?.lua;" .. package.path
 local fs, json, mem = kagent.fs, kagent.json, kagent.mem
 local fake = require("fake_session")
 local session = require("replay_session")
-local calls = require("agents.lib.calls")
+local calls = require("agents.run.calls")
 
 local function attempts(run_dir)
   local st = json.decode(assert(fs.read(run_dir .. "/state.json")))

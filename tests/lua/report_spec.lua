@@ -4,15 +4,15 @@
 package.path = kagent.root .. "/tests/fixtures/report/?.lua;" .. package.path
 local fs, json = kagent.fs, kagent.json
 local synthetic = require("synthetic_run")
-local calls = require("agents.lib.calls")
-local run_data = require("agents.lib.report.run_data")
-local run_page = require("agents.lib.report.run_page")
-local index_page = require("agents.lib.report.index_page")
-local html = require("agents.lib.report.html")
-local figures = require("agents.lib.sweep.figures")
-local output = require("agents.lib.bench.output")
-local measure = require("agents.lib.bench.measure")
-local compare_results = require("agents.lib.compare.results")
+local calls = require("agents.run.calls")
+local run_data = require("agents.tools.report.run_data")
+local run_page = require("agents.tools.report.run_page")
+local index_page = require("agents.tools.report.index_page")
+local html = require("agents.tools.report.html")
+local figures = require("agents.tools.sweep.figures")
+local output = require("agents.tools.bench.output")
+local measure = require("agents.tools.bench.measure")
+local compare_results = require("agents.tools.compare.results")
 
 -- spec_data(page, id) -> the decoded JSON of <script type="application/json" id=id>
 local function spec_data(page, id)
@@ -121,7 +121,7 @@ describe("replay keys", function()
 
   it("are the place of the call in the run plus its measurement-free text", function()
     local dir = spec.tmpdir("calls")
-    local rd = assert(require("agents.lib.rundir").open(dir, "run"))
+    local rd = assert(require("agents.run.rundir").open(dir, "run"))
     local log = calls.new({ rd = rd, policy = "beam" })
     calls.at({ round = 2, parent = "fp1", worker = 3 })
     local place, key = log:key("optimize", "SYSTEM", "time 1.5 ms")
@@ -239,7 +239,7 @@ end)
 
 describe("a summary of an unconfirmed run written before such runs had no figures", function()
   it("shows no speedup on the run's page nor in the index", function()
-    local report = require("agents.lib.report")
+    local report = require("agents.tools.report")
     local dir = spec.tmpdir("old-unconfirmed")
     local rd = dir .. "/runs/old_run_20261101-000000_abcd"
     fs.mkdir_p(rd)

@@ -2,10 +2,10 @@
 -- LLM server that is interrupted and resumed (needs a python with torch: KAGENT_PYTHON).
 package.path = kagent.root .. "/tests/fixtures/agent/?.lua;" .. package.path
 local fs, json, proc, mem = kagent.fs, kagent.json, kagent.proc, kagent.mem
-local figures = require("agents.lib.sweep.figures")
-local plan_lib = require("agents.lib.sweep.plan")
-local local_run = require("agents.lib.sweep.local_run")
-local slurm = require("agents.lib.sweep.slurm")
+local figures = require("agents.tools.sweep.figures")
+local plan_lib = require("agents.tools.sweep.plan")
+local local_run = require("agents.tools.sweep.local_run")
+local slurm = require("agents.tools.sweep.slurm")
 local fake = require("fake_session")
 local sweep = require("sweep_session")
 

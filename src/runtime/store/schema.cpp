@@ -148,7 +148,7 @@ END;
 
 // Version 3: one row per LLM call of a run (who asked, at which place of the search, what it
 // cost, whether the record/replay cache answered it): the per-call usage table of
-// agents/lib/calls.lua, which also writes it to the run directory as usage.csv.
+// agents/run/calls.lua, which also writes it to the run directory as usage.csv.
 constexpr const char* kSchemaV3 = R"sql(
 CREATE TABLE llm_calls(
   id INTEGER PRIMARY KEY,
@@ -166,7 +166,7 @@ END;
 )sql";
 
 // Version 4: figures measured once and reused across runs and sweeps, keyed by what they
-// depend on (agents/lib/measured.lua builds the keys): a problem's baselines ("baselines") and
+// depend on (agents/search/measured.lua builds the keys): a problem's baselines ("baselines") and
 // a kernel's confirmation verdicts ("confirmation"). Rows are keyed by their content, so they
 // need no uid; a newer measurement of the same key replaces the older one.
 constexpr const char* kSchemaV4 = R"sql(

@@ -199,7 +199,7 @@ return function(M, Db)
     return rows
   end)
 
-  -- LLM calls: one row per call of a run (schema version 3), written by agents/lib/calls.lua.
+  -- LLM calls: one row per call of a run (schema version 3), written by agents/run/calls.lua.
   local CALL_FIELDS = { "run_id", "seq", "role", "place", "provider", "model", "input_tokens",
     "output_tokens", "cache_read_tokens", "cache_write_tokens", "cost_usd", "latency", "replayed",
     "outcome", "replay_key" }

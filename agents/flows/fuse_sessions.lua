@@ -1,0 +1,136 @@
+-- The generate stage of agents/fuse.lua (agents/flows/fuse.lua): one session per distinct
+-- subgraph, all in parallel. A session tries the subgraph's first kernel without an LLM, then
+-- generates one (agents/flows/generate.lua) in a sub-run with its own memory row and folder
+-- fuse/sg_<k>/, keeps the faster verified kernel and stores it.
+local json = require("kagent.json")
+local log = require("kagent.log")
+local task = require("kagent.task")
+local ktime = require("kagent.time")
+local attempt = require("agents.search.attempt")
+local fingerprint = require("agents.lib.fingerprint")
+local verdict = require("agents.lib.verdict")
+local first_kernel = require("agents.flows.first_kernel")
+local generate = require("agents.flows.generate")
+local subrun = require("agents.flows.subrun")
+local memory = require("agents.run.memory")
+
+local M = {}
+
+-- audited(share) -> what every evaluator job of a fuse run gets: the kernel audit's threshold
+function M.audited(share)
+  return function(j) j.fallback_threshold = share; return j end
+end
+
+-- first_share(run, source) -> the audit threshold of a first kernel and first program: library
+-- kernels are let through (threshold 0, their share reported) for the reference ops and where
+-- --first-library allow says so
+function M.first_share(run, source)
+  if source == "reference" or run.opts.first_library == "allow" then return 0 end
+  return run.opts.own_share
+end
+
+-- first(run, u, path, out): the subgraph's first kernel without an LLM (agents/flows/first_kernel.lua),
+-- the sources tried in order until one verifies against the subgraph; u.first = {source, code,
+-- result}; out.first says what happened (the row of docs/sweeps.md)
+local function first(run, u, path, out)
+  local tried = {}
+  for _, src in ipairs(first_kernel.order(run)) do
+    local code, why
+    if src == "reference" then code = first_kernel.reference(u)
+    else code, why = first_kernel.inductor(run, u, path, run.opts.first_library) end
+    if code then
+      local dir = "fuse/" .. u.dir .. "/first_" .. src
+      run.rd:write(dir .. ".py", code)
+      local view = subrun.derive(run, { problem_path = path, problem_code = u.code, dir = dir,
+        job = M.audited(M.first_share(run, src)) })
+      local r = view.evaluate(code)
+      run.rd:write(dir .. "/verify.json", r)
+      if verdict.verified(r) then
+        u.first = { source = src, code = code, result = r }
+        local audit = type(r.audit) == "table" and r.audit or {}
+        out.first = { source = src, label = first_kernel.label(src, run.devices[1].mode == "cpu"), verified = true,
+          time_ms = r.time_ms.median, own_time_frac = audit.applicable and audit.own_time_frac or json.null }
+        return
+      end
+      why = string.format("%s: %s", tostring(r.stage), tostring(r.error or "verified but not timed"))
+    end
+    tried[#tried + 1] = src .. ": " .. tostring(why)
+  end
+  out.first = { verified = false, error = table.concat(tried, "; ") }
+end
+
+local function session(run, u, progress)
+  local t0 = ktime.now()
+  local dir = "fuse/" .. u.dir
+  local path = run.rd:path(dir .. "/problem.py")
+  run.rd:write(path, u.code)
+  memory.adopt_legacy_hashes(run.db, u.code)
+  local mem = memory.open(run.db, { problem = path, problem_hash = fingerprint.hash(u.code), gpu = run.mem.info.gpu,
+    policy = "fuse-subgraph", config = { fuse_run = run.mem.run_id, subgraph = u.dir, dtype = run.dtype } })
+  local sub = subrun.derive(run, { problem_path = path, problem_code = u.code, dir = dir, mem = mem, progress = progress,
+    job = M.audited(run.opts.own_share) })
+  local out = { dir = u.dir, occurrences = u.occurrences, signature = u.signature }
+  local code, result
+  if run.opts.first ~= "none" then first(run, u, path, out) end
+  if run.llm then
+    -- a kernel verified on this very subgraph in an earlier run is checked again and reused
+    local row = not run.opts.fresh and mem:best_archived(run.dtype)
+    if row then
+      local r = sub.evaluate(row.source)
+      if verdict.verified(r) then
+        code, result, out.reused = row.source, r, "archive #" .. tostring(row.id)
+        log.info("%s: reusing the archived kernel #%s", u.dir, tostring(row.id))
+      end
+    end
+    if not code then
+      local g, gerr = generate.run(sub, run.opts.gen_workers)
+      if not g then
+        out.outcome, out.error = "failed", gerr
+      else
+        code, result, out.worker, out.attempts = g.code, g.result, g.worker, g.attempts
+      end
+    end
+  end
+  -- the LLM's kernel only where it verified and is faster than the first kernel
+  local f = u.first
+  if f and (not code or f.result.time_ms.median <= result.time_ms.median) then
+    if code then log.info("%s: the first kernel (%s) is faster than the LLM's: kept", u.dir, f.source) end
+    code, result, out.kept = f.code, f.result, "first (" .. f.source .. ")"
+  elseif code then
+    out.kept = out.reused and "archive" or "llm"
+  end
+  if not code and not out.error then out.error = out.first and out.first.error or "no kernel source" end
+  if code then
+    out.outcome, out.time_ms = "verified", result.time_ms.median
+    run.rd:write(dir .. "/best_kernel.py", code)
+    run.rd:write(dir .. "/verify.json", result)
+    local k = attempt.kernel({ id = u.dir, code = code, path = run.rd:path(dir .. "/best_kernel.py"), result = result })
+    k.attempt_id = attempt.store_kernel(mem, k, "generate", "fuse")
+    if out.kept == "llm" then mem:archive(k, run.dtype) end
+    u.kernel_code, u.result = code, result
+  else
+    out.outcome = "failed"
+  end
+  local use = sub.usage()
+  out.wall_s, out.tokens, out.llm_calls, out.cost_usd = ktime.now() - t0, use.tokens, use.calls, use.cost_usd
+  run.rd:write(dir .. "/summary.json", out)
+  mem:finish(code and "done" or "failed", out)
+  return out
+end
+
+function M.generate_all(run, st, unique)
+  local progress = subrun.progress(run.progress, #unique, "generate")
+  local fns = {}
+  for i, u in ipairs(unique) do fns[i] = function() return session(run, u, progress(u.dir)) end end
+  local outs, failed = {}, {}
+  for i, res in ipairs(task.all(fns)) do
+    local o = res.ok and res[1] or { dir = unique[i].dir, outcome = "error", error = tostring(res[1]) }
+    outs[i] = o
+    if o.outcome ~= "verified" then failed[#failed + 1] = string.format("%s: %s", o.dir, tostring(o.error):sub(1, 300)) end
+  end
+  st.sessions = outs
+  if #failed > 0 then return nil, "no verified kernel for " .. table.concat(failed, "; ") end
+  return outs
+end
+
+return M

@@ -1,0 +1,164 @@
+-- The run: what is fixed for one job of an agent — options, problem, evaluator pool, LLM, memory,
+-- run directory, skills — and the helpers roles use (job, evaluate and usage here; the chat in
+-- agents/run/chat.lua, prompt blocks in agents/run/prompts.lua; the checks of the command line in
+-- agents/run/inputs.lua). setup() returns it read-only: the search state lives in
+-- agents/search/driver.lua and only the driver writes it. Roles and policies take the run as an argument, so a test hands them a small
+-- fake table with the fields they read.
+local fs = require("kagent.fs")
+local json = require("kagent.json")
+local ktime = require("kagent.time")
+local rundir = require("agents.run.rundir")
+local memory = require("agents.run.memory")
+local progress = require("agents.run.progress")
+local calls = require("agents.run.calls")
+local llm_guard = require("agents.run.llm_guard")
+local reply_stats = require("agents.run.reply_stats")
+local inputs = require("agents.run.inputs")
+local chat = require("agents.run.chat")
+local prompts = require("agents.run.prompts")
+local fingerprint = require("agents.lib.fingerprint")
+local features = require("agents.lib.features")
+local skills_lib = require("agents.lib.skills")
+
+local M = {}
+
+-- The run's API is this one table; its parts live in their own files.
+M.die, M.parse, M.check_inputs, M.pool_devices = inputs.die, inputs.parse, inputs.check_inputs, inputs.pool_devices
+M.model_plan, M.model_flags, M.configure_llm, M.require_llm = chat.model_plan, chat.model_flags, chat.configure_llm,
+  chat.require_llm
+M.MAX_REPLY_TRACE, M.reply_trace, M.transcript_trace = prompts.MAX_REPLY_TRACE, prompts.reply_trace, prompts.transcript_trace
+M.code_from, M.full_prompt, M.entry_point, M.timing_text = prompts.code_from, prompts.full_prompt, prompts.entry_point,
+  prompts.timing_text
+
+M.USAGE_FIELDS = { "calls", "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "cost_usd" }
+
+-- The one usage counter is the LLM layer's (kagent.llm.usage()); a resumed run adds what the
+-- earlier processes of the run spent (state.json), so totals and budgets survive --resume.
+local function usage_fn(llm, base)
+  base = base or {}
+  return function()
+    local live = llm and llm.usage() or {}
+    local u = {}
+    for _, k in ipairs(M.USAGE_FIELDS) do u[k] = (base[k] or 0) + (live[k] or 0) end
+    u.tokens = u.input_tokens + u.output_tokens + u.cache_read_tokens + u.cache_write_tokens
+    return u
+  end
+end
+
+-- freeze(t) -> a read-only view of t: reading works, setting a field raises
+function M.freeze(t)
+  return setmetatable({}, { __index = t, __newindex = function(_, k)
+    error("the run is read-only (tried to set '" .. tostring(k) .. "'); search state belongs to agents/search/driver.lua", 2)
+  end })
+end
+
+-- setup(prog, opts, {mode, llm, state}) -> run, or nil, message, exit code.
+-- llm: the kagent.llm module when the run may call an LLM (already configured), else nil.
+-- The inputs were checked (check_inputs); here the memory database and the devices are checked
+-- before the evaluator workers start, and the run row is made last.
+function M.setup(prog, opts, how)
+  how = how or {}
+  local gpu = require("kagent.gpu")
+  local t0 = ktime.now()
+  local state = how.state
+  local problem_code = fs.read(opts.problem)
+  if not problem_code then return inputs.die(prog .. ": cannot read the problem file " .. opts.problem) end
+  local db, dberr, dbcode = inputs.open_memory(prog, opts.db)
+  if not db then return nil, dberr, dbcode end
+  memory.adopt_legacy_hashes(db, problem_code)
+  local devices, derr, dcode = inputs.pool_devices(prog, opts)
+  if derr then return nil, derr, dcode end
+
+  local wpg = opts.workers_per_gpu
+  local pool = gpu.pool({ devices = devices, timeout = opts.job_timeout,
+    workers_per_gpu = wpg and (wpg == "auto" and wpg or tonumber(wpg)) or nil })
+  local devs, perr = pool:devices()
+  if not devs then return inputs.die(prog .. ": no evaluator worker started: " .. tostring(perr)) end
+  local d1 = devs[1]
+  if d1.mode == "cpu" and opts.devices ~= "cpu" then
+    io.stderr:write(prog .. ": no GPU found: CPU mode (candidates must be pure PyTorch; Triton kernels need a GPU; no hardware counters).\n")
+  end
+  if d1.mode ~= "cpu" or d1.workers > 1 then
+    io.stderr:write(string.format("%s: %d evaluator worker(s) per %s (%s)\n", prog, d1.workers,
+      d1.mode == "cpu" and "device" or "GPU", tostring(d1.workers_how)))
+  end
+  local device_name = d1.mode == "cpu" and "cpu" or (d1.gpu_name or ("cuda:" .. tostring(d1.device)))
+  local gpu_text = d1.mode == "cpu"
+    and string.format("CPU mode (torch %s): candidates are pure PyTorch, timed by wall clock; no hardware counters.", tostring(d1.torch))
+    or string.format("%s ×%d (torch %s, triton %s)", device_name, #devs, tostring(d1.torch), tostring(d1.triton))
+
+  local info = { problem = opts.problem, problem_hash = fingerprint.hash(problem_code), gpu = device_name,
+    policy = opts.policy, config = { rounds = opts.rounds, beam = opts.beam, directions = opts.directions,
+      dtype = opts.dtype, model = opts.model, mode = how.mode } }
+  local rd, rerr
+  if state then rd, rerr = rundir.open(opts.resume_dir) else rd, rerr = rundir.open(opts.out, rundir.new_id(opts.problem)) end
+  if not rd then pool:close(); return inputs.die(prog .. ": run directory: " .. tostring(rerr)) end
+  local m, merr
+  if state then m, merr = memory.resume(db, state.mem_run_id, info) else m, merr = memory.open(db, info) end
+  if not m then pool:close(); return inputs.die(prog .. ": memory: " .. tostring(merr)) end
+
+  local r = { prog = prog, opts = opts, mode = how.mode, problem_path = opts.problem, problem_code = problem_code,
+    dtype = opts.dtype, pool = pool, devices = devs, device_name = device_name, gpu_text = gpu_text,
+    can_profile = d1.mode ~= "cpu", db = db, mem = m, rd = rd, t0 = t0, llm = how.llm,
+    profile_children = how.profile_children or nil,
+    -- "provider:model" as the LLM layer resolved it (an --model without provider included)
+    model = how.llm and select(2, how.llm.configured()) or nil,
+    model_plan = how.llm and M.model_plan(opts) or nil,
+    skills = skills_lib.load(), op_class = features.op_class(problem_code) }
+  local failed = state and state.llm_failures or {}
+  r.llm_guard = llm_guard.new({ limit = opts.llm_failures, backoff = opts.llm_backoff, failures = failed.calls,
+    by_code = failed.by_code })
+  r.reply_stats = reply_stats.new(state and state.replies)
+  r.usage = usage_fn(how.llm, state and state.usage)
+  r.progress = progress.new({ rounds = opts.rounds, usage = r.usage })
+  M.add_helpers(r)
+  if how.llm and (opts.budget_usd or opts.budget_tokens) then
+    -- the LLM layer enforces the budget too (a round in flight cannot overspend by much); it
+    -- counts this process only, so what earlier processes of a resumed run spent comes off
+    local spent = r.usage()
+    how.llm.configure({ budget = { max_usd = opts.budget_usd and (opts.budget_usd - spent.cost_usd),
+      max_tokens = opts.budget_tokens and (opts.budget_tokens - spent.tokens) } })
+  end
+  return M.freeze(r)
+end
+
+-- add_helpers(r): the functions roles call on a run (kept separate so tests can build a run
+-- from a plain table with a fake pool or chat).
+function M.add_helpers(r)
+  local opts = r.opts
+  -- the log of the run's LLM calls (places, replay keys, usage.csv)
+  if r.rd and not r.calls then r.calls = calls.new({ rd = r.rd, mem = r.mem, policy = opts.policy }) end
+
+  -- job(code, extra) -> an evaluator job with the run's defaults (options.lua) and extra fields
+  function r.job(code, extra)
+    local j = { problem = r.problem_path, candidate = code, dtype = r.dtype, timeout = opts.job_timeout,
+      tolerance = opts.tolerance,
+      bench = { baselines = json.empty_array }, profile = { metric_set = opts.metrics },
+      generalize = opts.require_generalize or nil, require_generalize = opts.require_generalize or nil,
+      sanitize = (opts.sanitize == "all" and r.can_profile) or nil }
+    for k, v in pairs(extra or {}) do j[k] = v end
+    return j
+  end
+
+  -- evaluate(code) -> result, cached. A source evaluated before in this run (comments and blank
+  -- lines aside) is not evaluated again: its verified result comes back with cached = true.
+  -- A candidate is verified and timed without its hardware profile (pool:benchmark): most lose
+  -- the promotion gate, and nothing reads a loser's counters. The driver profiles the kernels a
+  -- policy keeps (agents/search/driver.lua); a policy that reads every child's counters declares
+  -- `profile_children = true` (docs/policies.md) and its candidates are fully evaluated.
+  local verified = {}
+  function r.evaluate(code)
+    local key = fingerprint.of(code)
+    if verified[key] then return verified[key], true end
+    local op = (r.profile_children and r.can_profile) and "evaluate" or "benchmark"
+    local res = r.pool[op](r.pool, r.job(code))
+    if res.ok then verified[key] = res end
+    return res, false
+  end
+
+  prompts.add(r)
+  chat.add(r)
+  return r
+end
+
+return M

@@ -1,0 +1,261 @@
+-- Confirmation of what a run reports: the start kernel measured next to the baselines, the
+-- speed-of-light figure an early stop relies on, and at the end the best kernel re-measured in a
+-- fresh job next to the baselines (same method for all). The driver calls these; nothing is
+-- ranked, archived or reported from a measurement that did not come back ok.
+--
+-- Baselines are measured once per problem and environment and kept in the memory database
+-- (agents/search/measured.lua): a later job times eager only, and the cached torch.compile and
+-- max-autotune figures stand when that eager median agrees with the cached one within 2%;
+-- otherwise every baseline is measured again. A result says which: `baselines_source` is
+-- "measured", "cached" or "remeasured" (the re-check disagreed; `baselines_recheck` says how).
+local log = require("kagent.log")
+local ktime = require("kagent.time")
+local measured = require("agents.search.measured")
+
+local M = {}
+
+-- The references every reported kernel is timed against, in the same job.
+M.BASELINES = { "eager", "compile" }
+
+local function copy(t)
+  local c = {}
+  for k, v in pairs(t or {}) do c[k] = v end
+  return c
+end
+
+-- timed(run, op, code, extra, names) -> evaluator result of pool[op] (evaluate or benchmark) on
+-- the job run.job(code, extra) with the baselines `names` beside it, cached ones reused as above.
+function M.timed(run, op, code, extra, names)
+  local function job(bnames)
+    local e = copy(extra)
+    e.bench = copy(e.bench)
+    e.bench.baselines = bnames
+    return run.job(code, e)
+  end
+  -- CPU mode measures them every time: wall-clock figures on a shared CPU vary by more than the
+  -- re-check's 2%, so a cached figure would rarely stand and each re-check would cost a job
+  local cached = run.can_profile and measured.baselines(run) or nil
+  if measured.has(cached, names) then
+    local r = run.pool[op](run.pool, job({ "eager" }))
+    if not r.ok then return r end  -- the kernel failed: its verdict needs no baselines
+    local agree, why = measured.agrees(cached, r)
+    if agree then
+      -- eager is the re-check's own figure, measured beside the kernel; the others are cached
+      local rest = {}
+      for _, n in ipairs(names) do if n ~= "eager" then rest[#rest + 1] = n end end
+      measured.fill(r, cached, rest)
+      r.baselines_source = "cached"
+      return r
+    end
+    log.info("cached baselines not reused: %s; measuring them again", why)
+    -- the baselines alone, beside the same kernel (cheap checks: its verdict is the job's above)
+    local b = run.pool:benchmark(run.job(code, { bench = { baselines = names }, trials = 1, properties = false,
+      audit = false, generalize = false, require_generalize = false, sanitize = false }))
+    if b.ok and measured.has(b, names) then
+      measured.fill(r, b, names)
+      measured.put_baselines(run, b)
+      r.baselines_source, r.baselines_recheck = "remeasured", why
+      return r
+    end
+    log.warn("the baselines could not be measured on their own (%s); measuring them in the job again",
+      tostring(b.error))
+  end
+  local r = run.pool[op](run.pool, job(names))
+  if r.ok and run.can_profile then measured.put_baselines(run, r) end
+  r.baselines_source = "measured"
+  return r
+end
+
+-- with_baselines(run, code) -> evaluator result of a full evaluation timed next to the baselines
+function M.with_baselines(run, code)
+  return M.timed(run, "evaluate", code, nil, M.BASELINES)
+end
+
+M.INPUT_TRIES = 3
+
+-- input(run, code) -> the start kernel's evaluation next to the baselines. A timing the evaluator
+-- could not trust (stage "timing": the machine was too noisy) is measured again, up to
+-- INPUT_TRIES times, before the run gives up: every later comparison stands on this figure.
+function M.input(run, code)
+  local r
+  for try = 1, M.INPUT_TRIES do
+    r = M.with_baselines(run, code)
+    if r.ok or r.stage ~= "timing" then return r end
+    log.warn("the input kernel's timing was not trusted (try %d of %d): %s", try, M.INPUT_TRIES, tostring(r.error))
+  end
+  return r
+end
+
+local function retime(run, code)
+  return run.pool:benchmark(run.job(code))
+end
+
+-- sol(run, kernel) -> speed-of-light percent of a fresh measurement, or nil, why. Only a
+-- figure that verified again and is physically possible (<= 100%) may end a search.
+function M.sol(run, kernel)
+  local r = retime(run, kernel.code)
+  if not (r and r.ok) then return nil, "re-measure failed: " .. tostring(r and r.error) end
+  local sol = r.roofline and r.roofline.sol_pct
+  if type(sol) ~= "number" then return nil, "no roofline" end
+  if sol > 100 then return nil, string.format("SOL %.1f%% is beyond the physical bound", sol) end
+  return sol
+end
+
+-- The baselines of the final confirmation: the default torch.compile and its max-autotune mode.
+M.FINAL_BASELINES = { "eager", "compile", "compile_max_autotune" }
+
+-- rank_finalists(run, finalists) -> finalists ordered by one interleaved timing of them all
+-- (pool:compare: the same inputs, blocks in A B ... B A order), fastest first; the search-time
+-- order when there is one finalist or the comparison fails. Each gets .final_rank_ms.
+function M.rank_finalists(run, finalists)
+  local n = math.min(#finalists, math.max(1, run.opts.finalists or 3))
+  local top = {}
+  for i = 1, n do top[i] = finalists[i] end
+  if n < 2 then return finalists end
+  local codes = {}
+  for i, k in ipairs(top) do codes[i] = k.code end
+  local res = run.pool:compare(run.job(nil, { candidates = codes }))
+  if not res.ok then
+    log.warn("interleaved re-measure of the finalists failed: %s", tostring(res.error))
+    return finalists
+  end
+  for i, k in ipairs(top) do k.final_rank_ms = res.candidates[i].time_ms.median end
+  table.sort(top, function(a, b) return a.final_rank_ms < b.final_rank_ms end)
+  for i = n + 1, #finalists do top[#top + 1] = finalists[i] end
+  return top
+end
+
+-- final_extra(run) -> the confirmation job's fields: a fresh-process re-measure (the evaluator's
+-- `confirm`), the problem resized to check that the kernel generalizes, and compute-sanitizer on
+-- a GPU unless --sanitize none. Timed next to eager, torch.compile and max-autotune (M.timed).
+function M.final_extra(run)
+  local extra = { confirm = true, generalize = true, require_generalize = run.opts.require_generalize or nil }
+  if M.sanitizes(run) then extra.sanitize = true end
+  return extra
+end
+
+-- sanitizes(run) -> whether the final confirmation runs compute-sanitizer (on a GPU, unless
+-- --sanitize none)
+function M.sanitizes(run)
+  return run.can_profile and (run.opts.sanitize or "final") ~= "none"
+end
+
+-- phase(run) -> the status line's name for the final confirmation
+function M.phase(run)
+  return M.sanitizes(run) and "confirmation + sanitizer" or "confirmation"
+end
+
+-- final_job(run, code) -> the whole confirmation job (baselines measured in it)
+function M.final_job(run, code)
+  local extra = M.final_extra(run)
+  extra.bench = { baselines = M.FINAL_BASELINES }
+  return run.job(code, extra)
+end
+
+-- A kernel is confirmed once per environment: the sanitizer's and the resized problem's verdicts
+-- on a kernel that passed are kept in the memory database under its fingerprint (source and
+-- compiled), the problem, dtype and environment (agents/search/measured.lua), and a later
+-- confirmation of the same kernel reuses them instead of running those checks again. Its figure
+-- is always measured again (the fresh-process `confirm` re-measure beside the baselines): a
+-- figure belongs to the moment and the machine it was measured on, a verdict on the code does not.
+local function kernel_fp(k)
+  local cf = k.result and k.result.compiled_fingerprint
+  return tostring(k.fingerprint) .. (type(cf) == "string" and ("|" .. cf) or "")
+end
+
+-- confirm_one(run, k) -> result, {wall_s, stage_s, reference_s, reused}: one finalist's
+-- confirmation job, with the verdicts cached for it reused
+local function confirm_one(run, k)
+  local extra = M.final_extra(run)
+  local cached = measured.confirmation(run, k.code, kernel_fp(k))
+  local reused = {}
+  if cached then
+    if extra.sanitize and type(cached.sanitizer) == "table" and cached.sanitizer.ok == true then
+      extra.sanitize, reused[#reused + 1] = false, "sanitizer"
+    end
+    if extra.generalize and cached.generalizes == "yes" then
+      extra.generalize, extra.require_generalize, reused[#reused + 1] = false, false, "generalizes"
+    end
+  end
+  local t0 = ktime.now()
+  local r = M.timed(run, "benchmark", k.code, extra, M.FINAL_BASELINES)
+  local phase = { id = k.id, wall_s = ktime.now() - t0, reference_s = r.reference_s, stage_s = r.stage_s,
+    elapsed_s = r.elapsed, baselines = r.baselines_source, reused = reused }
+  if r.ok then
+    if #reused > 0 then
+      for _, what in ipairs(reused) do r[what] = cached[what] end
+      r.verdicts_source = "cached"
+    end
+    measured.put_confirmation(run, k.code, kernel_fp(k), r)
+  end
+  return r, phase
+end
+
+-- final(run, finalists, input) -> {kernel, result, confirmed, input_ms, tried, phases}. finalists:
+-- kernel records, best first. They are re-measured side by side, then the fastest whose
+-- confirmation job passes is the run's result (a confirmation that fails, at any stage, moves on
+-- to the next). When none passes there is no result: confirmed = false, no kernel and no figure,
+-- only `tried` (each finalist's stage and error) — a figure that was not confirmed is not a
+-- result (M.unconfirmed_line says so). The input is re-timed too, so speedup_vs_input compares
+-- two measurements of one moment. phases: where the confirmation's time went ({rank_s,
+-- finalists = {{id, wall_s, reference_s, stage_s, elapsed_s, baselines, reused}}, input_s,
+-- total_s}), for summary.json and tests/gpu/confirm_phases_gpu_check.sh.
+function M.final(run, finalists, input)
+  local t0 = ktime.now()
+  local out = { tried = {}, phases = { finalists = {} } }
+  local ranked = M.rank_finalists(run, finalists)
+  out.phases.rank_s = ktime.now() - t0
+  for _, k in ipairs(ranked) do
+    local r, phase = confirm_one(run, k)
+    out.phases.finalists[#out.phases.finalists + 1] = phase
+    out.tried[#out.tried + 1] = { id = k.id, ok = r.ok == true, stage = r.stage, error = r.error,
+      time_ms = r.time_ms and r.time_ms.median, interleaved_ms = k.final_rank_ms }
+    if r.ok then
+      out.kernel, out.result, out.confirmed = k, r, true
+      break
+    end
+    log.warn("confirmation of %s failed at %s: %s", tostring(k.id), tostring(r.stage), tostring(r.error))
+  end
+  if not out.kernel then
+    out.confirmed = false
+    out.phases.total_s = ktime.now() - t0
+    return out
+  end
+  out.input_ms = input.result.time_ms.median
+  local t1 = ktime.now()
+  if out.kernel == input then
+    if out.confirmed then out.input_ms = out.result.time_ms.median end
+  else
+    local again = retime(run, input.code)
+    if again and again.ok and again.time_ms then out.input_ms = again.time_ms.median end
+  end
+  out.phases.input_s = ktime.now() - t1
+  out.phases.total_s = ktime.now() - t0
+  return out
+end
+
+-- unconfirmed_line(tried) -> the one line a run ends with when no finalist confirmed: no figure,
+-- each finalist's stage and why
+function M.unconfirmed_line(tried)
+  local why = {}
+  for _, t in ipairs(tried or {}) do
+    why[#why + 1] = string.format("%s at %s: %s", tostring(t.id), tostring(t.stage),
+      tostring(t.error):sub(1, 160))
+  end
+  return "no confirmed kernel: " .. (#why > 0 and table.concat(why, "; ") or "no finalist")
+end
+
+-- verdict_word(summary) -> "yes" (confirmed), "not confirmed" (no finalist passed the final
+-- confirmation) or "no" (failed, or no summary): the one word tables and pages show
+function M.verdict_word(s)
+  if M.reportable(s) then return "yes" end
+  return type(s) == "table" and s.status == "unconfirmed" and "not confirmed" or "no"
+end
+
+-- reportable(summary) -> whether a summary carries figures (a confirmed best kernel). Tables
+-- and pages show a speedup only where this holds, and "not confirmed" otherwise.
+function M.reportable(s)
+  return type(s) == "table" and s.verified == true
+end
+
+return M

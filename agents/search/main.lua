@@ -1,0 +1,148 @@
+-- The search's entry: agents/beam.lua, skill.lua and tune.lua are main() with their default
+-- policy. It opens the run (agents/search/startup.lua), loads the policy, starts or resumes the
+-- search on the driver (agents/search/driver.lua), finishes it, and maps how it ended to the exit
+-- status (docs/agents.md).
+local log = require("kagent.log")
+local driver = require("agents.search.driver")
+local policy_lib = require("agents.search.policy")
+local state_file = require("agents.search.state")
+local summary = require("agents.search.summary")
+local startup = require("agents.search.startup")
+local run_lib = require("agents.run")
+
+local M = {}
+
+local function say(prog, msg) io.stderr:write(prog .. ": " .. msg .. "\n") end
+
+-- Exit statuses of the entry points (docs/agents.md)
+M.EXIT = { done = 0, error = 1, input = 2, llm_down = 3, replay_miss = 4, unconfirmed = 5 }
+
+-- replay_status(prog, summary, code) -> exit status: `code`, or 4 when a strict replay (cache
+-- mode "replay") met questions it had no recorded answer to. Those branches stopped where they
+-- were asked (stage "replay"), so the run does not reproduce the recorded one, and says so.
+function M.replay_status(prog, s, code)
+  local r = s.replay or {}
+  if r.mode == "replay" and (r.misses or 0) > 0 then
+    say(prog, string.format("strict replay: %d of %d LLM call(s) had no recorded answer; their branches stopped "
+      .. "(see replay_misses.json in the run directory). This run does not reproduce the recorded one.",
+      r.misses, r.calls or 0))
+    return M.EXIT.replay_miss
+  end
+  return code
+end
+
+-- llm_for(prog, opts) -> the kagent.llm module configured from the options; nil when nothing is
+-- configured (the tuner runs instead); or false, exit status when the LLM cannot be used.
+-- Only when nothing at all is configured does the tuner run instead; an LLM that was asked for
+-- (--model, KAGENT_MODEL, a key or URL) and cannot be used is an error that names what to set.
+local function llm_for(prog, opts)
+  local llm, configured, which, code = run_lib.configure_llm(opts)
+  if configured then return llm end
+  if require("agents.run.llm_guard").TRANSIENT[code] then
+    say(prog, "the LLM does not answer: " .. tostring(which) .. ". Nothing was started.")
+    return false, M.EXIT.llm_down
+  end
+  if which ~= llm.NOT_CONFIGURED or run_lib.model_flags(opts) ~= "" then
+    say(prog, run_lib.model_flags(opts) .. tostring(which) .. ". Nothing was started.")
+    return false, M.EXIT.input
+  end
+  io.stderr:write(prog .. ": " .. tostring(which) .. ".\n"
+    .. "Falling back to the LLM-free tuner (policy tune): same run directory and memory records.\n")
+  return nil
+end
+
+-- llm_stop(run) -> exit status 3: the LLM is down. The state saved after the last whole round
+-- stays (with the usage and failures since), the run row is `stopped`, and --resume continues.
+function M.llm_stop(run)
+  local g = run.llm_guard
+  local saved = run.rd:read_json("state.json")
+  if type(saved) == "table" then
+    -- stopped: the run's page says so (until --resume saves the state again)
+    saved.usage, saved.llm_failures, saved.stopped = run.usage(), g:summary(), g.down
+    run.rd:write("state.json", saved)
+    summary.write_report(run, true)
+  end
+  run.mem:finish("stopped", { stop_reason = "llm_down", error = g.down, llm_failures = g:summary() })
+  run.progress:finish()
+  if g.fatal then
+    say(run.prog, string.format("stopped: %s. Once the key is fixed, the run continues with:\n  kagent-rt %s --resume %s",
+      g.down, run.prog, run.rd.dir))
+    return M.EXIT.input
+  end
+  say(run.prog, string.format("stopped: %s. Nothing was learned from the failed calls; the unfinished round "
+    .. "is redone when the run continues:\n  kagent-rt %s --resume %s", g.down, run.prog, run.rd.dir))
+  return M.EXIT.llm_down
+end
+
+-- drive(run, pol, saved) -> exit status: start or resume, search, finish
+local function drive(run, pol, saved)
+  local st, lost
+  if saved then st, lost = state_file.restore(run, saved) end
+  if lost then
+    -- nothing is run on a state that lost a kernel: an empty one would be optimized instead
+    local why = "cannot resume " .. run.rd.dir .. ": " .. lost
+    say(run.prog, why)
+    return M.replay_status(run.prog, summary.failed(run, why), M.EXIT.input)
+  end
+  if saved then driver.supersede(run, st) end
+  if not st then
+    state_file.save(run, nil)  -- from here a --resume can start the run again
+    local why, llm_down
+    st, why, llm_down = driver.start(run)
+    if not st then
+      if llm_down then return M.llm_stop(run) end
+      say(run.prog, why)
+      return M.replay_status(run.prog, summary.failed(run, why), M.EXIT.input)
+    end
+    state_file.save(run, st)
+    summary.write_report(run, true)
+  end
+  local reason = driver.search(run, pol, st)
+  if run.llm_guard.down then return M.llm_stop(run) end
+  local s = driver.finish(run, st, reason)
+  -- a search whose finalists all failed the final confirmation has no result to report
+  return M.replay_status(run.prog, s, s.status == "unconfirmed" and M.EXIT.unconfirmed or M.EXIT.done)
+end
+
+-- main(prog, argv, default_policy, how) -> exit code; agents/beam.lua, skill.lua and tune.lua are
+-- this with their default policy and their own usage (how: {usage, about, llm_free}). --policy
+-- picks another (a shipped name or a path.lua); --resume continues a run with its own options.
+-- Everything on the command line is checked before any work (options, files, policy, LLM,
+-- database, devices); a run that fails after its run row exists is marked failed with the reason.
+function M.main(prog, argv, default_policy, how)
+  how = how or {}
+  how.epilog = "Exit status: 0 done, 1 internal error, 2 bad input, a failed start"
+    .. (how.llm_free and "" or " or a refused API key")
+    .. (how.llm_free and "" or ", 3 the LLM stopped answering (--resume continues the run), 4 a strict replay "
+      .. "(KAGENT_LLM_CACHE=replay) had no recorded answer to some question")
+    .. ", 5 no finalist passed the final confirmation (no confirmed kernel, no figure). "
+    .. (how.epilog or "")
+  local run, saved, plan = startup.open(prog, argv, { how = how, plan = function(opts)
+    if opts.tuner then opts.policy = "tune" end
+    opts.policy = opts.policy or default_policy
+    local pol, perr = policy_lib.load(opts.policy)
+    if not pol then say(prog, perr); return nil, M.EXIT.input end
+    local llm
+    if pol.llm ~= false then
+      local lcode
+      llm, lcode = llm_for(prog, opts)
+      if llm == false then return nil, lcode end
+      if not llm then
+        opts.policy = "tune"
+        pol = assert(policy_lib.load("tune"))
+      end
+    end
+    return { pol = pol, llm = llm, mode = llm and "llm" or "tuner", profile_children = pol.profile_children == true }
+  end })
+  if not run then return saved end  -- open() said why; this is the exit status
+  local pol = plan.pol
+  local ok, res = xpcall(drive, debug.traceback, run, pol, saved)
+  if ok then return res end
+  log.error("%s", tostring(res))
+  local first = tostring(res):match("^[^\n]*")
+  summary.failed(run, "internal error: " .. first)
+  say(prog, "internal error (the run is marked failed; the traceback is in the log): " .. first)
+  return M.EXIT.error
+end
+
+return M

@@ -1,0 +1,59 @@
+-- The start-up of every entry script that makes a run (agents/beam.lua, skill.lua and tune.lua
+-- through agents/search/main.lua; agents/generate.lua; agents/fuse.lua): options, the state of
+-- --resume, the input files, the script's own choice of LLM and mode, then the run
+-- (agents/run/init.lua, setup). Everything on the command line is checked before any work.
+local fs = require("kagent.fs")
+local run_lib = require("agents.run")
+local state_file = require("agents.search.state")
+
+local M = {}
+
+-- Options a resumed run keeps from its start whatever the command line says: they define the run.
+local FIXED_ON_RESUME = { problem = true, kernel = true, dtype = true }
+
+-- read_state(prog, opts) -> the state.json of --resume, or nil when not resuming; nil, msg, code
+-- on error. opts then take the run's own options, except those this command line gives.
+function M.read_state(prog, opts)
+  if not opts.resume then return nil end
+  local dir = opts.resume
+  if not fs.exists(fs.join(dir, "state.json")) and fs.exists(fs.join(opts.out, opts.resume, "state.json")) then
+    dir = fs.join(opts.out, opts.resume)
+  end
+  local path = fs.join(dir, "state.json")
+  local text = fs.read(path)
+  if not text then
+    return run_lib.die(prog .. ": --resume " .. opts.resume .. ": no state.json there (is it a run folder, or a run id under --out "
+      .. opts.out .. "?)")
+  end
+  local state, why = state_file.decode(text)
+  if not state then return run_lib.die(prog .. ": --resume: " .. path .. " cannot be read (" .. why .. "); the run cannot be resumed") end
+  for k, v in pairs(state.opts) do
+    if opts._given[k] and FIXED_ON_RESUME[k] and opts[k] ~= v then
+      return run_lib.die(string.format("%s: --resume: --%s cannot change (the run has %s)", prog, k:gsub("_", "-"), tostring(v)))
+    end
+    if not opts._given[k] then opts[k] = v end
+  end
+  opts.resume_dir = dir
+  return state
+end
+
+-- open(prog, argv, o) -> run, saved state (nil unless --resume), plan | nil, exit code.
+-- o: {spec (nil: the search's options), how (the script's usage: args.lua), plan = fn(opts) ->
+-- {llm, mode, profile_children, ...} | nil, exit code: what the script decides once the inputs
+-- are known (which LLM, which policy)}. The plan comes back as it is, for the script.
+function M.open(prog, argv, o)
+  local opts, _, code = run_lib.parse(prog, argv, o.spec, o.how)
+  if not opts then return nil, code end
+  local saved, _, scode = M.read_state(prog, opts)
+  if opts.resume and not saved then return nil, scode end
+  local checked, _, icode = run_lib.check_inputs(prog, opts, o.spec)
+  if not checked then return nil, icode end
+  local plan, pcode = o.plan(opts)
+  if not plan then return nil, pcode end
+  local run, _, ecode = run_lib.setup(prog, opts, { mode = plan.mode, llm = plan.llm, state = saved,
+    profile_children = plan.profile_children })
+  if not run then return nil, ecode end
+  return run, saved, plan
+end
+
+return M

@@ -1,0 +1,245 @@
+-- summary.json: what a run reports, written at its end by the search driver (and, for a
+-- generation run, by agents/generate.lua): the confirmed result, its baselines and speedups,
+-- the rounds, the outcomes of the attempts, usage and where the records are.
+local json = require("kagent.json")
+local ktime = require("kagent.time")
+local fs = require("kagent.fs")
+local log = require("kagent.log")
+local proc = require("kagent.proc")
+local calls = require("agents.run.calls")
+local confirm = require("agents.search.confirm")
+local reply_stats = require("agents.run.reply_stats")
+local models = require("agents.run.models")
+
+local M = {}
+
+-- replay(run) -> what the record/replay cache answered over the run's calls (all its processes)
+function M.replay(run)
+  return calls.replay(calls.read_csv(run.rd:path("usage.csv")), run.llm and run.llm.cache_mode() or "off")
+end
+
+-- base(run) -> the fields every summary.json has (run, status, problem, device, policy, usage,
+-- LLM failures, replay, memory)
+function M.base(run)
+  local u = run.usage()
+  return { run_id = run.rd.id, status = "done", mode = run.mode, problem = run.problem_path, dtype = run.dtype,
+    tolerance = run.opts.tolerance or json.null, device = run.device_name, model = run.model or json.null, policy = run.opts.policy,
+    workers_per_gpu = run.devices and run.devices[1] and run.devices[1].workers or json.null,
+    tokens = { input = u.input_tokens, output = u.output_tokens, cache_read = u.cache_read_tokens,
+      cache_write = u.cache_write_tokens, total = u.tokens },
+    llm_calls = u.calls, llm_failures = run.llm_guard:summary(), cost_usd = u.cost_usd,
+    wall_s = ktime.now() - run.t0, memory_run_id = run.mem.run_id, replay = M.replay(run),
+    replies = M.replies(run), models = M.models(run) }
+end
+
+-- models(run, attempts, best_attempt_id) -> per model ("provider:model"): attempts, verified,
+-- improved, share_improved, best (wrote the best kernel), calls, tokens, cost_usd (null: the
+-- model has no price, the cost is unknown) (agents/run/models.lua). attempts: the search's
+-- attempt summaries, each with the model that wrote it (none for a generation run).
+function M.models(run, attempts, best_attempt_id)
+  local usage = run.llm and run.llm.usage().by_model or {}
+  local out = {}
+  local known = { run.model }
+  for _, m in ipairs(run.model_plan and run.model_plan.all or {}) do known[#known + 1] = m end
+  for m, e in pairs(models.stats(attempts, usage, best_attempt_id, known)) do
+    if not e.priced then e.cost_usd = json.null end
+    e.priced = nil
+    out[m] = e
+  end
+  return out
+end
+
+-- replies(run) -> the replies' quality per role and the directions' sources
+-- (agents/run/reply_stats.lua), with the share above which the last line warns
+function M.replies(run)
+  local s = run.reply_stats and run.reply_stats:summary() or reply_stats.new():summary()
+  s.totals.rules_share = s.totals.rules_share or json.null
+  s.rules_warn = (run.opts.rules_warn or 100 * reply_stats.DEFAULT_WARN) / 100
+  return s
+end
+
+-- rules_line(s) -> the last line's warning of a run mostly driven by rules, or ""
+function M.rules_line(s)
+  local r = s.replies
+  if type(r) ~= "table" or type(r.totals) ~= "table" or type(r.totals.rules_share) ~= "number" then return "" end
+  local w = reply_stats.warning(r, r.rules_warn)
+  return w and ("\n  " .. w) or ""
+end
+
+-- failed(run, why): a run that ended before it had a result: summary.json says so (status
+-- "failed", the reason) and so does its row in memory, so no run is left `running`.
+function M.failed(run, why)
+  local s = M.base(run)
+  s.status, s.error = "failed", why
+  run.rd:write("summary.json", s)
+  run.mem:finish("failed", s)
+  if fs.exists(run.rd:path("report.html")) then M.write_report(run, true) end  -- no longer "running"
+  run.progress:finish()
+  return s
+end
+
+-- attempts_to_best(attempts, best) -> attempts made in the rounds up to and including the one
+-- that found the best kernel (a round's workers run at once), 0 when the input stays best
+function M.attempts_to_best(attempts, best)
+  if not best.round or best.round == 0 then return 0 end
+  local n = 0
+  for _, a in ipairs(attempts) do if (a.round or 0) <= best.round then n = n + 1 end end
+  return n
+end
+
+-- write_report(run, running): report.html of the run and the index of its folder of runs (only
+-- the run's page while it runs: it shows the rounds so far and reloads itself). A report that
+-- cannot be written is a warning: the run's results are in summary.json already.
+function M.write_report(run, running)
+  local ok, err = pcall(function()
+    local report = require("agents.tools.report")
+    local path, why = report.run_page(run.rd.dir)
+    if path and not running then path, why = report.runs_index(fs.dirname(run.rd.dir)) end
+    if not path then error(why, 0) end
+  end)
+  if not ok then log.warn("report: %s", tostring(err)) end
+end
+
+-- search(run, st, reason, fin) -> summary of a search: fin is confirm.final's answer. Writes
+-- best_kernel.py, best_eval.json, summary.json and report.html; archives the best once confirmed.
+function M.search(run, st, reason, fin)
+  if not fin.confirmed then return M.unconfirmed(run, st, reason, fin) end
+  local best, final = fin.kernel, fin.result
+  run.rd:write("best_kernel.py", best.code)
+  M.ka_names(run.rd)
+  run.rd:write("best_eval.json", final)
+  local t = final.time_ms
+  local eager = final.eager_ms or st.baselines.eager_ms
+  local comp = final.compile_ms or st.baselines.compile_ms
+  local beam = {}
+  for i, k in ipairs(st.beam) do beam[i] = { id = k.id, time_ms = k.result.time_ms.median, fingerprint = k.fingerprint, path = k.path } end
+  local s = M.base(run)
+  s.input_kernel = run.opts.kernel or st.input.label
+  local mat = final.compile_max_autotune_ms
+  -- source: whether the final's baselines were measured, cached (agents/search/measured.lua) or
+  -- measured again after a failed re-check; input_source: the same for the start's
+  s.baselines = { eager_ms = eager or json.null, compile_ms = comp or json.null,
+    compile_max_autotune_ms = mat or json.null, times = final.baseline_times or json.null,
+    source = final.baselines_source or json.null, recheck = final.baselines_recheck or json.null,
+    input_source = st.input.result and st.input.result.baselines_source or json.null }
+  s.input_ms, s.best_ms, s.best_time = fin.input_ms, t.median, t
+  -- the best's figure during the search (the status line's), before the confirmation re-measured it
+  local search_ms = best.result and best.result.time_ms and best.result.time_ms.median
+  s.search_best_ms = search_ms or json.null
+  s.best = { id = best.id, round = best.round, worker = best.worker or json.null, fingerprint = best.fingerprint, path = "best_kernel.py" }
+  s.speedup_vs_input = fin.input_ms / t.median
+  s.speedup_vs_eager = eager and eager / t.median or json.null
+  s.speedup_vs_compile = comp and comp / t.median or json.null
+  s.speedup_vs_compile_max_autotune = mat and mat / t.median or json.null
+  -- what the confirmation checked: the fresh re-measure (trust), the resized problem, the sanitizer
+  s.trust, s.generalizes = final.trust or json.null, final.generalizes or json.null
+  s.sanitizer = final.sanitizer and final.sanitizer.ok or json.null
+  -- "cached": the sanitizer's and the resized problem's verdicts came from an earlier
+  -- confirmation of the same kernel in the same environment; the figure was measured now
+  s.confirmation_verdicts = final.verdicts_source or "measured"
+  -- the best's verdict at KernelBench's tolerances (strict today, v0.1) and its largest errors
+  s.kernelbench, s.max_abs_err, s.max_rel_err = final.kernelbench or json.null,
+    final.max_abs_err or json.null, final.max_rel_err or json.null
+  s.sol_pct = (final.roofline and final.roofline.sol_pct) or best.sol_pct or json.null
+  s.verified, s.confirmation, s.beam = true, fin.tried, beam
+  M.add_search_counts(s, run, st, reason)
+  M.add_time_split(s, st, fin)
+  s.models = M.models(run, st.attempts, best.attempt_id)
+  s.attempts_to_best, s.rounds_to_best = M.attempts_to_best(st.attempts, best), best.round or 0
+  run.rd:write("summary.json", s)
+  M.write_report(run)
+  run.mem:archive({ code = best.code, result = final, attempt_id = best.attempt_id }, run.dtype)
+  run.mem:finish("done", s)
+  run.progress:finish(string.format("run %s: confirmed best %.4f ms (%.2fx input%s%s) after %d round(s): %s\n  %s\n  %s",
+    run.rd.id, t.median, s.speedup_vs_input,
+    eager and string.format(", %.2fx eager", eager / t.median) or "",
+    comp and string.format(", %.2fx torch.compile", comp / t.median) or "", st.round, s.stop_reason,
+    M.figures_line(search_ms, t.median, final.trust), run.rd.dir .. M.replay_line(s) .. M.time_line(s)
+    .. M.rules_line(s)))
+  return s
+end
+
+-- figures_line(search_ms, confirmed_ms, trust) -> the line under the last one that says which
+-- figure is the result and why it may differ from the best figure the status line showed: the
+-- search times a kernel in a warm worker on inputs reused call after call; the confirmation
+-- re-measures it in a fresh process with new input values before every call (no result can
+-- come from a cache), next to the baselines, and every speedup uses that figure.
+function M.figures_line(search_ms, confirmed_ms, trust)
+  local fresh = type(trust) == "table" and trust.remeasured == true
+  local how = fresh and "a fresh process with new input values before every call, next to the baselines"
+    or "a fresh job next to the baselines"
+  if not search_ms then return "confirmed by " .. how .. "; the speedups use it" end
+  local ratio = confirmed_ms / search_ms
+  if ratio > 0.95 and ratio < 1.05 then
+    return string.format("the search measured %.4f ms; the confirmation (%s) agrees", search_ms, how)
+  end
+  return string.format("the search measured %.4f ms (%.2fx %s), with inputs reused call after call in a warm "
+    .. "worker; the result is the confirmation's figure (%s), and the speedups use it", search_ms,
+    ratio > 1 and ratio or 1 / ratio, ratio > 1 and "faster than the confirmed figure" or "slower than the confirmed figure", how)
+end
+
+-- add_time_split(s, st, fin): where the problem's wall time went — baselines_s (the start: the
+-- input kernel timed beside the baselines), search_s (the rounds, summed over resumed processes),
+-- confirm_s (the final confirmation) — and the confirmation's phases (agents/search/confirm.lua)
+function M.add_time_split(s, st, fin)
+  local t = st.timing or {}
+  s.time_split = { baselines_s = t.baselines_s or json.null, search_s = t.search_s or json.null,
+    confirm_s = t.confirm_s or json.null }
+  s.confirm_phases = fin.phases or json.null
+end
+
+-- time_line(s) -> the run's last line's note of where its time went
+function M.time_line(s)
+  local t = s.time_split or {}
+  local function sec(v) return type(v) == "number" and string.format("%.0f s", v) or "-" end
+  local src = s.baselines and s.baselines.source
+  return string.format("\n  time: baselines %s%s, search %s, confirmation %s", sec(t.baselines_s),
+    type(src) == "string" and (" (final's " .. src .. ")") or "", sec(t.search_s), sec(t.confirm_s))
+end
+
+-- ka_names(rd): KernelAgent's name of the result beside ours, as a link (one file), so its
+-- scripts (benchmark.py: problem.py, input_kernel.py, optimized_kernel_beam_search.py) read a run
+-- folder as one of its problem folders.
+function M.ka_names(rd)
+  local res = proc.run({ "ln", "-sfn", "best_kernel.py", rd:path("optimized_kernel_beam_search.py") }, { timeout = 10 })
+  if not (res and res.code == 0) then
+    log.warn("run folder: no optimized_kernel_beam_search.py link: %s", tostring(res and res.stderr))
+  end
+end
+
+-- add_search_counts(s, run, st, reason): rounds, stop reason and the attempts' outcomes
+function M.add_search_counts(s, run, st, reason)
+  local outcomes = {}
+  for _, a in ipairs(st.attempts) do outcomes[a.outcome or "?"] = (outcomes[a.outcome or "?"] or 0) + 1 end
+  s.rounds, s.rounds_requested, s.stop_reason = st.round, run.opts.rounds, reason or "rounds done"
+  s.attempts, s.outcomes = #st.attempts, outcomes
+  s.models = M.models(run, st.attempts, nil)
+end
+
+-- replay_line(s) -> the last line's note of what a record/replay cache answered, or ""
+function M.replay_line(s)
+  return s.replay.mode ~= "off" and string.format("\n  LLM replay: %d hit(s), %d miss(es) of %d call(s)",
+    s.replay.hits, s.replay.misses, s.replay.calls) or ""
+end
+
+-- unconfirmed(run, st, reason, fin) -> summary of a search none of whose finalists passed the
+-- final confirmation: status "unconfirmed", no best, no figure and no speedup anywhere (a figure
+-- that was not confirmed is not a result), the finalists' confirmation outcomes, and nothing
+-- archived. Their kernels stay in the rounds' folders.
+function M.unconfirmed(run, st, reason, fin)
+  local s = M.base(run)
+  s.status, s.verified = "unconfirmed", false
+  s.input_kernel = run.opts.kernel or st.input.label
+  s.confirmation = fin.tried
+  s.error = confirm.unconfirmed_line(fin.tried)
+  M.add_search_counts(s, run, st, reason)
+  M.add_time_split(s, st, fin)
+  run.rd:write("summary.json", s)
+  M.write_report(run)
+  run.mem:finish("unconfirmed", s)
+  run.progress:finish(string.format("run %s: %s\n  %s", run.rd.id, s.error, run.rd.dir .. M.replay_line(s)
+    .. M.time_line(s) .. M.rules_line(s)))
+  return s
+end
+
+return M

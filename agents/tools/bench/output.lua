@@ -1,0 +1,180 @@
+-- agents/bench.lua's outputs: the tables (plain columns aligned on a terminal, Markdown with
+-- --markdown or into a pipe; KernelAgent's benchmark.py columns first: eager, torch.compile, input,
+-- optimized), the --json rows (benchmark.py --json's keys, then ours) and --csv (one flat line
+-- per problem).
+local json = require("kagent.json")
+local keys_lib = require("agents.lib.keys")
+local calls = require("agents.run.calls")
+
+local M = {}
+local unpack = unpack or table.unpack
+
+-- The keys of KernelAgent's benchmark.py --json, in its order; a figure not measured is null.
+M.KA_KEYS = { "problem", "eager_ms", "compile_ms", "input_kernel_ms", "optimized_ms" }
+
+local function f(v, p) return type(v) == "number" and string.format(p or "%.4f", v) or "-" end
+local function x(v) return type(v) == "number" and string.format("%.2fx", v) or "-" end
+
+local function range(s)
+  if type(s) ~= "table" or not s.p10 then return "-" end
+  return string.format("%.4f-%.4f", s.p10, s.p90)
+end
+
+-- json_rows(rows) -> rows ready for --json: every benchmark.py key present (null when unmeasured)
+function M.json_rows(rows)
+  local out = {}
+  for i, r in ipairs(rows) do
+    local o = {}
+    for k, v in pairs(r) do o[k] = v end
+    for _, k in ipairs(M.KA_KEYS) do if o[k] == nil then o[k] = json.null end end
+    if o.compile_max_autotune_ms == nil then o.compile_max_autotune_ms = json.null end
+    out[i] = o
+  end
+  return out
+end
+
+-- grid(header, rows, markdown) -> the lines of one table: Markdown (pipes, a separator line) or
+-- plain columns for a terminal; either way each column is padded to its widest cell.
+local function grid(header, rows, markdown)
+  local width = {}
+  for _, r in ipairs({ header, unpack(rows) }) do
+    for i, c in ipairs(r) do width[i] = math.max(width[i] or 0, #c) end
+  end
+  local function line(r)
+    local cells = {}
+    for i, c in ipairs(r) do cells[i] = c .. string.rep(" ", width[i] - #c) end
+    if markdown then return "| " .. table.concat(cells, " | ") .. " |" end
+    return (table.concat(cells, "  "):gsub("%s+$", ""))
+  end
+  local rule = {}
+  for i in ipairs(header) do rule[i] = string.rep("-", width[i] + (markdown and 2 or 0)) end
+  local out = { line(header), markdown and ("|" .. table.concat(rule, "|") .. "|") or table.concat(rule, "  ") }
+  for _, r in ipairs(rows) do out[#out + 1] = line(r) end
+  return out
+end
+
+local TRITON_ON_CPU = require("agents.tools.bench.measure").TRITON_ON_CPU
+
+-- notes(rows) -> the lines under the tables: what was not measured or failed, each message once
+-- with the problems and figures it applies to
+local function notes(rows)
+  local order, by = {}, {}
+  local function add(problem, key, msg)
+    msg = tostring(msg):sub(1, 300)
+    if not by[msg] then by[msg] = { problems = {}, keys = {}, seen = {} }; order[#order + 1] = msg end
+    local g = by[msg]
+    if not g.seen[problem] then g.seen[problem] = true; g.problems[#g.problems + 1] = problem end
+    if not g.seen["key:" .. key] then g.seen["key:" .. key] = true; g.keys[#g.keys + 1] = key end
+  end
+  for _, r in ipairs(rows) do
+    for _, k in ipairs(keys_lib.sorted(r.errors)) do add(r.problem, k, r.errors[k]) end
+    if r.interleaved and r.interleaved.error then add(r.problem, "interleaved", r.interleaved.error) end
+  end
+  local out = {}
+  for _, msg in ipairs(order) do
+    local g = by[msg]
+    local who = #g.problems == #rows and #rows > 1 and string.format("every problem (%d)", #rows)
+      or table.concat(g.problems, ", ")
+    out[#out + 1] = string.format("- %s, %s: %s", who, table.concat(g.keys, " and "), msg)
+  end
+  return out
+end
+
+-- all_triton_on_cpu(rows) -> true when no kernel of any row could run: Triton kernels in CPU mode
+local function all_triton_on_cpu(rows)
+  if #rows == 0 then return false end
+  for _, r in ipairs(rows) do
+    local function triton(k) return tostring(r.errors[k] or ""):find(TRITON_ON_CPU, 1, true) ~= nil end
+    if not (triton("optimized") or triton("input_kernel")) then return false end
+    if r.optimized_ms or r.input_kernel_ms then return false end
+  end
+  return true
+end
+
+-- table_text(rows, meta) -> the tables printed at the end. meta: device, dtype, markdown (Markdown
+-- tables; else plain columns aligned for a terminal).
+function M.table_text(rows, meta)
+  local out = {
+    string.format("dtype %s on %s; medians in ms, all timed by the evaluator's one method%s", meta.dtype or "?",
+      meta.device or "?", meta.device == "cpu" and " (CPU mode: wall clock)" or " (L2 flush, launch pad, CUDA events, device-wide sync)"),
+    "",
+  }
+  if all_triton_on_cpu(rows) then
+    -- nothing ran: one line says why instead of a table of dashes and a note per figure
+    out[#out + 1] = string.format("Triton kernels need a GPU: the kernels of the %d problem(s) are Triton, which CPU "
+      .. "mode cannot run, so nothing was measured (the baselines are timed beside a verified kernel). Run on a GPU machine.",
+      #rows)
+    return table.concat(out, "\n")
+  end
+  local md = meta.markdown
+  local main = {}
+  for _, r in ipairs(rows) do
+    local il = r.interleaved and r.interleaved.optimized_vs_input
+      and string.format("%.2fx (%.2f-%.2f)", r.interleaved.optimized_vs_input, r.interleaved.p10 or 0, r.interleaved.p90 or 0)
+      or x(r.speedup.optimized_vs_input)
+    local function yn(k) return r.correct[k] == nil and "-" or (r.correct[k] and "yes" or "NO") end
+    main[#main + 1] = { r.problem, f(r.eager_ms), f(r.compile_ms), f(r.input_kernel_ms), f(r.optimized_ms),
+      f(r.compile_max_autotune_ms), x(r.speedup.optimized_vs_eager), x(r.speedup.optimized_vs_compile),
+      x(r.speedup.optimized_vs_compile_max_autotune), il,
+      f(r.sol_pct.input_kernel, "%.0f") .. " → " .. f(r.sol_pct.optimized, "%.0f"), yn("input_kernel") .. ", " .. yn("optimized") }
+  end
+  for _, l in ipairs(grid({ "problem", "eager", "compile", "input", "optimized", "max-autotune", "opt vs eager",
+      "opt vs compile", "opt vs max-autotune", "opt vs input (interleaved)", "SOL % input → opt", "correct input, opt" },
+      main, md)) do out[#out + 1] = l end
+  out[#out + 1] = ""
+  local spreads = {}
+  for _, r in ipairs(rows) do
+    local s, d = r.spread, r.do_bench_ms
+    spreads[#spreads + 1] = { r.problem, range(s.eager), range(s.compile), range(s.input_kernel), range(s.optimized),
+      range(s.compile_max_autotune), f(d.eager), f(d.compile), f(d.compile_max_autotune) }
+  end
+  for _, l in ipairs(grid({ "problem", "eager p10-p90", "compile p10-p90", "input p10-p90", "optimized p10-p90",
+      "max-autotune p10-p90", "do_bench eager", "do_bench compile", "do_bench max-autotune" }, spreads, md)) do
+    out[#out + 1] = l
+  end
+  local n = notes(rows)
+  if #n > 0 then
+    out[#out + 1] = ""
+    out[#out + 1] = "Not measured or failed:"
+    for _, l in ipairs(n) do out[#out + 1] = l end
+  end
+  return table.concat(out, "\n")
+end
+
+M.CSV_COLUMNS = { "problem", "dtype", "device", "eager_ms", "compile_ms", "input_kernel_ms", "optimized_ms",
+  "compile_max_autotune_ms", "eager_p10", "eager_p90", "compile_p10", "compile_p90", "input_kernel_p10", "input_kernel_p90",
+  "optimized_p10", "optimized_p90", "compile_max_autotune_p10", "compile_max_autotune_p90", "do_bench_eager_ms",
+  "do_bench_compile_ms", "do_bench_compile_max_autotune_ms", "optimized_vs_eager", "optimized_vs_compile",
+  "optimized_vs_compile_max_autotune", "optimized_vs_input", "interleaved_optimized_vs_input", "interleaved_p10",
+  "interleaved_p90", "interleaved_cv", "sol_pct_input_kernel", "sol_pct_optimized", "lower_bound_ms", "correct_input_kernel",
+  "correct_optimized", "errors" }
+
+-- csv_text(rows) -> CSV with a header line
+function M.csv_text(rows)
+  local out = { calls.csv_line(M.CSV_COLUMNS) }
+  for _, r in ipairs(rows) do
+    local flat = { problem = r.problem, dtype = r.dtype, device = r.device, lower_bound_ms = r.lower_bound_ms }
+    for _, k in ipairs({ "eager", "compile", "input_kernel", "optimized", "compile_max_autotune" }) do
+      flat[k .. "_ms"] = r[k .. "_ms"]
+      local s = r.spread[k]
+      if s then flat[k .. "_p10"], flat[k .. "_p90"] = s.p10, s.p90 end
+    end
+    for k, v in pairs(r.do_bench_ms) do flat["do_bench_" .. k .. "_ms"] = v end
+    for k, v in pairs(r.speedup) do flat[k] = v end
+    local il = r.interleaved or {}
+    flat.interleaved_optimized_vs_input, flat.interleaved_p10, flat.interleaved_p90, flat.interleaved_cv =
+      il.optimized_vs_input, il.p10, il.p90, il.cv
+    flat.sol_pct_input_kernel, flat.sol_pct_optimized = r.sol_pct.input_kernel, r.sol_pct.optimized
+    flat.correct_input_kernel, flat.correct_optimized = r.correct.input_kernel, r.correct.optimized
+    local errs = {}
+    for k, v in pairs(r.errors) do errs[#errs + 1] = k .. ": " .. tostring(v) end
+    table.sort(errs)
+    flat.errors = table.concat(errs, "; ")
+    local values = {}
+    for i, c in ipairs(M.CSV_COLUMNS) do values[i] = flat[c] end
+    out[#out + 1] = calls.csv_line(values, #M.CSV_COLUMNS)
+  end
+  return table.concat(out)
+end
+
+return M

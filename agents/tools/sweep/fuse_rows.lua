@@ -1,0 +1,127 @@
+-- The figures of a sweep of agents/fuse.lua (policy fuse, Levels 2 and 3): per problem the route,
+-- the subgraphs, whether the decomposition was valid (or why not), whether the LLM-free first
+-- program verified (or at which stage and why), its time against eager, torch.compile and
+-- max-autotune, the share of GPU time in the program's own kernels, and the run's wall time; over
+-- the sweep, the fractions decomposed and verified and the first programs' geomeans and fast_p.
+-- docs/sweeps.md defines them. Pure functions: no files, no processes.
+local json = require("kagent.json")
+local keys_lib = require("agents.lib.keys")
+
+local M = {}
+
+local function num(v) return type(v) == "number" and v or nil end
+
+M.DEFINITIONS = {
+  decomposed = "problems whose decomposition was accepted against the traced graph (summary.subgraphs present)",
+  first_verified = "problems whose LLM-free first program verified against the model and passed the composer's audit (summary.first_program.verified)",
+  first_speedup = "eager (compile, max-autotune) median / first program median, from the one evaluator job that timed them side by side",
+  first_fast_p = "first_fast_p vs X = (problems whose first program verified AND is faster than X by more than p) / problems",
+  own_time_frac = "share of the program's GPU kernel time in its own kernels (the kernel audit; the rest is library kernels: cuBLAS, cuDNN, ATen); none in CPU mode",
+}
+
+-- row(summary) -> the fuse fields of one problem's row (nil when the summary is not a fuse run's)
+function M.row(s)
+  if type(s) ~= "table" or s.mode ~= "fuse" then return nil end
+  local r = { route = s.route and s.route.final ~= json.null and s.route.final or (s.route and s.route.path) or nil }
+  local sg = type(s.subgraphs) == "table" and s.subgraphs or nil
+  r.subgraphs, r.distinct = sg and num(sg.count), sg and num(sg.distinct)
+  local d = type(s.decomposition) == "table" and s.decomposition or {}
+  r.decomposed_by = d.by
+  if sg then r.decomposition = "valid"
+  else
+    local st = type(s.stages) == "table" and s.stages.decompose
+    r.decomposition = "no: " .. tostring(st and st.error or d.reason or (s.route and s.route.static
+      and s.route.static.reasons and s.route.static.reasons[1]) or s.error or "not decomposed")
+  end
+  local fp = type(s.first_program) == "table" and s.first_program or nil
+  if fp then
+    r.first_verified = fp.verified == true
+    r.first_stage, r.first_reason = fp.stage ~= json.null and fp.stage or nil, fp.reason ~= json.null and fp.reason or nil
+    r.first_ms = num(fp.time_ms)
+    r.eager_ms, r.compile_ms, r.max_autotune_ms = num(fp.eager_ms), num(fp.compile_ms), num(fp.compile_max_autotune_ms)
+    r.first_speedup = { eager = r.first_ms and r.eager_ms and r.eager_ms / r.first_ms,
+      compile = r.first_ms and r.compile_ms and r.compile_ms / r.first_ms,
+      max_autotune = r.first_ms and r.max_autotune_ms and r.max_autotune_ms / r.first_ms }
+    r.own_time_frac = num(fp.own_time_frac)
+    local sources = {}
+    for _, k in ipairs(type(fp.kernels) == "table" and fp.kernels or {}) do
+      if k.source and k.source ~= json.null then sources[k.source] = true end
+    end
+    r.first_sources = table.concat(keys_lib.sorted(sources), "+")
+  else
+    r.first_verified, r.first_speedup = false, {}
+  end
+  r.wall_s = num(s.wall_s)
+  return r
+end
+
+-- aggregate(rows) -> {problems, decomposed, first_verified, first_speedup = {eager|compile|
+-- max_autotune = {n, geomean}}, first_fast_p = {eager|compile = {["1.0"], ["1.2"]}}} over the
+-- sweep's rows (figures.row's, whose .fuse this module filled)
+function M.aggregate(rows)
+  local n, dec, ver = #rows, 0, 0
+  local sp = { eager = {}, compile = {}, max_autotune = {} }
+  local fast = { eager = { ["1.0"] = 0, ["1.2"] = 0 }, compile = { ["1.0"] = 0, ["1.2"] = 0 } }
+  for _, row in ipairs(rows) do
+    local f = row.fuse
+    if f then
+      if f.decomposition == "valid" then dec = dec + 1 end
+      if f.first_verified then
+        ver = ver + 1
+        for b, list in pairs(sp) do
+          local x = f.first_speedup[b]
+          if x and x > 0 then list[#list + 1] = x end
+        end
+        for b, t in pairs(fast) do
+          local x = f.first_speedup[b]
+          for k in pairs(t) do if x and x > tonumber(k) then t[k] = t[k] + 1 end end
+        end
+      end
+    end
+  end
+  local out = { problems = n, decomposed = dec, first_verified = ver, first_speedup = {}, first_fast_p = {} }
+  for b, list in pairs(sp) do out.first_speedup[b] = { n = #list, geomean = require("agents.tools.sweep.figures").geomean(list) or json.null } end
+  for b, t in pairs(fast) do
+    out.first_fast_p[b] = {}
+    for k, c in pairs(t) do out.first_fast_p[b][k] = (#sp[b] > 0 and n > 0) and c / n or json.null end
+  end
+  return out
+end
+
+local function f(v, fmt) return type(v) == "number" and string.format(fmt, v) or "-" end
+local function cell(s) return (tostring(s):gsub("|", "\\|"):gsub("\n", " ")) end
+
+-- table_text(rows, fagg) -> the fuse table (Markdown) and its aggregate lines
+function M.table_text(rows, fagg)
+  local out = {
+    "| problem | route | subgraphs | decomposition | first program | first ms | eager ms | compile ms | x eager | x compile | x max-autotune | own time | wall s |",
+    "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+  }
+  for _, r in ipairs(rows) do
+    local x = r.fuse or { first_speedup = {} }
+    local first = x.first_verified and ("verified (" .. tostring(x.first_sources or "?") .. ")")
+      or (x.first_stage and (x.first_stage .. ": " .. tostring(x.first_reason)) or (r.status ~= "done" and ("run " .. r.status .. (r.error and (": " .. r.error) or "")) or "no"))
+    out[#out + 1] = string.format("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |", r.name,
+      tostring(x.route or "-"), x.subgraphs and string.format("%d (%d distinct)", x.subgraphs, x.distinct or x.subgraphs) or "-",
+      cell(tostring(x.decomposition or "-"):sub(1, 160)), cell(first:sub(1, 200)), f(x.first_ms, "%.4f"), f(x.eager_ms, "%.4f"),
+      f(x.compile_ms, "%.4f"), f(x.first_speedup.eager, "%.2f"), f(x.first_speedup.compile, "%.2f"),
+      f(x.first_speedup.max_autotune, "%.2f"), f(x.own_time_frac, "%.2f"), f(x.wall_s, "%.0f"))
+  end
+  local function g(b)
+    local s = fagg.first_speedup[b]
+    return s.n > 0 and string.format("geomean %.3f (n=%d)", s.geomean, s.n) or "not measured"
+  end
+  local function fp(b)
+    local t = fagg.first_fast_p[b]
+    if t["1.0"] == json.null then return "not measured" end
+    return string.format("fast_1.0 %.0f%%, fast_1.2 %.0f%%", 100 * t["1.0"], 100 * t["1.2"])
+  end
+  out[#out + 1] = ""
+  out[#out + 1] = string.format("decomposed %d/%d; first programs verified %d/%d", fagg.decomposed, fagg.problems,
+    fagg.first_verified, fagg.problems)
+  out[#out + 1] = string.format("first program x eager: %s, %s; x compile: %s, %s; x max-autotune: %s",
+    g("eager"), fp("eager"), g("compile"), fp("compile"), g("max_autotune"))
+  return table.concat(out, "\n")
+end
+
+return M
