@@ -22,6 +22,7 @@ local calls = require("agents.lib.calls")
 local llm_guard = require("agents.lib.llm_guard")
 local reply_stats = require("agents.lib.reply_stats")
 local models = require("agents.lib.models")
+local review = require("agents.lib.review")
 
 local M = {}
 
@@ -359,6 +360,8 @@ function M.add_helpers(r)
       bench = { baselines = json.empty_array }, profile = { metric_set = opts.metrics },
       generalize = opts.require_generalize or nil, require_generalize = opts.require_generalize or nil,
       sanitize = (opts.sanitize == "all" and r.can_profile) or nil }
+    -- the inputs that broke a kernel of this problem are its trials from then on (review.lua)
+    if not (extra and extra.problem) then j.extra_trials = review.job_trials(r) end
     for k, v in pairs(extra or {}) do j[k] = v end
     return j
   end

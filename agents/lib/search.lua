@@ -17,6 +17,7 @@ local policy_lib = require("agents.lib.policy")
 local attempt = require("agents.lib.attempt")
 local promotion = require("agents.lib.promotion")
 local confirm = require("agents.lib.confirm")
+local review = require("agents.lib.review")
 local state_file = require("agents.lib.state")
 local summary = require("agents.lib.summary")
 local select = require("agents.lib.select")
@@ -305,7 +306,7 @@ function M.search(run, pol, st)
     if none then reason = none; break end
     local kept = pol.keep(st.beam, children, run)
     if type(kept) ~= "table" or #kept == 0 then error("keep() must return a non-empty beam", 0) end
-    st.beam = kept
+    st.beam = review.kept(run, kept)  -- --review all: a refused kernel leaves the beam
     profile_kept(run, st.beam)
     if update_best(run, st) then st.rounds_without_gain = 0 else st.rounds_without_gain = st.rounds_without_gain + 1 end
     st.round = r

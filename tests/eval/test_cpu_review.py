@@ -36,7 +36,8 @@ class ReviewJobTest(CpuWorkerTest):
             self.assertNotIn("review", r)
 
     def test_a_kernel_wrong_on_a_transposed_input_is_refused_through_the_proposal(self):
-        r = self.job("contiguous_only.py", [NEW_BATCH, TRANSPOSED])
+        outside = {"id": "minus", "calls": [{"inputs": [{"values": "negative"}]}]}
+        r = self.job("contiguous_only.py", [NEW_BATCH, TRANSPOSED, outside])
         self.assertFalse(r["ok"])
         self.assertEqual((r["stage"], r["code"]), ("correctness", "EREVIEW"))
         failed = r["review"]["failed"]
@@ -44,6 +45,8 @@ class ReviewJobTest(CpuWorkerTest):
         self.assertEqual(failed["proposal"]["calls"][0]["inputs"][0]["layout"], "transposed")
         self.assertIn("reviewer input t, call 1 of 1", r["error"])
         self.assertEqual(r["review"]["passed"], ["b"])  # a new batch size does not break it
+        # a proposal the contract refuses is recorded even after another one broke the kernel
+        self.assertEqual([x["id"] for x in r["review"]["refused"]], ["minus"])
 
     def test_a_kernel_keeping_its_first_batch_size_is_refused_on_the_second_call(self):
         r = self.job("first_batch.py", [TRANSPOSED, NEW_BATCH], op="benchmark")
@@ -105,6 +108,20 @@ class FormTest(unittest.TestCase):
                                       {"calls": [{"inputs": [{}, {"same_as": 0}]}]}])
         self.assertEqual(len(out["refused"]), 1)
         self.assertIn("same_as names an earlier input", out["refused"][0]["reason"])
+
+
+class PromptTest(unittest.TestCase):
+    """The reviewer's prompt and role state this module's words and limits (one truth: here)."""
+
+    def test_the_prompt_names_every_word_and_the_role_the_limits(self):
+        with open(os.path.join(ROOT, "prompts", "review.md")) as f:
+            prompt = f.read()
+        for word in extra_trials.VALUES + extra_trials.LAYOUTS:
+            self.assertIn(word, prompt)
+        with open(os.path.join(ROOT, "agents", "roles", "reviewer.lua")) as f:
+            role = f.read()
+        self.assertIn("M.MAX_PROPOSALS, M.MAX_CALLS, M.GROWTH = %d, %d, %d" % (
+            extra_trials.MAX_PROPOSALS, extra_trials.MAX_CALLS, extra_trials.MAX_GROWTH), role)
 
 
 if __name__ == "__main__":

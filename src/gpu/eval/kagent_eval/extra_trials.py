@@ -234,13 +234,16 @@ def check(result, spec, ref_trials, cand_outcome, rtol, atol, sample_seed):
     per = {}
     for (i, ref), entry in zip(refs, entries):
         per.setdefault(entry["proposal"], []).append((i, ref, entry))
+    judged = []  # every refusal is recorded before the first failure ends the verdict
     for k, p in enumerate(proposals):
         calls = per.get(k) or []
         skipped = [r.get("reason") for _, r, _ in calls if r.get("skipped")]
         if skipped or len(calls) < len(p["calls"]):
             review["refused"].append({"id": p["id"], "reason": skipped[0] if skipped
                                       else "not every call was planned", "proposal": p})
-            continue
+        else:
+            judged.append((p, calls))
+    for p, calls in judged:
         for i, ref, entry in calls:
             why = _call_failure(by_trial.get(i), ref, rtol, atol, sample_seed)
             if why:
