@@ -163,13 +163,9 @@ def main():
         print("SKIP: no CUDA device here")
         return 77
     c = Checks("review_gpu_check.json")
-    parts = args.parts.split(",")
-    if "eval" in parts:
-        part_eval(c)
-    if "agent" in parts:
-        part_agent(c)
-    print("RESULT:", "PASS" if c.ok else "FAIL")
-    return 0 if c.ok else 1
+    for name in args.parts.split(","):
+        {"eval": part_eval, "agent": part_agent}[name](c)
+    return c.finish()
 
 
 if __name__ == "__main__":

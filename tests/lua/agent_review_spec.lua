@@ -3,9 +3,9 @@
 -- FAKE memory database in a table). Which kernels --review off|final|finalists|all reviews, that a
 -- refused kernel leaves the finalists and the beam, and that a breaking input is stored and goes
 -- into every later job, this run's and a later run's. No Python, no network.
-package.path = kagent.root .. "/?.lua;" .. package.path
+package.path = kagent.root .. "/?.lua;" .. kagent.root .. "/tests/fixtures/agent/?.lua;" .. package.path
+local fake_chat = require("fake_chat")
 local json = kagent.json
-local llm = require("kagent.llm")
 local run_lib = require("agents.lib.run")
 local rundir = require("agents.lib.rundir")
 local review = require("agents.lib.review")
@@ -19,16 +19,7 @@ local function fake_db()
 end
 
 local function fake_run(mode, replies, db)
-  local sent = {}
-  local fake_llm = {
-    chat = function(req)
-      sent[#sent + 1] = req
-      local text = table.remove(replies, 1)
-      if not text then return nil, "EFAKE: no more replies", "EFAKE" end
-      return { text = text, usage = {} }
-    end,
-    extract_code = llm.extract_code, extract_json = llm.extract_json,
-  }
+  local fake_llm, sent = fake_chat(replies)
   local pool = { jobs = {} }
   function pool:verify(job)
     self.jobs[#self.jobs + 1] = job
