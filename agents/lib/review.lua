@@ -29,7 +29,7 @@ local function state(run)
   local key = run.rd or run
   local s = states[key]
   if not s then
-    s = { verdicts = {}, reviews = {}, proposals = 0, refused_proposals = 0, added = 0 }
+    s = { verdicts = {}, reviews = {}, proposals = 0, refused_proposals = 0, added = 0, inputs = {} }
     states[key] = s
   end
   return s
@@ -45,14 +45,15 @@ local function inputs_key(run)
     { sort_keys = true }))
 end
 
--- inputs(run) -> the problem's stored inputs (proposals that broke a kernel), oldest first
+-- inputs(run) -> the problem's stored inputs (proposals that broke a kernel), oldest first; per
+-- problem, as a session of agents/fuse.lua (agents/lib/subrun.lua) may share its run's folder
 function M.inputs(run)
-  local s = state(run)
-  if not s.inputs then
-    local v = run.db and run.db.measurement_get and run.db:measurement_get("review_inputs", inputs_key(run))
-    s.inputs = type(v) == "table" and type(v.inputs) == "table" and v.inputs or {}
+  local s, key = state(run), inputs_key(run)
+  if not s.inputs[key] then
+    local v = run.db and run.db.measurement_get and run.db:measurement_get("review_inputs", key)
+    s.inputs[key] = type(v) == "table" and type(v.inputs) == "table" and v.inputs or {}
   end
-  return s.inputs
+  return s.inputs[key]
 end
 
 -- job_trials(run) -> the extra_trials every job of the run carries: the stored inputs, or nil
@@ -78,6 +79,16 @@ local function stored_ids(run)
   local ids = {}
   for _, q in ipairs(M.inputs(run)) do ids[q.id] = true end
   return ids
+end
+
+-- culprit(run, k, proposals) -> the stored id of the proposal that alone fails the kernel, or nil.
+-- A crash (ECUDA, ECRASH) ends the candidate's process and names no trial; the kernel passed its
+-- regular trials before, so one of the proposals did it: each is run alone until one fails.
+local function culprit(run, k, proposals)
+  for _, q in ipairs(proposals) do
+    local one = run.pool:verify(run.job(k.code, { extra_trials = { q } }))
+    if not one.ok then return store(run, q) end
+  end
 end
 
 -- review(run, k, stage) -> true, or false, why. A kernel is reviewed once per run (its verdict
@@ -120,6 +131,8 @@ local function review(run, k, stage)
     why = tostring(r.error)
     if r.code == "EREVIEW" and type(v.failed) == "table" and type(v.failed.proposal) == "table" then
       rec.input = store(run, v.failed.proposal)
+    else
+      rec.input = culprit(run, k, proposals)
     end
     log.warn("review of %s refused it: %s", tostring(k.id), why)
   end

@@ -25,6 +25,9 @@ local function fake_run(mode, replies, db)
     self.jobs[#self.jobs + 1] = job
     local ids = {}
     for _, p in ipairs(job.extra_trials or {}) do ids[#ids + 1] = p.id end
+    if job.candidate:find("CRASHES") and #ids > 0 and ids[#ids] == "t" then
+      return { ok = false, stage = "run", code = "ECUDA", error = "ECUDA: an illegal memory access" }
+    end
     local failed = job.candidate:find("BREAKS") and job.extra_trials and job.extra_trials[#job.extra_trials]
     if failed then
       return { ok = false, stage = "correctness", code = "EREVIEW", error = "EREVIEW: reviewer input " .. failed.id,
@@ -102,6 +105,19 @@ describe("review.lua", function()
     local only = review.kept(run, { kernel("c", "BREAKS") })
     expect.eq(only[1].id, "c", "a beam of refused kernels stays a beam (none of them can be the result)")
     expect.eq(review.check(run, kernel("c", "BREAKS"), "final"), false)
+  end)
+
+  it("finds the proposal that crashes a kernel by running each alone, and stores it", function()
+    local two = "```json\n" .. json.encode({ proposals = { { id = "z", calls = { { inputs = { { values = "zeros" } } } } },
+      { id = "t", calls = { { inputs = { { layout = "transposed" } } } } } } }) .. "\n```"
+    local run, _, pool = fake_run("final", { two })
+    local ok, why = review.check(run, kernel("a", "CRASHES"), "final")
+    expect.eq(ok, false)
+    expect.match(why, "^ECUDA")
+    expect.eq(#pool.jobs, 3, "the review job, then z alone (passes), then t alone (fails)")
+    local stored = review.inputs(run)
+    expect.eq(#stored, 1)
+    expect.eq(stored[1].calls[1].inputs[1].layout, "transposed")
   end)
 
   it("judges a kernel on the stored inputs alone when the reply is lost", function()
