@@ -83,6 +83,13 @@ class ReviewJobTest(CpuWorkerTest):
         self.assertIn("takes 1 inputs, the call describes 2", reasons["many"])
         self.assertEqual(r["review"]["passed"], [])
 
+    def test_a_proposal_the_reference_overflows_on_is_refused(self):
+        huge = {"id": "huge", "calls": [{"inputs": [{"values": "huge"}]}]}
+        r = self.w.job("verify", "cumprod_signed_problem.py", fixture("eval", "cumprod_good.py"),
+                       extra_trials=[huge])
+        self.assertTrue(r["ok"], r.get("error"))
+        self.assertIn("is not finite on these inputs", r["review"]["refused"][0]["reason"])
+
     def test_extra_trials_that_are_not_a_list_are_a_bad_request(self):
         job = dict(problem=PROBLEM, candidate=review_fixture("correct.py"), extra_trials={"a": 1})
         reply = self.w.request("verify", job)

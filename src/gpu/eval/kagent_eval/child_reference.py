@@ -77,7 +77,7 @@ def run(ch, spec):
             del out, outs
             if entry["kind"] == "regular":
                 finite = _finite_outputs(out_metas, finite)
-            elif entry["kind"] == "property" and entry["dist"] != "nonfinite":
+            elif entry["kind"] in ("property", extra_trials.KIND) and entry["dist"] != "nonfinite":
                 overflow = [k for k, ok in enumerate(_finite_outputs(out_metas, None))
                             if not ok and finite and k < len(finite) and finite[k]]
                 if overflow:
