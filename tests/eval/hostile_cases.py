@@ -75,7 +75,7 @@ def _missing(status, key, good, what):
 
 
 def _process_limit(status):
-    return _missing(status, "process_limit", ("cgroup", "rlimit"), "no process limit")
+    return _missing(status, "process_limit", ("cgroup", "rlimit", "watch"), "no process limit")
 
 
 class ForkBomb(Case):

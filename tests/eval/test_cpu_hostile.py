@@ -113,6 +113,19 @@ class HostileWithoutNamespacesTest(HostileTest):
     ENV = {"KAGENT_EVAL_NAMESPACES": "0"}
 
 
+class HostileWithoutCgroupsTest(HostileTest):
+    """Root where no cgroup is delegated (a container whose own group holds processes): in the
+    job's PID namespace the worker counts and stops what the job runs (process_watch.py)."""
+    ENV = {"KAGENT_EVAL_CGROUPS": "0"}
+
+    def test_the_worker_watches_the_jobs_tasks_where_it_is_root_in_a_namespace(self):
+        if os.geteuid() != 0 or not self.status["processes"].startswith("namespace"):
+            self.skipTest("the watch is root's in a job namespace; here: %s" % self.status["missing"])
+        self.assertEqual(self.status["process_limit"], "watch", self.status["missing"])
+        r = self.attack(hostile_cases.ForkBomb)
+        self.assertEqual(r["code"], "EPROCESSES", r)
+
+
 class HostileAsUserTest(HostileTest):
     USER = True
 

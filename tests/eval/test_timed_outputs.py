@@ -70,7 +70,8 @@ class CheckTimedOutputsRulesTest(unittest.TestCase):
                         "count": len(self.flat)}]
 
     def trials(self, values):
-        return {t: {"kind": "regular", "outputs": [
+        from kagent_eval import inputs
+        return {t: {"kind": "regular", "dist": inputs.distribution(t), "outputs": [
             {"kind": "tensor", "numel": self.numel, "full": True, "data": v}]}
             for t, v in values.items()}
 
@@ -106,9 +107,31 @@ class CheckTimedOutputsRulesTest(unittest.TestCase):
         self.assertIsNone(failed)
 
     def test_fresh_call_repeating_the_last_fails(self):
+        # trials 0 and 3 are the problem's own distribution (what fresh calls draw from), and the
+        # reference's outputs on them differ: a repeat is not chance
+        self.ref[3] = np.random.RandomState(3).rand(self.numel)
         failed, result = self.check([self.row(0), self.row(0)], [None, None], sets=[0])
         self.assertIsNotNone(failed)
         self.assertIn("same output as the call before it", result["error"])
+
+    def test_fresh_repeat_of_a_nearly_constant_output_passes(self):
+        # a long sum rounded to bf16 lands on one value almost everywhere (KernelBench #4): the
+        # reference repeats itself between own-distribution inputs at most positions, so honest
+        # fresh calls may too; trials of other distributions (1, 2) differ and say nothing of it
+        const = np.full(self.numel, 262144.0)
+        self.ref[0], self.ref[3] = const.copy(), const.copy()
+        self.ref[3][:3] = 263168.0
+        failed, result = self.check([const[self.flat], const[self.flat], self.row(0)],
+                                    [None, None, 0], sets=[0])
+        self.assertIsNone(failed, result.get("error"))
+
+    def test_fresh_repeat_is_judged_with_one_own_trial_by_the_last_call(self):
+        # without a second own-distribution trial nothing says the output follows its inputs;
+        # the last call (trial 0's inputs) is still checked against its reference
+        failed, result = self.check([self.row(0), self.row(0), self.row(1)], [None, None, 0],
+                                    sets=[0])
+        self.assertIsNotNone(failed)
+        self.assertIn("timed call 3 of 3", result["error"])
 
     def test_missing_samples_fail_closed(self):
         msg = {"timed_outputs": {"layout": self.layout, "rows": 0, "calls": [0, 1],

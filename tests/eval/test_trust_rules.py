@@ -185,6 +185,24 @@ class TrustRulesTest(unittest.TestCase):
         self.assertEqual(self.flags({"median": 1, "all_streams": ok}, sol_pct=3418),
                          ["beyond_sol"])
 
+    def test_the_sol_limit_is_the_memorys_specified_bandwidth_where_known(self):
+        # an H100 copies at about 2.9 TB/s and torch's sum reads at about 3.0, where its HBM3 is
+        # specified at 3.35: an honest split-K GEMV reading at 3.2 TB/s (110% of the copy bound)
+        # is within the bound; one that skips half its reads (220%) is not
+        peaks = {"dram_bytes_per_s": 2.9e12, "dram_read_bytes_per_s": 3.0e12,
+                 "dram_spec_bytes_per_s": 3.35e12}
+        self.assertAlmostEqual(verdict.sol_limit_pct(peaks), 100.0 * 3.35 / 2.9, places=6)
+        ok = {"checked": True, "ok": True}
+        honest = verdict.figure_flags({"median": 1, "all_streams": ok}, {"memory_sol_pct": 110},
+                                      peaks, True)
+        self.assertEqual(honest, [])
+        skipping = verdict.figure_flags({"median": 1, "all_streams": ok},
+                                        {"memory_sol_pct": 220}, peaks, True)
+        self.assertEqual(skipping, ["beyond_sol"])
+        # a driver that does not say (None): the measured read bandwidth is the headroom
+        self.assertAlmostEqual(verdict.sol_limit_pct(dict(peaks, dram_spec_bytes_per_s=None)),
+                               100.0 * 3.0 / 2.9, places=6)
+
     def test_the_sol_limit_is_measured_and_does_not_move_with_noise(self):
         # read bandwidth 10% over copy bandwidth: the only headroom over 100%
         self.assertAlmostEqual(verdict.sol_limit_pct(self.PEAKS), 110.0, places=6)

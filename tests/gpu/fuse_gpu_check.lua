@@ -70,7 +70,10 @@ local function run_example(ex)
   for _, r in ipairs(ex.replies) do replies[#replies + 1] = r end
   local server, port = fake.start({ latency = 0, replies = replies }, dir)
   local r = fake.run_agent("fuse.lua", { "--problem", ex.problem, "--dtype", dtype, "--route", "decompose",
-    "--no-vote", "--gen-workers", "1", "--refine", "0", "--metrics", "sol", "--out", dir .. "/runs" },
+    "--no-vote", "--gen-workers", "1", "--refine", "0", "--metrics", "sol", "--out", dir .. "/runs",
+    -- the scripted decomposition and kernels are what this step checks: not the splitter's, nor
+    -- an LLM-free first program
+    "--decomposer", "llm", "--first", "none" },
     fake.env(port, { KAGENT_DB = dir .. "/mem.db" }), 3000)
   server:kill()
   io.write(r.stderr:sub(-4000))

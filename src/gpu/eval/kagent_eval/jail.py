@@ -47,7 +47,8 @@ import stat
 import sys
 import tempfile
 
-from . import capabilities, job_cgroup, landlock, namespaces, profiling, shm_sweep, syscall_filter
+from . import (capabilities, job_cgroup, landlock, namespaces, process_watch, profiling, shm_sweep,
+               syscall_filter)
 from .loader import source_of
 
 SYSTEM_READ_ROOTS = ("/usr", "/lib", "/lib32", "/lib64", "/libx32", "/bin", "/sbin", "/etc", "/opt",
@@ -225,12 +226,16 @@ def setup(environ=os.environ):
                        "by path (/run/...) where their file modes let its user")
     groups, process_limit = None, None
     if enabled:
-        groups = job_cgroup.JobGroups()
+        groups = job_cgroup.JobGroups(use=environ.get("KAGENT_EVAL_CGROUPS", "1") != "0")
         atexit.register(groups.close)
         process_limit = _process_limit(procs, groups, namespace)
         if procs and not process_limit:
             missing.append("root without a pids cgroup (%s): no limit on a job's processes"
                            % groups.notes.get("pids"))
+        elif process_limit == "watch":
+            missing.append("root without a pids cgroup (%s): a job's processes are counted "
+                           "every %.2f s and it is stopped past the limit, so a fork bomb grows "
+                           "that long" % (groups.notes.get("pids"), process_watch.WATCH_S))
         if memory and not groups.has("memory"):
             missing.append("no memory cgroup (%s): shared memory maps and memfd are not counted "
                            "against the memory limit%s" % (groups.notes.get("memory"), "" if namespace
@@ -297,14 +302,24 @@ def status():
 def _process_limit(procs, groups, namespace):
     """How a candidate's job is held to `procs` tasks: "cgroup", "rlimit" (RLIMIT_NPROC, in its
     user namespace or over its user's processes) or None (no limit asked, or root without a
-    cgroup: the kernel does not apply RLIMIT_NPROC to root)."""
+    cgroup: the kernel does not apply RLIMIT_NPROC to root), "watch" (root without a pids cgroup,
+    in a PID namespace of the job's own: the worker counts and stops it, process_watch.py)."""
     if not procs:
         return None
     if groups.has("pids"):
         return "cgroup"
     if namespace == "user" or (not namespace and os.geteuid() != 0):
         return "rlimit"
+    if namespace:  # root in a PID namespace of the job's own: the worker counts its tasks
+        return "watch"
     return None
+
+
+def watched_process_limit():
+    """The task limit the worker itself enforces on a job (process_watch.py), or None where a
+    cgroup or RLIMIT_NPROC does, or no limit is asked."""
+    s = _state
+    return s["max_processes"] if s and s["enabled"] and s["process_limit"] == "watch" else None
 
 
 def share_root():

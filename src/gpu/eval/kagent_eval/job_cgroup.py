@@ -90,9 +90,12 @@ class JobGroups:
     """The per-worker bases, one per controller that could be set up; `notes` says why any is
     missing."""
 
-    def __init__(self):
+    def __init__(self, use=True):
         self.bases = {}  # controller -> (base folder, cgroup version)
         self.notes = {}  # controller -> why it is not available
+        if not use:  # KAGENT_EVAL_CGROUPS=0: what a machine that delegates none gets
+            self.notes = {c: "KAGENT_EVAL_CGROUPS=0" for c in CONTROLLERS}
+            return
         try:
             mounts, groups = _mounts(), _own_groups()
         except OSError as e:

@@ -7,9 +7,10 @@
         torch.utils.flop_counter.FlopCounterMode when present (torch >= 2.1), else an analytic
         count for single conv/linear modules, else None.
     measure_peaks(device_index) -> {"device", "dram_bytes_per_s", "dram_read_bytes_per_s",
-        "flops_per_s": {fp32,bf16,fp16}}
-        a large device-to-device copy (read + write bytes), a large read-only sum, and a large
-        matmul per dtype,
+        "dram_spec_bytes_per_s", "flops_per_s": {fp32,bf16,fp16}}
+        a large device-to-device copy (read + write bytes), a large read-only sum, the memory's
+        specified bandwidth (the driver's memory clock and bus width), and a large matmul per
+        dtype,
         best of a few runs; cached in memory and in a file, _cache_path (a worker's children: the
         sandbox's per-user cache, jail.py).
     roofline(bytes, flops, peaks, measured_ms, dtype="bf16") -> {bytes, flops, lower_bound_ms,
@@ -129,6 +130,31 @@ def _best_ms(torch, fn, reps=5, inner=10):
     return best
 
 
+# cuDeviceGetAttribute's CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE (kHz) and _GLOBAL_MEMORY_BUS_WIDTH
+# (bits), from cuda.h
+_CU_MEMORY_CLOCK_KHZ, _CU_MEMORY_BUS_BITS = 36, 37
+
+
+def spec_dram_bytes_per_s(device_index=0):
+    """The memory's specified bandwidth, from the driver (memory clock, two transfers a cycle,
+    times the bus width): what no kernel can read faster than, where a measured copy or sum
+    stays some percent below it. None where the driver does not say."""
+    import ctypes
+    try:
+        cuda = ctypes.CDLL("libcuda.so.1")
+        dev, clock, bits = ctypes.c_int(), ctypes.c_int(), ctypes.c_int()
+        if cuda.cuInit(0) or cuda.cuDeviceGet(ctypes.byref(dev), int(device_index)):
+            return None
+        if cuda.cuDeviceGetAttribute(ctypes.byref(clock), _CU_MEMORY_CLOCK_KHZ, dev) or \
+                cuda.cuDeviceGetAttribute(ctypes.byref(bits), _CU_MEMORY_BUS_BITS, dev):
+            return None
+    except (OSError, AttributeError):
+        return None
+    if clock.value <= 0 or bits.value <= 0:
+        return None
+    return 2.0 * clock.value * 1e3 * bits.value / 8.0
+
+
 def measure_peaks(device_index=0, refresh=False):
     import torch
     name = torch.cuda.get_device_name(device_index)
@@ -139,6 +165,8 @@ def measure_peaks(device_index=0, refresh=False):
         try:
             with open(path) as f:
                 _PEAKS[name] = json.load(f)
+            if "dram_spec_bytes_per_s" not in _PEAKS[name]:  # a file written before it was kept
+                _PEAKS[name]["dram_spec_bytes_per_s"] = spec_dram_bytes_per_s(device_index)
             return _PEAKS[name]
         except (OSError, ValueError):
             pass
@@ -153,7 +181,8 @@ def measure_peaks(device_index=0, refresh=False):
     read_ms = _best_ms(torch, lambda: words.sum())
     del src, dst, words
     peaks = {"device": name, "dram_bytes_per_s": 2 * n_bytes / (copy_ms * 1e-3),
-             "dram_read_bytes_per_s": n_bytes / (read_ms * 1e-3), "flops_per_s": {}}
+             "dram_read_bytes_per_s": n_bytes / (read_ms * 1e-3),
+             "dram_spec_bytes_per_s": spec_dram_bytes_per_s(device_index), "flops_per_s": {}}
     n = 8192
     for key, dtype in (("fp32", torch.float32), ("bf16", torch.bfloat16),
                        ("fp16", torch.float16)):

@@ -8,12 +8,13 @@ is killed (`reaper`).
 """
 import ctypes
 import os
+import select
 import signal
 import sys
 import time
 import traceback
 
-from . import jail, reaper, wire
+from . import jail, process_watch, reaper, wire
 
 _PR_SET_PDEATHSIG = 1
 DEFAULT_TIMEOUTS = {"start": 60.0, "gate": 60.0, "gate_shared": 60.0, "load": 120.0,
@@ -182,8 +183,12 @@ def collect(pid, rfd, timeouts, on_stage=None, job_dir=None, defer_exit=False):
     t_start = time.monotonic()
     deadline = t_start + limits["start"]
     done = False
+    watch = _TaskWatch(pid) if job_dir and jail.watched_process_limit() else None
     try:
         while True:
+            if watch is not None and not watch.wait(rfd, deadline):
+                out.failure = watch.failure
+                break
             try:
                 obj, arrays = wire.recv(rfd, deadline)
             except wire.Timeout:
@@ -212,6 +217,8 @@ def collect(pid, rfd, timeouts, on_stage=None, job_dir=None, defer_exit=False):
                 break
             if kind == "error":
                 break
+        if watch is not None and out.failure is None and watch.over():
+            out.failure = watch.failure  # what it left running as it ended counts too
     finally:
         os.close(rfd)
         t_last = time.monotonic()
@@ -240,6 +247,42 @@ def collect(pid, rfd, timeouts, on_stage=None, job_dir=None, defer_exit=False):
             out.failure = ("ECRASH", "the candidate's process exited (code %s) in stage %s" % (
                 os.WEXITSTATUS(status) if os.WIFEXITED(status) else "?", out.stage))
     return out
+
+
+class _TaskWatch:
+    """A job's task count, for root without a pids cgroup (process_watch.py): counted at least
+    every WATCH_S while the child runs and once more when it is done; past the limit the job's
+    relay is killed (its namespace's first process dies with it, and every other process of the
+    namespace with that one)."""
+
+    def __init__(self, pid):
+        self.pid, self.limit = pid, jail.watched_process_limit()
+        self.ns, self.failure, self.counted = None, None, 0.0
+
+    def over(self):
+        """Counts now; True (and the job killed, self.failure set) past the limit."""
+        self.counted = time.monotonic()
+        self.ns = self.ns or process_watch.namespace_of(self.pid)
+        if not self.ns or process_watch.count_tasks(self.ns) <= self.limit:
+            return False
+        try:
+            os.kill(self.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        self.failure = ("EPROCESSES", "the job tried to run more than %d processes and threads "
+                        "at once (KAGENT_EVAL_MAX_PROCESSES)" % self.limit)
+        return True
+
+    def wait(self, rfd, deadline):
+        """True once rfd is readable or the deadline passed (recv then decides); False when the
+        job went past its limit."""
+        while True:
+            left = deadline - time.monotonic()
+            ready = left <= 0 or select.select([rfd], [], [], min(left, process_watch.WATCH_S))[0]
+            if time.monotonic() - self.counted >= process_watch.WATCH_S and self.over():
+                return False
+            if ready:
+                return True
 
 
 def finish_exit(out):

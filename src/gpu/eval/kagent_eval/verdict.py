@@ -347,6 +347,14 @@ def stop_report(stop):
     return out
 
 
+# What the timed loop's stage costs once, beyond its calls: starting and reading the activity
+# trace of the all-stream check and gathering the calls' output samples. Seen on an H100: about
+# 0.1 s for one Triton kernel, 0.2-0.3 s for a composed program of several; a loop of a thousand
+# calls hid it, the 64 calls of the stop rule (timing.StopRule) spread it at 1.5-4.5 ms a call
+# over a 30 us kernel, which the per-call bound alone took for tampering.
+LOOP_FIXED_MS = 400.0
+
+
 def apply_benchmark(result, bench_msg, bench_arrays, loop_ms, ref_trial0, rtol, atol, sample_seed,
                     mode="cuda"):
     t = bench_msg.get("time_ms") or {}
@@ -373,9 +381,11 @@ def apply_benchmark(result, bench_msg, bench_arrays, loop_ms, ref_trial0, rtol, 
     if loop_ms is not None and n:
         # the loop stage ran n timed calls (and, in the hardened re-measure, a warm-up call, a
         # launch-time probe and a first timed call), each after a flush and a launch pad of at
-        # most MAX_PAD_MS
+        # most MAX_PAD_MS, plus the loop's own start and end (LOOP_FIXED_MS)
         per_call = loop_ms / (n + 3)
-        if per_call > 3 * max(median, t.get("mean") or 0.0) + 1.0 + MAX_PAD_MS:
+        allowed = 3 * max(median, t.get("mean") or 0.0) + 1.0 + MAX_PAD_MS + \
+            LOOP_FIXED_MS / (n + 3)
+        if per_call > allowed:
             result["flags"].append("timing_mismatch")
             return fail(result, "benchmark", "ETAMPER",
                         "timed calls took %.4g ms each by the worker's clock, %.4g ms reported" % (
@@ -482,13 +492,30 @@ def _sampled(metas, layout, sample_seed):
     return np.concatenate(parts) if parts else None
 
 
+# Share of sampled positions at which the reference's outputs on two inputs of the problem's own
+# distribution must differ before a repeated output on fresh inputs counts as stale. A problem
+# whose output is nearly constant (a long sum rounded to bf16: #4's 2^20 products land on 2^18
+# at almost every element) repeats itself honestly between fresh calls; one whose output follows
+# its inputs differs almost everywhere, so a repeat at every sampled position is not chance.
+DEPENDS_SHARE = 0.5
+
+
 def _depends_on_inputs(ref_trials, layout, sample_seed):
-    """Whether the reference's sampled output differs between two regular trials (a problem
-    whose output ignores its input values repeats itself honestly)."""
+    """Whether the reference's sampled output differs, at DEPENDS_SHARE of the positions or more,
+    between two regular trials of the problem's own distribution: what the fresh calls of the
+    hardened re-measure draw from (timed_inputs.Fresh). Trials of other distributions say
+    nothing of it (a sign flip or a scale changes a constant output too)."""
     rows = [_sampled(t.get("outputs"), layout, sample_seed) for _, t in sorted(ref_trials.items())
-            if t.get("kind", "regular") == "regular" and not t.get("skipped")]
-    rows = [r for r in rows if r is not None]
-    return any(not np.array_equal(rows[0], r, equal_nan=True) for r in rows[1:])
+            if t.get("kind", "regular") == "regular" and not t.get("skipped")
+            and t.get("dist", "own") == "own"]
+    rows = [np.asarray(r) for r in rows if r is not None]
+    for r in rows[1:]:
+        if r.shape != rows[0].shape or not r.size:
+            continue
+        same = (r == rows[0]) | (np.isnan(r) & np.isnan(rows[0]))
+        if 1.0 - same.mean() >= DEPENDS_SHARE:
+            return True
+    return False
 
 
 def _stale(result, message):
@@ -562,13 +589,15 @@ HARDENED_TRIES = 2
 
 def sol_limit_pct(peaks):
     """Highest speed-of-light % of the compulsory memory traffic a figure may show: 100 plus the
-    read-over-copy bandwidth headroom measured on this GPU (a read-heavy kernel can beat the
-    copy bandwidth the bound is made of). A physical bound: it does not move with the timing's
-    spread, which has a rule of its own."""
-    headroom = 0.0
-    copy, read = (peaks or {}).get("dram_bytes_per_s"), (peaks or {}).get("dram_read_bytes_per_s")
-    if copy and read:
-        headroom = max(0.0, read / copy - 1.0)
+    headroom of the fastest reading the GPU allows over the copy bandwidth the bound is made of.
+    That is the memory's specified bandwidth where the driver gives it (a tuned read-only kernel,
+    such as a split-K GEMV, beats both a copy and torch's sum), else the measured read-only sum.
+    A physical bound: it does not move with the timing's spread, which has a rule of its own."""
+    peaks = peaks or {}
+    copy = peaks.get("dram_bytes_per_s")
+    fastest = max([v for v in (peaks.get("dram_read_bytes_per_s"),
+                               peaks.get("dram_spec_bytes_per_s")) if v] or [0.0])
+    headroom = max(0.0, fastest / copy - 1.0) if copy and fastest else 0.0
     return 100.0 * (1.0 + headroom)
 
 
