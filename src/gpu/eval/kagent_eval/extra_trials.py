@@ -21,9 +21,9 @@ proposal says nothing of the kernel):
     only of the problem's size constants, each and together at most MAX_GROWTH times the
     problem's own; values the input contract allows (inputs.outside_contract); a layout the
     input's rank allows; same_as only between inputs of one shape and dtype. The reference child
-    reports such a trial skipped with its reason, and the candidate does not run it; so it does a
-    call the reference itself fails on, or whose output it gives non-finite where every regular
-    trial's is finite (child_reference.py, as for property trials).
+    reports such a trial skipped with its reason, and the candidate does not run it. The same
+    holds for a call the reference itself fails on, or on which its output is not finite where
+    every regular trial's is (child_reference.py, as for property trials).
 A kernel is judged on its calls as on regular trials (compare.py's tolerances, the fp32 shadow,
 inputs left unchanged, no output aliasing an input or an earlier output); a kernel that fails one
 fails with EREVIEW and the proposal in result["review"]["failed"].
