@@ -47,7 +47,10 @@ gpu.AUTO_WORKERS = nil
 ---    (`kagent.secrets.worker_env`): never an API key. Evaluator settings are `KAGENT_EVAL_*`
 ---    variables, e.g. `KAGENT_EVAL_MEMORY_MB` (each candidate's host memory limit, default half
 ---    the machine's; 0 none), `KAGENT_EVAL_MAX_PROCESSES` (the processes and threads a candidate's
----    job may have at once, default 256 or 4 per core, whichever is more; 0 none),
+---    job may have at once, default 256 or 4 per core, whichever is more; 0 none: held by a pids
+---    cgroup, else `RLIMIT_NPROC`, else, for root without a pids cgroup, counted by the worker
+---    every 0.05 s in the job's PID namespace and stopped past it: `EPROCESSES`),
+---    `KAGENT_EVAL_CGROUPS=0` (no job cgroups, as on a machine that delegates none),
 ---    `KAGENT_EVAL_SANDBOX=auto|1|0` (auto and 1: the candidate sandbox, in CPU and GPU mode; 0:
 ---    off) and `KAGENT_EVAL_REQUIRE` (layers of the
 ---    sandbox the worker must get, e.g. `socket_paths,signals` or `all`, else it does not start:
@@ -95,7 +98,10 @@ function gpu.pool(opts) end
 ---    (`kagent.secrets.worker_env`): never an API key. Evaluator settings are `KAGENT_EVAL_*`
 ---    variables, e.g. `KAGENT_EVAL_MEMORY_MB` (each candidate's host memory limit, default half
 ---    the machine's; 0 none), `KAGENT_EVAL_MAX_PROCESSES` (the processes and threads a candidate's
----    job may have at once, default 256 or 4 per core, whichever is more; 0 none),
+---    job may have at once, default 256 or 4 per core, whichever is more; 0 none: held by a pids
+---    cgroup, else `RLIMIT_NPROC`, else, for root without a pids cgroup, counted by the worker
+---    every 0.05 s in the job's PID namespace and stopped past it: `EPROCESSES`),
+---    `KAGENT_EVAL_CGROUPS=0` (no job cgroups, as on a machine that delegates none),
 ---    `KAGENT_EVAL_SANDBOX=auto|1|0` (auto and 1: the candidate sandbox, in CPU and GPU mode; 0:
 ---    off) and `KAGENT_EVAL_REQUIRE` (layers of the
 ---    sandbox the worker must get, e.g. `socket_paths,signals` or `all`, else it does not start:
@@ -142,7 +148,10 @@ function gpu.gpus() end
 ---    (`kagent.secrets.worker_env`): never an API key. Evaluator settings are `KAGENT_EVAL_*`
 ---    variables, e.g. `KAGENT_EVAL_MEMORY_MB` (each candidate's host memory limit, default half
 ---    the machine's; 0 none), `KAGENT_EVAL_MAX_PROCESSES` (the processes and threads a candidate's
----    job may have at once, default 256 or 4 per core, whichever is more; 0 none),
+---    job may have at once, default 256 or 4 per core, whichever is more; 0 none: held by a pids
+---    cgroup, else `RLIMIT_NPROC`, else, for root without a pids cgroup, counted by the worker
+---    every 0.05 s in the job's PID namespace and stopped past it: `EPROCESSES`),
+---    `KAGENT_EVAL_CGROUPS=0` (no job cgroups, as on a machine that delegates none),
 ---    `KAGENT_EVAL_SANDBOX=auto|1|0` (auto and 1: the candidate sandbox, in CPU and GPU mode; 0:
 ---    off) and `KAGENT_EVAL_REQUIRE` (layers of the
 ---    sandbox the worker must get, e.g. `socket_paths,signals` or `all`, else it does not start:
@@ -193,7 +202,10 @@ local pool = {}
 ---    (`kagent.secrets.worker_env`): never an API key. Evaluator settings are `KAGENT_EVAL_*`
 ---    variables, e.g. `KAGENT_EVAL_MEMORY_MB` (each candidate's host memory limit, default half
 ---    the machine's; 0 none), `KAGENT_EVAL_MAX_PROCESSES` (the processes and threads a candidate's
----    job may have at once, default 256 or 4 per core, whichever is more; 0 none),
+---    job may have at once, default 256 or 4 per core, whichever is more; 0 none: held by a pids
+---    cgroup, else `RLIMIT_NPROC`, else, for root without a pids cgroup, counted by the worker
+---    every 0.05 s in the job's PID namespace and stopped past it: `EPROCESSES`),
+---    `KAGENT_EVAL_CGROUPS=0` (no job cgroups, as on a machine that delegates none),
 ---    `KAGENT_EVAL_SANDBOX=auto|1|0` (auto and 1: the candidate sandbox, in CPU and GPU mode; 0:
 ---    off) and `KAGENT_EVAL_REQUIRE` (layers of the
 ---    sandbox the worker must get, e.g. `socket_paths,signals` or `all`, else it does not start:
