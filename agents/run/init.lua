@@ -16,6 +16,7 @@ local reply_stats = require("agents.run.reply_stats")
 local inputs = require("agents.run.inputs")
 local chat = require("agents.run.chat")
 local prompts = require("agents.run.prompts")
+local review_inputs = require("agents.run.review_inputs")
 local fingerprint = require("agents.lib.fingerprint")
 local features = require("agents.lib.features")
 local skills_lib = require("agents.lib.skills")
@@ -136,6 +137,8 @@ function M.add_helpers(r)
       bench = { baselines = json.empty_array }, profile = { metric_set = opts.metrics },
       generalize = opts.require_generalize or nil, require_generalize = opts.require_generalize or nil,
       sanitize = (opts.sanitize == "all" and r.can_profile) or nil }
+    -- the inputs that broke a kernel of this problem are its trials from then on (review_inputs.lua)
+    if not (extra and extra.problem) then j.extra_trials = review_inputs.job_trials(r) end
     for k, v in pairs(extra or {}) do j[k] = v end
     return j
   end

@@ -12,7 +12,8 @@
 -- repairs of its kernel (the same worker number).
 local M = {}
 
-M.ROLES = { "diagnose", "plan", "optimize", "refine", "audit", "repair", "reflect", "generate", "route", "decompose" }
+M.ROLES = { "diagnose", "plan", "optimize", "refine", "audit", "repair", "reflect", "generate", "route", "decompose",
+  "review" }
 M.WORKER = { optimize = true, refine = true, audit = true, repair = true, generate = true }
 local KNOWN = { worker = true }
 for _, r in ipairs(M.ROLES) do KNOWN[r] = true end

@@ -11,6 +11,7 @@
 local log = require("kagent.log")
 local ktime = require("kagent.time")
 local measured = require("agents.search.measured")
+local review = require("agents.search.review")
 
 local M = {}
 
@@ -166,6 +167,8 @@ end
 -- confirm_one(run, k) -> result, {wall_s, stage_s, reference_s, reused}: one finalist's
 -- confirmation job, with the verdicts cached for it reused
 local function confirm_one(run, k)
+  local passed, why = review.check(run, k, "final")  -- --review: a refused kernel is never the result
+  if not passed then return { ok = false, stage = "review", error = why }, { id = k.id, review = "refused" } end
   local extra = M.final_extra(run)
   local cached = measured.confirmation(run, k.code, kernel_fp(k))
   local reused = {}
@@ -203,7 +206,7 @@ end
 function M.final(run, finalists, input)
   local t0 = ktime.now()
   local out = { tried = {}, phases = { finalists = {} } }
-  local ranked = M.rank_finalists(run, finalists)
+  local ranked = M.rank_finalists(run, review.finalists(run, finalists, out.tried))
   out.phases.rank_s = ktime.now() - t0
   for _, k in ipairs(ranked) do
     local r, phase = confirm_one(run, k)

@@ -16,6 +16,7 @@ local attempt = require("agents.search.attempt")
 local verdict = require("agents.lib.verdict")
 local promotion = require("agents.search.promotion")
 local confirm = require("agents.search.confirm")
+local review = require("agents.search.review")
 local state_file = require("agents.search.state")
 local summary = require("agents.search.summary")
 local rank = require("agents.lib.rank")
@@ -306,7 +307,7 @@ function M.search(run, pol, st)
     if none then reason = none; break end
     local kept = pol.keep(st.beam, children, run)
     if type(kept) ~= "table" or #kept == 0 then error("keep() must return a non-empty beam", 0) end
-    st.beam = kept
+    st.beam = review.kept(run, kept)  -- --review all: a refused kernel leaves the beam
     profile_kept(run, st.beam)
     if update_best(run, st) then st.rounds_without_gain = 0 else st.rounds_without_gain = st.rounds_without_gain + 1 end
     st.round = r

@@ -8,6 +8,7 @@ local log = require("kagent.log")
 local proc = require("kagent.proc")
 local calls = require("agents.run.calls")
 local confirm = require("agents.search.confirm")
+local review = require("agents.search.review")
 local reply_stats = require("agents.run.reply_stats")
 local models = require("agents.run.models")
 
@@ -29,7 +30,7 @@ function M.base(run)
       cache_write = u.cache_write_tokens, total = u.tokens },
     llm_calls = u.calls, llm_failures = run.llm_guard:summary(), cost_usd = u.cost_usd,
     wall_s = ktime.now() - run.t0, memory_run_id = run.mem.run_id, replay = M.replay(run),
-    replies = M.replies(run), models = M.models(run) }
+    replies = M.replies(run), models = M.models(run), review = review.summary(run) }
 end
 
 -- models(run, attempts, best_attempt_id) -> per model ("provider:model"): attempts, verified,

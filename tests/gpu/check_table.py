@@ -16,3 +16,8 @@ class Checks:
         if out:
             with open(os.path.join(out, self.json_name), "w") as f:
                 json.dump(self.rows, f, indent=1, default=str)
+
+    def finish(self):
+        """The last line, RESULT: PASS or FAIL; the exit status (0 or 1)."""
+        print("RESULT:", "PASS" if self.ok else "FAIL")
+        return 0 if self.ok else 1

@@ -1,9 +1,9 @@
 -- The roles as functions of their inputs: each driven here by a small FAKE run (a FAKE evaluator
 -- pool whose verdict the candidate's text decides, a FAKE LLM module that answers from a list and
 -- records what it was sent). No Python, no network.
-package.path = kagent.root .. "/?.lua;" .. package.path
+package.path = kagent.root .. "/?.lua;" .. kagent.root .. "/tests/fixtures/agent/?.lua;" .. package.path
+local fake_chat = require("fake_chat")
 local fs, json = kagent.fs, kagent.json
-local llm = require("kagent.llm")
 local run_lib = require("agents.run")
 local rundir = require("agents.run.rundir")
 local verifier = require("agents.roles.verifier")
@@ -13,16 +13,7 @@ local optimizer = require("agents.roles.optimizer")
 local reflector = require("agents.roles.reflector")
 
 local function fake_run(replies, model)
-  local sent = {}
-  local fake_llm = {
-    chat = function(req)
-      sent[#sent + 1] = req
-      local text = table.remove(replies, 1)
-      if not text then return nil, "EFAKE: no more replies", "EFAKE" end
-      return { text = text, usage = {} }
-    end,
-    extract_code = llm.extract_code, extract_json = llm.extract_json,
-  }
+  local fake_llm, sent = fake_chat(replies)
   local pool = { jobs = 0 }
   -- candidates are verified and timed (benchmark); evaluate adds the profile
   function pool:benchmark(job)

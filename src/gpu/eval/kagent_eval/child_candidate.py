@@ -5,7 +5,7 @@ against the reference child's and sanity-checks timings with its own clock.
 """
 import threading
 
-from . import child_common, child_reference, digest, inputs, loader, timed_inputs, timing, verdict
+from . import child_common, child_reference, digest, extra_trials, loader, timed_inputs, timing, verdict
 from .timing import _perf_counter
 
 
@@ -177,9 +177,8 @@ def _trials(ch, torch, timer, problem, cand, spec, dtype, device, cuda, plan, to
         t = entry["trial"]
         ch.stage("compile" if t == 0 else "run")
         try:
-            args, dist = inputs.make_inputs(torch, problem, entry["seed"], t, dtype, device,
-                                            entry["dist"], entry["sizes"],
-                                            spec.get("input_contract"))
+            args, dist = extra_trials.trial_inputs(torch, problem, entry, dtype, device,
+                                                   spec.get("input_contract"))
             if cuda:
                 _poison(torch, device, spec.get("poison_bytes", 0), t)
             in_spans = [child_common.storage_span(torch, a) for a in args

@@ -6,7 +6,7 @@ outputs' fp32 shadow (shadow.py), the roofline's inputs (FLOPs,
 parameter bytes, the GPU's measured peaks), and on request the eager / torch.compile baseline
 timings measured with the same Timer the candidate gets.
 """
-from . import child_common, digest, inputs, loader, shadow, timed_inputs
+from . import child_common, digest, extra_trials, inputs, loader, shadow, timed_inputs
 from .timing import bench_options, do_bench_mean
 
 
@@ -29,6 +29,7 @@ def trial_plan(spec, problem=None):
         for k, sizes in enumerate(inputs.size_variants(problem)):
             plan.append({"trial": len(plan), "seed": base + 211 + k, "dist": "signed",
                          "sizes": sizes, "kind": "resized", "late": True})
+    plan.extend(extra_trials.plan(spec, len(plan), base))  # a reviewer's inputs, last
     return plan
 
 
@@ -57,9 +58,8 @@ def run(ch, spec):
                 skip("outside the problem's input contract: %s" % _drawn_text(drawn))
                 continue
             try:
-                args, dist = inputs.make_inputs(torch, problem, entry["seed"], entry["trial"],
-                                                dtype, device, entry["dist"], entry["sizes"],
-                                                contract)
+                args, dist = extra_trials.trial_inputs(torch, problem, entry, dtype, device,
+                                                       contract)
                 in_metas, in_arrays = digest.digest_list(torch, args, spec["sample_seed"])
                 with torch.no_grad():
                     out = model(*args)
@@ -77,7 +77,7 @@ def run(ch, spec):
             del out, outs
             if entry["kind"] == "regular":
                 finite = _finite_outputs(out_metas, finite)
-            elif entry["kind"] == "property" and entry["dist"] != "nonfinite":
+            elif entry["kind"] in ("property", extra_trials.KIND) and entry["dist"] != "nonfinite":
                 overflow = [k for k, ok in enumerate(_finite_outputs(out_metas, None))
                             if not ok and finite and k < len(finite) and finite[k]]
                 if overflow:

@@ -176,6 +176,14 @@ def _transform(torch, t, dist, keep_sign=False):
     return t
 
 
+def transform_within(torch, t, dist, facts):
+    """One input with `dist` applied, or as drawn where that would take it outside the
+    problem's contract (facts: its input_contract entry)."""
+    if outside_contract(dist, facts) is not None:
+        return t
+    return _transform(torch, t, dist, _keeps_sign(dist, facts))
+
+
 def make_inputs(torch, problem, seed, trial, dtype, device, dist=None, sizes=None, contract=None):
     """Inputs of one trial, on the device, floating ones cast to dtype. dist overrides the
     trial's distribution; sizes ({name: int}) resizes the problem through its size constants;
@@ -192,9 +200,7 @@ def make_inputs(torch, problem, seed, trial, dtype, device, dist=None, sizes=Non
     for k, t in enumerate(raw):
         if isinstance(t, torch.Tensor):
             t = t.to(device)
-            facts = contract[k] if k < len(contract) else None
-            if outside_contract(dist, facts) is None:
-                t = _transform(torch, t, dist, _keeps_sign(dist, facts))
+            t = transform_within(torch, t, dist, contract[k] if k < len(contract) else None)
         out.append(cast_value(torch, t, dtype, device))
     del raw
     return out, dist

@@ -5,7 +5,7 @@ import time
 
 from . import child_candidate, compare, compile_gate, fingerprint, loader, sandbox, sanitizer
 from . import spare as spare_mod
-from . import compare_op, sanitize_op, static_checks, timing, verdict
+from . import compare_op, extra_trials, sanitize_op, static_checks, timing, verdict
 from .lease import EXCLUSIVE, SHARED, Lease
 from .reference import ReferenceCache
 from .request import BadRequest  # noqa: F401  (worker.py takes it from here)
@@ -129,6 +129,10 @@ class Evaluator:
         trials = int(job.get("trials", 5))
         if trials < 1 or trials > 100:
             raise BadRequest("trials must be 1..100")
+        try:
+            extra = extra_trials.normalize(job.get("extra_trials"))
+        except ValueError as e:
+            raise BadRequest(str(e))
         timeouts = {}
         if job.get("timeout"):
             t = float(job["timeout"])
@@ -160,6 +164,7 @@ class Evaluator:
             "nonfinite": _choice(job, "nonfinite", ("report", "require"), "report"),
             "generalize": bool(job.get("generalize", False)),
             "require_generalize": bool(job.get("require_generalize", False)),
+            "extra_trials": extra,
             # confirm: always re-measure in a fresh process and require the two to agree
             "confirm": bool(job.get("confirm", False)),
             "max_spread": float(job["max_spread"]) if job.get("max_spread") else None,
@@ -262,6 +267,9 @@ class Evaluator:
         if result.get("trials", 0) < spec["trials"]:
             return verdict.fail(result, "run", "ERUN", "only %d of %d trials ran" % (
                 result.get("trials", 0), spec["trials"]))
+        if spec["extra_trials"] is not None and not extra_trials.check(
+                result, spec, ref_trials, out, rtol, atol, self.sample_seed):
+            return result
         if spec["generalize"]:
             verdict.check_generalization(result, ref_trials, out, rtol, atol, self.sample_seed)
             if spec["require_generalize"] and result["generalizes"] == "no":

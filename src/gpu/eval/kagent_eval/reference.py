@@ -47,7 +47,8 @@ class ReferenceCache:
     def get(self, spec):
         """(trials {index: trial}, baselines or None, error or None)."""
         pkey = self.problem_key(spec)
-        rkey = pkey + (spec["trials"], spec["properties"], spec["generalize"], spec["replay_seed"])
+        rkey = pkey + (spec["trials"], spec["properties"], spec["generalize"], spec["replay_seed"],
+                       json.dumps(spec.get("extra_trials"), sort_keys=True))
         bench = spec["bench"]
         bkey = pkey + (json.dumps(bench, sort_keys=True),) if bench is not None else None
         trials = self.trials.get(rkey)

@@ -141,7 +141,7 @@ def check_trials(result, ref_trials, cand_outcome, rtol, atol, sample_seed, nonf
     for obj, arrays in cand_outcome.of_type("trial"):
         i = obj.get("trial")
         ref = ref_trials.get(i) if isinstance(i, int) else None
-        if ref is None or ref.get("skipped") or ref.get("kind") == "resized":
+        if ref is None or ref.get("skipped") or ref.get("kind") in ("resized", "review"):
             continue
         if not obj.get("error"):
             _attach(obj, arrays, ("outputs", "inputs_after"))
