@@ -101,8 +101,9 @@ function M.sol(run, kernel)
   return sol
 end
 
--- The baselines of the final confirmation: the default torch.compile and its max-autotune mode.
-M.FINAL_BASELINES = { "eager", "compile", "compile_max_autotune" }
+-- The baselines of the final confirmation: every one the evaluator times (eager, the default
+-- torch.compile and its max-autotune mode).
+M.FINAL_BASELINES = measured.NAMES
 
 -- rank_finalists(run, finalists) -> finalists ordered by one interleaved timing of them all
 -- (pool:compare: the same inputs, blocks in A B ... B A order), fastest first; the search-time

@@ -66,6 +66,8 @@ local function put(run, kind, key, value)
   if run.db and run.db.measurement_put then run.db:measurement_put(kind, key, value) end
 end
 
+-- Every baseline the evaluator times, in its order: its job_defaults.BASELINES, which its ready
+-- line carries as `baselines` (tests/lua/gpu_spec.lua checks the two agree).
 M.NAMES = { "eager", "compile", "compile_max_autotune" }
 
 -- baselines(run) -> the cached baselines {eager_ms, compile_ms, compile_max_autotune_ms, times},

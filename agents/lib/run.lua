@@ -352,11 +352,12 @@ function M.add_helpers(r)
     return text
   end
 
-  -- job(code, extra) -> an evaluator job with the run's defaults (options.lua) and extra fields
+  -- job(code, extra) -> an evaluator job with the run's options (options.lua) and extra fields;
+  -- what neither sets keeps the evaluator's default (its ready line's job_defaults: no baselines,
+  -- the full metric set)
   function r.job(code, extra)
     local j = { problem = r.problem_path, candidate = code, dtype = r.dtype, timeout = opts.job_timeout,
-      tolerance = opts.tolerance,
-      bench = { baselines = json.empty_array }, profile = { metric_set = opts.metrics },
+      tolerance = opts.tolerance, profile = opts.metrics and { metric_set = opts.metrics } or nil,
       generalize = opts.require_generalize or nil, require_generalize = opts.require_generalize or nil,
       sanitize = (opts.sanitize == "all" and r.can_profile) or nil }
     for k, v in pairs(extra or {}) do j[k] = v end

@@ -5,11 +5,12 @@ import time
 
 from . import child_candidate, compare, compile_gate, fingerprint, loader, sandbox, sanitizer
 from . import spare as spare_mod
-from . import compare_op, sanitize_op, static_checks, timing, verdict
+from . import compare_op, job_defaults, sanitize_op, static_checks, timing, verdict
 from .lease import EXCLUSIVE, SHARED, Lease
 from .reference import ReferenceCache
-from .request import BadRequest  # noqa: F401  (worker.py takes it from here)
+from .request import BadRequest
 
+DEFAULTS = job_defaults.JOB
 # the lease mode a spare's child waits for at each of its gates (spare.GATE_STAGES)
 LEASE_AT_GATE = {"gate": EXCLUSIVE, "gate_shared": SHARED}
 OPS_WITH = {  # op -> (audit, bench, profile)
@@ -18,7 +19,6 @@ OPS_WITH = {  # op -> (audit, bench, profile)
     "profile": (False, False, True),
     "evaluate": (True, True, True),
 }
-DEFAULT_BASELINES = ["eager", "compile"]
 
 
 def follow_stage(lease, name):
@@ -123,10 +123,10 @@ class Evaluator:
             raise BadRequest("problem must be the path of a file: %r" % (problem,))
         if not isinstance(candidate, str) or not candidate:
             raise BadRequest("candidate must be a path or source text")
-        dtype = job.get("dtype", "fp32")
+        dtype = _field(job, "dtype")
         if dtype not in loader.DTYPES:
             raise BadRequest("dtype must be fp32, bf16 or fp16")
-        trials = int(job.get("trials", 5))
+        trials = int(_field(job, "trials"))
         if trials < 1 or trials > 100:
             raise BadRequest("trials must be 1..100")
         timeouts = {}
@@ -138,30 +138,30 @@ class Evaluator:
         audit, bench, profile = OPS_WITH[op]
         bench_opts = dict(job.get("bench") or {}) if bench else None
         if bench_opts is not None and "baselines" not in bench_opts:
-            bench_opts["baselines"] = list(DEFAULT_BASELINES)
-        if bench_opts is not None and bench_opts.get("stop", "ci") not in timing.STOPS:
+            bench_opts["baselines"] = list(DEFAULTS["bench"]["baselines"])
+        if bench_opts is not None and bench_opts.get("stop", DEFAULTS["bench"]["stop"]) \
+                not in timing.STOPS:
             raise BadRequest("bench.stop must be one of %s" % ", ".join(timing.STOPS))
         return {
             "op": op, "problem": os.path.abspath(problem), "candidate": candidate, "dtype": dtype,
-            "trials": trials, "seed": int(job.get("seed", 42)), "timeouts": timeouts,
+            "trials": trials, "seed": int(_field(job, "seed")), "timeouts": timeouts,
             "rtol": job.get("rtol"), "atol": job.get("atol"),
-            "tolerance": _choice(job, "tolerance", tuple(compare.TOLERANCE_SETS),
-                                 compare.DEFAULT_TOLERANCE),
-            "fallback_policy": job.get("fallback_policy", "reject"),
-            "fallback_threshold": float(job.get("fallback_threshold", 0.5)),
+            "tolerance": _choice(job, "tolerance", tuple(compare.TOLERANCE_SETS)),
+            "fallback_policy": _field(job, "fallback_policy"),
+            "fallback_threshold": float(_field(job, "fallback_threshold")),
             # the kernel audit's profiler start-up is paid by the spare sandbox ahead of the job;
             # callers that only rank known-clean kernels may still turn it off
-            "audit": audit and bool(job.get("audit", True)), "bench": bench_opts,
-            "profile": (job.get("profile") or {"metric_set": "sol"}) if profile else None,
+            "audit": audit and bool(_field(job, "audit")), "bench": bench_opts,
+            "profile": dict(DEFAULTS["profile"], **(job.get("profile") or {})) if profile else None,
             "sol_ms": job.get("sol_ms"), "device": self.device, "threads": self.threads,
             "sample_seed": self.sample_seed,
             "replay_seed": int(job.get("replay_seed", self.replay_seed)),
-            "properties": bool(job.get("properties", True)),
-            "nonfinite": _choice(job, "nonfinite", ("report", "require"), "report"),
-            "generalize": bool(job.get("generalize", False)),
-            "require_generalize": bool(job.get("require_generalize", False)),
+            "properties": bool(_field(job, "properties")),
+            "nonfinite": _choice(job, "nonfinite", ("report", "require")),
+            "generalize": bool(_field(job, "generalize")),
+            "require_generalize": bool(_field(job, "require_generalize")),
             # confirm: always re-measure in a fresh process and require the two to agree
-            "confirm": bool(job.get("confirm", False)),
+            "confirm": bool(_field(job, "confirm")),
             "max_spread": float(job["max_spread"]) if job.get("max_spread") else None,
             "sanitize": _sanitize_tools(job.get("sanitize")),
             "job": {k: v for k, v in job.items() if k != "sanitize"},
@@ -443,8 +443,13 @@ def _sanitize_tools(value):
     raise BadRequest("sanitize must be true or a list of %s" % ", ".join(sanitizer.TOOLS))
 
 
-def _choice(job, key, allowed, default):
-    value = job.get(key, default)
+def _field(job, key):
+    """A job's field, or its default (job_defaults.JOB)."""
+    return job.get(key, DEFAULTS[key])
+
+
+def _choice(job, key, allowed):
+    value = _field(job, key)
     if value not in allowed:
         raise BadRequest("%s must be one of %s; got %r" % (key, ", ".join(allowed), value))
     return value

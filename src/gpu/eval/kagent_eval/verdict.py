@@ -6,7 +6,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from . import audit as audit_mod
-from . import compare, likely_cause, timed_inputs
+from . import compare, job_defaults, likely_cause, timed_inputs
 from .digest import attach_arrays
 from .timing import MAX_PAD_MS
 
@@ -501,7 +501,7 @@ def _stale(result, message):
 def apply_baselines(result, base):
     if not base:
         return
-    for name in ("eager", "compile", "compile_max_autotune"):
+    for name in job_defaults.BASELINES:
         if isinstance(base.get(name), dict):
             result[name + "_ms"] = base[name]["median"]
             result.setdefault("baseline_times", {})[name] = {
@@ -519,7 +519,7 @@ def speedups(result):
     med = (result.get("time_ms") or {}).get("median")
     if not med:
         return
-    for name in ("eager", "compile", "compile_max_autotune"):
+    for name in job_defaults.BASELINES:
         if result.get(name + "_ms"):
             result["speedup_vs_" + name] = result[name + "_ms"] / med
 
