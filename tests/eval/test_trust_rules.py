@@ -5,7 +5,7 @@ import sys
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "src", "gpu", "eval"))
-from kagent_eval import roofline, timing, verdict  # noqa: E402
+from kagent_eval import roofline, stream_check, verdict  # noqa: E402
 
 US = 1000  # ns
 FLUSH = "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<int>>(int)"
@@ -39,7 +39,7 @@ def check(calls, extra=(), gap_streams=(), grace_us=50):
     records = [r for c in calls for r in c.records] + list(extra)
     windows = [(int(c.t0 * US), int(c.close * US)) for c in calls]
     end_mark = int((calls[-1].close + grace_us) * US)
-    return timing.all_stream_check(records, windows, end_mark, [c.event_us / 1e3 for c in calls],
+    return stream_check.all_stream_check(records, windows, end_mark, [c.event_us / 1e3 for c in calls],
                                    has_spin=True, gap_streams=gap_streams)
 
 
@@ -154,7 +154,7 @@ class AllStreamCheckTest(unittest.TestCase):
         self.assertTrue(check(calls)["ok"])
 
     def test_missing_windows_fail(self):
-        res = timing.all_stream_check([], [], None, [0.1])
+        res = stream_check.all_stream_check([], [], None, [0.1])
         self.assertFalse(res["ok"])
         self.assertFalse(res["checked"])
 

@@ -47,7 +47,7 @@ import stat
 import sys
 import tempfile
 
-from . import capabilities, job_cgroup, landlock, namespaces, profiling, shm_sweep, syscall_filter
+from . import capabilities, job_cgroup, landlock, namespaces, profiler_lib, shm_sweep, syscall_filter
 from .loader import source_of
 
 SYSTEM_READ_ROOTS = ("/usr", "/lib", "/lib32", "/lib64", "/libx32", "/bin", "/sbin", "/etc", "/opt",
@@ -164,7 +164,7 @@ def _python_read_roots():
     for name, value in os.environ.items():
         if name.startswith(("CUDA_", "TRITON_")) and os.path.isabs(value):
             roots.add(value)
-    roots.update(os.path.dirname(p) for p in profiling.library_candidates())  # the CUPTI profiler
+    roots.update(os.path.dirname(p) for p in profiler_lib.library_candidates())  # the CUPTI profiler
     return sorted(roots)
 
 
