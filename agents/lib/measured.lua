@@ -15,7 +15,7 @@ local M = {}
 
 -- the eager re-check that lets cached baselines stand: within 2% of the cached eager median
 M.RECHECK_TOLERANCE = 0.02
--- the job's default input seed (src/gpu/eval/kagent_eval/jobs.py) when the run sets none
+-- the job's default input seed (src/gpu/eval/kagent_eval/job_defaults.py) when the run sets none
 local DEFAULT_SEED = 42
 
 -- driver(gpu) -> the NVIDIA driver version of a pool GPU (nvidia-smi), "cpu" in CPU mode,

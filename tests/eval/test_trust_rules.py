@@ -1,11 +1,11 @@
 """Fail-closed timing rules without a GPU: the all-stream check on synthetic activity traces
-(what CUPTI records on the device) and the worker's flag table (verdict.TRUST_RULES)."""
+(what CUPTI records on the device) and the worker's flag table (trust.TRUST_RULES)."""
 import os
 import sys
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "src", "gpu", "eval"))
-from kagent_eval import roofline, stream_check, verdict  # noqa: E402
+from kagent_eval import roofline, stream_check, trust  # noqa: E402
 
 US = 1000  # ns
 FLUSH = "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<int>>(int)"
@@ -163,10 +163,10 @@ class TrustRulesTest(unittest.TestCase):
     PEAKS = {"dram_bytes_per_s": 3.0e12, "dram_read_bytes_per_s": 3.3e12}
 
     def flags(self, time_ms, sol_pct=None, cuda=True):
-        return verdict.figure_flags(time_ms, {"sol_pct": sol_pct}, self.PEAKS, cuda)
+        return trust.figure_flags(time_ms, {"sol_pct": sol_pct}, self.PEAKS, cuda)
 
     def test_every_flag_has_an_action_and_a_reason(self):
-        for flag, (action, why) in verdict.TRUST_RULES.items():
+        for flag, (action, why) in trust.TRUST_RULES.items():
             self.assertIn(action, ("remeasure", "trigger", "reject"), flag)
             self.assertTrue(why)
 
@@ -187,7 +187,7 @@ class TrustRulesTest(unittest.TestCase):
 
     def test_the_sol_limit_is_measured_and_does_not_move_with_noise(self):
         # read bandwidth 10% over copy bandwidth: the only headroom over 100%
-        self.assertAlmostEqual(verdict.sol_limit_pct(self.PEAKS), 110.0, places=6)
+        self.assertAlmostEqual(trust.sol_limit_pct(self.PEAKS), 110.0, places=6)
         ok = {"checked": True, "ok": True}
         self.assertEqual(self.flags({"median": 1, "all_streams": ok, "spread": 1.02}, 109), [])
         self.assertEqual(self.flags({"median": 1, "all_streams": ok, "spread": 1.02}, 111),
@@ -196,7 +196,7 @@ class TrustRulesTest(unittest.TestCase):
         self.assertEqual(self.flags({"median": 1, "all_streams": ok, "spread": 1.4}, 130),
                          ["beyond_sol"])
         self.assertEqual(
-            verdict.figure_flags({"median": 1, "all_streams": ok, "spread": 1.4},
+            trust.figure_flags({"median": 1, "all_streams": ok, "spread": 1.4},
                                  {"sol_pct": 130}, self.PEAKS, True, max_spread=1.3),
             ["spread", "beyond_sol"])
 
@@ -211,12 +211,12 @@ class TrustRulesTest(unittest.TestCase):
         self.assertEqual(roof["binding"], "memory")
         self.assertLess(roof["sol_pct"], 100)
         ok = {"checked": True, "ok": True}
-        self.assertEqual(verdict.figure_flags({"median": 0.1, "all_streams": ok}, roof, peaks,
+        self.assertEqual(trust.figure_flags({"median": 0.1, "all_streams": ok}, roof, peaks,
                                               True), [])
         # the same bytes moved faster than the bandwidth allows are still beyond the bound
         fast = roofline.roofline(nbytes, nflops, peaks, measured_ms=0.01, dtype="fp32")
         self.assertGreater(fast["memory_sol_pct"], 110)
-        self.assertEqual(verdict.figure_flags({"median": 0.01, "all_streams": ok}, fast, peaks,
+        self.assertEqual(trust.figure_flags({"median": 0.01, "all_streams": ok}, fast, peaks,
                                               True), ["beyond_sol"])
         # a kernel slower than the compute bound keeps the compute roofline
         slow = roofline.roofline(nbytes, nflops, peaks, measured_ms=5.0, dtype="fp32")
@@ -227,14 +227,14 @@ class TrustRulesTest(unittest.TestCase):
         self.assertEqual(self.flags({"median": 1.0, "spread": 1.2}, cuda=False), [])
 
     def test_remeasure_agreement(self):
-        self.assertTrue(verdict.agree({"median": 1.0, "spread": 1.01}, {"median": 1.05}))
-        self.assertFalse(verdict.agree({"median": 0.0013, "spread": 1.01}, {"median": 0.049}))
-        self.assertFalse(verdict.agree({"median": 1.0}, {}))
+        self.assertTrue(trust.agree({"median": 1.0, "spread": 1.01}, {"median": 1.05}))
+        self.assertFalse(trust.agree({"median": 0.0013, "spread": 1.01}, {"median": 0.049}))
+        self.assertFalse(trust.agree({"median": 1.0}, {}))
 
     def test_a_rejection_removes_every_figure(self):
         result = {"ok": True, "time_ms": {"median": 0.0013}, "roofline": {"sol_pct": 3418},
                   "speedup_vs_eager": 48.0, "speedup_vs_compile": 37.0, "flags": []}
-        verdict.reject_untrusted(result, ["outside_timed_stream", "beyond_sol"])
+        trust.reject_untrusted(result, ["outside_timed_stream", "beyond_sol"])
         self.assertEqual((result["ok"], result["stage"], result["code"]),
                          (False, "timing", "EUNTRUSTED"))
         for key in ("time_ms", "roofline", "speedup_vs_eager", "speedup_vs_compile"):

@@ -1,18 +1,18 @@
-"""The worker's timing rules (verdict.apply_benchmark): when a gap between repeated and fresh
+"""The worker's timing rules (timed_verdict.apply_benchmark): when a gap between repeated and fresh
 calls is a cache, and when the reported times disagree with the worker's own clock."""
 import os
 import sys
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "src", "gpu", "eval"))
-from kagent_eval import verdict  # noqa: E402
+from kagent_eval import timed_verdict  # noqa: E402
 
 OUT = [{"kind": "value", "value": 1}]
 
 
 def judge(time_ms, loop_ms=None, mode="cpu"):
     result = {"flags": []}
-    failed = verdict.apply_benchmark(result, {"time_ms": time_ms, "last_outputs": list(OUT)}, [],
+    failed = timed_verdict.apply_benchmark(result, {"time_ms": time_ms, "last_outputs": list(OUT)}, [],
                                      loop_ms, {"outputs": list(OUT)}, 1e-4, 1e-4, 7, mode)
     return (result.get("error") or "ok").split(":")[0] if failed else "ok"
 

@@ -5,7 +5,8 @@ against the reference child's and sanity-checks timings with its own clock.
 """
 import threading
 
-from . import child_common, child_reference, digest, inputs, loader, timed_inputs, timing, verdict
+from . import child_common, child_reference, digest, inputs, loader, timed_inputs, timing
+from . import timed_verdict
 from .timing import _perf_counter
 
 
@@ -344,7 +345,7 @@ def _fresh_input_probe(torch, timer, cand, args):
                 repeat.append(max(timer.time_once(lambda: cand(*args))))
                 fresh.append(max(timer.time_once(lambda: cand(*c))))
         f, r = min(fresh), min(repeat)
-        if not (r < verdict.CACHE_RATIO * f and f - r > verdict.CACHE_MIN_GAP_MS[mode]):
+        if not (r < timed_verdict.CACHE_RATIO * f and f - r > timed_verdict.CACHE_MIN_GAP_MS[mode]):
             break
     return {"fresh_ms": min(fresh), "repeat_ms": min(repeat), "n": len(fresh)}
 

@@ -4,7 +4,7 @@ speedup per A B | B A pair of blocks. Runs in the worker, which never executes c
 import statistics
 import time
 
-from . import compare, loader, static_checks, timing, verdict
+from . import compare, loader, static_checks, timed_verdict, timing, trust, verdict
 from .request import BadRequest
 
 
@@ -56,17 +56,17 @@ def _compare(ev, spec, result):
         # the last output whole (a candidate wrong on every call is a mismatch), then each
         # call's against its input set's reference (no trials of its own here: the candidates
         # were verified by their own jobs)
-        if verdict.apply_benchmark(entry, msg, arrays, None,
-                                   ref_trials.get(verdict.last_call_trial(msg), ref_trials[0]),
+        if timed_verdict.apply_benchmark(entry, msg, arrays, None,
+                                   ref_trials.get(timed_verdict.last_call_trial(msg), ref_trials[0]),
                                    rtol, atol, ev.sample_seed, "cuda" if ev.cuda else "cpu") or \
-                verdict.check_timed_outputs(entry, msg, arrays, ref_trials, {}, rtol, atol,
+                timed_verdict.check_timed_outputs(entry, msg, arrays, ref_trials, {}, rtol, atol,
                                             ev.sample_seed):
             return verdict.fail(result, entry["stage"], entry["code"], "candidate %d: %s" % (
                 k + 1, entry["error"].split(": ", 1)[1]))
         roof = ev.refs.roofline(spec, ref_trials[0], entry["time_ms"].get("median"))
         # the spread is not a reason to refuse here: it is reported (cv, the block ratios'
         # p10..p90) and the promotion gate that asked for the comparison judges it
-        flags = [f for f in verdict.figure_flags(entry["time_ms"], roof, peaks, ev.cuda,
+        flags = [f for f in trust.figure_flags(entry["time_ms"], roof, peaks, ev.cuda,
                                                  spec["max_spread"]) if f != "spread"]
         if flags:
             untrusted.append((k, flags))
@@ -74,7 +74,7 @@ def _compare(ev, spec, result):
                         "roofline": roof})
     if untrusted:
         k, flags = untrusted[0]
-        verdict.reject_untrusted(result, flags, "candidate %d" % (k + 1))
+        trust.reject_untrusted(result, flags, "candidate %d" % (k + 1))
         return result
     base = entries[0]["blocks"]
     result["candidates"] = []

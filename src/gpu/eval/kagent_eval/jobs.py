@@ -5,7 +5,7 @@ import time
 
 from . import child_candidate, compare, compile_gate, fingerprint, loader, sandbox, sanitizer
 from . import spare as spare_mod
-from . import compare_op, job_defaults, sanitize_op, static_checks, timing, verdict
+from . import compare_op, job_defaults, sanitize_op, static_checks, timed_verdict, timing, trust, verdict
 from .lease import EXCLUSIVE, SHARED, Lease
 from .reference import ReferenceCache
 from .request import BadRequest
@@ -193,7 +193,7 @@ class Evaluator:
         result["audit"]["static_findings"] = findings
         for f in findings:
             tag = "static:" + f["rule"]
-            if tag in verdict.TRUST_RULES and tag not in result["flags"]:
+            if tag in trust.TRUST_RULES and tag not in result["flags"]:
                 result["flags"].append(tag)
         rejects = static_checks.rejecting(findings, not self.cuda)
         if rejects:
@@ -289,13 +289,13 @@ class Evaluator:
             # every timed call's output first: it names the call that went wrong
             own = {o["trial"]: o for o, _ in out.of_type("trial") if isinstance(o.get("trial"), int)}
             checked = (ref_trials, own, rtol, atol)
-            if verdict.check_timed_outputs(result, b, arrays, *checked, self.sample_seed):
+            if timed_verdict.check_timed_outputs(result, b, arrays, *checked, self.sample_seed):
                 return result
-            if verdict.apply_benchmark(result, b, arrays, self._loop_ms(out),
-                                       ref_trials.get(verdict.last_call_trial(b), trial0), rtol,
+            if timed_verdict.apply_benchmark(result, b, arrays, self._loop_ms(out),
+                                       ref_trials.get(timed_verdict.last_call_trial(b), trial0), rtol,
                                        atol, self.sample_seed, "cuda" if self.cuda else "cpu"):
                 return result
-            verdict.apply_baselines(result, base)
+            timed_verdict.apply_baselines(result, base)
             self._apply_roofline(spec, result, trial0)
             if not self._confirm_figures(spec, result, trial0, checked):
                 return result
@@ -332,52 +332,52 @@ class Evaluator:
         roof = self.refs.roofline(spec, trial0, result["time_ms"].get("median"))
         if roof is not None:
             result["roofline"] = roof
-        verdict.speedups(result)
+        timed_verdict.speedups(result)
 
     # -- fail closed: no figure is accepted before it is confirmed -------------------------
     def _confirm_figures(self, spec, result, trial0, checked):
-        """Applies verdict.TRUST_RULES to the timing; re-measures in a fresh process where a
+        """Applies trust.TRUST_RULES to the timing; re-measures in a fresh process where a
         flag asks for it. False (and the job failed) when a figure stays untrusted. checked:
         (reference trials, the candidate's own trials, rtol, atol) for its outputs."""
         peaks = self.refs.peaks(spec)
         first = result["time_ms"]
-        flags = verdict.figure_flags(first, result.get("roofline"), peaks, self.cuda,
+        flags = trust.figure_flags(first, result.get("roofline"), peaks, self.cuda,
                                      spec["max_spread"])
         triggers = [f for f in result["flags"]
-                    if verdict.TRUST_RULES.get(f, ("",))[0] == "trigger"]
+                    if trust.TRUST_RULES.get(f, ("",))[0] == "trigger"]
         result["trust"] = {"first_flags": flags + triggers, "remeasured": False}
-        if not (spec["confirm"] or verdict.needs_remeasure(flags + triggers)):
+        if not (spec["confirm"] or trust.needs_remeasure(flags + triggers)):
             return True
         self._wait_exit(result)
         hspec = dict(spec, hardened=True, audit=False, profile=None,
                      bench=dict(spec["bench"] or {}, reps=max(10, min(200, first.get("n") or 50))))
         result["trust"]["remeasured"] = True
-        for attempt in range(1, verdict.HARDENED_TRIES + 1):
+        for attempt in range(1, trust.HARDENED_TRIES + 1):
             with self.lease.timed():
                 probe = self._hardened_measure(hspec, trial0, checked)
             if probe.get("error"):
-                return not verdict.fail_without_figures(
+                return not trust.fail_without_figures(
                     result, probe["stage"], probe["code"],
                     "in the hardened re-measure: " + probe["error"].split(": ", 1)[1])
             second = probe["time_ms"]
             roof2 = self.refs.roofline(spec, trial0, second.get("median"))
-            flags2 = verdict.figure_flags(second, roof2, peaks, self.cuda, spec["max_spread"])
+            flags2 = trust.figure_flags(second, roof2, peaks, self.cuda, spec["max_spread"])
             if not self.cuda:
                 flags2 += [f for f in triggers if f == "threads_started"]  # nothing traces threads
-            if not verdict.agree(first, second, self.cuda):
+            if not trust.agree(first, second, self.cuda):
                 flags2.append("remeasure_disagrees")
             result["trust"]["second_flags"] = flags2
-            noise_only = flags2 and set(flags2) <= verdict.NOISE_FLAGS
-            if attempt == verdict.HARDENED_TRIES or not noise_only:
+            noise_only = flags2 and set(flags2) <= trust.NOISE_FLAGS
+            if attempt == trust.HARDENED_TRIES or not noise_only:
                 break
             result["trust"].setdefault("noisy_remeasures", []).append(flags2)
         if flags2:
-            verdict.reject_untrusted(result, flags2, _trust_detail(first, second))
+            trust.reject_untrusted(result, flags2, _trust_detail(first, second))
             return False
         result["time_ms_first"] = first
         result["time_ms"] = second
         self._apply_roofline(spec, result, trial0)
-        result["flags"] = [f for f in result["flags"] if f not in verdict.TRUST_RULES]
+        result["flags"] = [f for f in result["flags"] if f not in trust.TRUST_RULES]
         return True
 
     def _hardened_measure(self, hspec, trial0, checked):
@@ -389,10 +389,10 @@ class Evaluator:
         if not verdict.failure_from_outcome(probe, out) and b is None:
             verdict.fail(probe, "timing", "ERUN", "no timing came back")
         if not probe.get("error"):
-            verdict.check_timed_outputs(probe, b, arrays, *checked, self.sample_seed)
+            timed_verdict.check_timed_outputs(probe, b, arrays, *checked, self.sample_seed)
         if not probe.get("error"):
-            verdict.apply_benchmark(probe, b, arrays, self._loop_ms(out),
-                                    ref_trials.get(verdict.last_call_trial(b), trial0), rtol,
+            timed_verdict.apply_benchmark(probe, b, arrays, self._loop_ms(out),
+                                    ref_trials.get(timed_verdict.last_call_trial(b), trial0), rtol,
                                     atol, self.sample_seed, "cuda" if self.cuda else "cpu")
         return probe
 
