@@ -59,7 +59,7 @@ class FreshAddressTest(unittest.TestCase):
             import torch
         except ImportError:
             self.skipTest("no torch")
-        from kagent_eval import child_candidate
+        from kagent_eval import fresh_probe
         for shape, dtype in (((512, 512), torch.float32), ((300,), torch.int64),
                              ((64, 33), torch.bfloat16), ((4096,), torch.bool)):
             seen = set()
@@ -68,7 +68,7 @@ class FreshAddressTest(unittest.TestCase):
                 seen.add(t.data_ptr())
                 del t
             base = (torch.randn(shape) * 8).to(dtype)
-            copies = [child_candidate._fresh_values(torch, base, k) for k in range(1, 6)]
+            copies = [fresh_probe.fresh_values(torch, base, k) for k in range(1, 6)]
             for c in copies:
                 self.assertNotIn(c.data_ptr(), seen, (shape, dtype))
                 self.assertEqual(c.data_ptr() % 32, 0)
