@@ -39,8 +39,9 @@ def check(calls, extra=(), gap_streams=(), grace_us=50):
     records = [r for c in calls for r in c.records] + list(extra)
     windows = [(int(c.t0 * US), int(c.close * US)) for c in calls]
     end_mark = int((calls[-1].close + grace_us) * US)
-    return stream_check.all_stream_check(records, windows, end_mark, [c.event_us / 1e3 for c in calls],
-                                   has_spin=True, gap_streams=gap_streams)
+    return stream_check.all_stream_check(records, windows, end_mark,
+                                         [c.event_us / 1e3 for c in calls], has_spin=True,
+                                         gap_streams=gap_streams)
 
 
 def calls_with(event_us, fn, n=5):
@@ -197,7 +198,7 @@ class TrustRulesTest(unittest.TestCase):
                          ["beyond_sol"])
         self.assertEqual(
             trust.figure_flags({"median": 1, "all_streams": ok, "spread": 1.4},
-                                 {"sol_pct": 130}, self.PEAKS, True, max_spread=1.3),
+                               {"sol_pct": 130}, self.PEAKS, True, max_spread=1.3),
             ["spread", "beyond_sol"])
 
     def test_beating_the_references_flops_is_no_flag(self):
@@ -212,12 +213,12 @@ class TrustRulesTest(unittest.TestCase):
         self.assertLess(roof["sol_pct"], 100)
         ok = {"checked": True, "ok": True}
         self.assertEqual(trust.figure_flags({"median": 0.1, "all_streams": ok}, roof, peaks,
-                                              True), [])
+                                            True), [])
         # the same bytes moved faster than the bandwidth allows are still beyond the bound
         fast = roofline.roofline(nbytes, nflops, peaks, measured_ms=0.01, dtype="fp32")
         self.assertGreater(fast["memory_sol_pct"], 110)
         self.assertEqual(trust.figure_flags({"median": 0.01, "all_streams": ok}, fast, peaks,
-                                              True), ["beyond_sol"])
+                                            True), ["beyond_sol"])
         # a kernel slower than the compute bound keeps the compute roofline
         slow = roofline.roofline(nbytes, nflops, peaks, measured_ms=5.0, dtype="fp32")
         self.assertNotIn("fewer_ops", slow)
@@ -259,29 +260,31 @@ class FakeRefs:
 
 
 class HardenedRetryTest(unittest.TestCase):
-    """Evaluator._confirm_figures with its hardened re-measures scripted (a FAKE measure): a
+    """remeasure.confirm_figures with its hardened re-measures scripted (a FAKE measure): a
     re-measure whose only objections are noise's is taken once more; any other objection, or
     noise twice, rejects."""
 
     def confirm(self, medians, first_flags=(), extra=None):
-        from kagent_eval import jobs
+        from unittest import mock
+        from kagent_eval import jobs, remeasure
         from kagent_eval.lease import Lease
         ev = jobs.Evaluator.__new__(jobs.Evaluator)
         ev.cuda, ev.refs, ev.settle = False, FakeRefs(), lambda: None
         ev.lease = Lease(False, None, None)  # a device's only worker: never asks
         taken = []
 
-        def hardened(hspec, trial0, checked):
+        def hardened(ev_, hspec, trial0, checked):
             t = dict({"median": medians[len(taken)], "spread": 1.05, "hardened": True},
                      **(extra or {}))
             taken.append(t)
             return {"time_ms": t}
 
-        ev._hardened_measure = hardened
         result = {"ok": True, "time_ms": {"median": 1.0, "spread": 1.05, "n": 100},
                   "flags": list(first_flags)}
         spec = {"confirm": True, "max_spread": None, "bench": {}, "timeouts": {}}
-        return ev._confirm_figures(spec, result, None, ({}, {}, 1e-3, 1e-3)), result, taken
+        with mock.patch.object(remeasure, "hardened_measure", hardened):
+            ok = remeasure.confirm_figures(ev, spec, result, None, ({}, {}, 1e-3, 1e-3))
+        return ok, result, taken
 
     def test_a_second_hardened_measure_that_agrees_is_kept(self):
         ok, result, taken = self.confirm([5.0, 1.1])

@@ -217,3 +217,18 @@ def speedups(result):
     for name in job_defaults.BASELINES:
         if result.get(name + "_ms"):
             result["speedup_vs_" + name] = result[name + "_ms"] / med
+
+
+def loop_ms(out):
+    """Worker-clock ms the candidate spent in its timed loop: every "benchmark_loop" stretch
+    (a hardened loop leaves it for "benchmark_prep" before each call)."""
+    total, start = 0.0, None
+    for obj, _ in out.messages:
+        if obj.get("type") != "stage":
+            continue
+        if start is not None:
+            total += obj["t"] - start
+            start = None
+        if obj.get("stage") == "benchmark_loop":
+            start = obj["t"]
+    return total * 1e3 if total > 0 else None

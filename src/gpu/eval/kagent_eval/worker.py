@@ -172,9 +172,9 @@ class _Shutdown(Exception):
 
 
 def _ops(ready):
-    """op name -> handler(ev, job) -> the reply's result. The evaluator's job ops (jobs.OPS_WITH)
+    """op name -> handler(ev, job) -> the reply's result. The evaluator's job ops (job_spec.OPS_WITH)
     run through Evaluator.run; an op not here is a bad request."""
-    from .jobs import OPS_WITH
+    from .job_spec import OPS_WITH
 
     def shutdown(ev, job):
         raise _Shutdown()
