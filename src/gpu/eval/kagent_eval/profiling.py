@@ -238,24 +238,12 @@ def profile(fn, metrics="full", device_index=0, max_ranges=512, capability=None,
     if capability is None:
         capability = torch.cuda.get_device_capability(device_index)
     rows = _join(launches, ranges, launch_names, capability)
-    aggregate = ncu_metrics.aggregate(rows)
-    return {
-        "metrics": ncu_metrics.by_kernel_name(rows),
-        "kernels": rows,
-        "aggregate": aggregate,
-        "total_ms": sum(r["duration_ms"] for r in rows),
-        "passes": passes,
-        "replay_sessions": sessions,
-        "replay": replay,
-        "replay_error": replay_error,
-        "backend": "cupti",
-        "ncu_max_sol_pct": ncu_metrics.max_sol_pct(aggregate),
-        "unsupported": check["unsupported"],
-        "range_mismatch": len(ranges) != len(launches) if supported else False,
-        "profile_s": time.perf_counter() - started,
-        "metadata": {"chip": check.get("chip"), "library": lib.path,
-                     "timestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())},
-    }
+    return ncu_metrics.profile_result(
+        rows, passes, {"chip": check.get("chip"), "library": lib.path},
+        replay_sessions=sessions, replay=replay, replay_error=replay_error, backend="cupti",
+        unsupported=check["unsupported"],
+        range_mismatch=len(ranges) != len(launches) if supported else False,
+        profile_s=time.perf_counter() - started)
 
 
 def _join(launches, ranges, launch_names, capability):
