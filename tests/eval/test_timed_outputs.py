@@ -80,7 +80,8 @@ class CheckTimedOutputsRulesTest(unittest.TestCase):
         result = {"flags": [], "checks": {}}
         arrays = [np.concatenate(rows)]
         failed = self.timed_verdict.check_timed_outputs(result, msg, arrays, self.trials(self.ref),
-                                                  self.trials(own or {}), 1e-4, 1e-4, self.seed)
+                                                        self.trials(own or {}), 1e-4, 1e-4,
+                                                        self.seed)
         return failed, result
 
     def row(self, t, scale=1.0):

@@ -12,8 +12,9 @@ OUT = [{"kind": "value", "value": 1}]
 
 def judge(time_ms, loop_ms=None, mode="cpu"):
     result = {"flags": []}
-    failed = timed_verdict.apply_benchmark(result, {"time_ms": time_ms, "last_outputs": list(OUT)}, [],
-                                     loop_ms, {"outputs": list(OUT)}, 1e-4, 1e-4, 7, mode)
+    failed = timed_verdict.apply_benchmark(result, {"time_ms": time_ms, "last_outputs": list(OUT)},
+                                           [], loop_ms, {"outputs": list(OUT)}, 1e-4, 1e-4, 7,
+                                           mode)
     return (result.get("error") or "ok").split(":")[0] if failed else "ok"
 
 

@@ -4,8 +4,8 @@ side): the same inputs, the same timer, the same launch pad, in blocks ordered A
 gives one ratio against the first candidate; the worker summarises them.
 
 The whole session runs under one all-stream trace and each candidate's calls are checked as in
-a benchmark (``stream_check.all_stream_check``); the calls rotate through the benchmark's input sets and
-every call's output is sampled for the worker to check (``timed_inputs``)."""
+a benchmark (``stream_check.all_stream_check``); the calls rotate through the benchmark's input
+sets and every call's output is sampled for the worker to check (``timed_inputs``)."""
 from . import child_common, child_reference, digest, loader, stream_check, timed_inputs, timing
 from .timing import _perf_counter
 
@@ -121,7 +121,7 @@ def _stream_checks(records, marks, end_mark, events, owner, n, has_spin, gap_str
     verdict goes to its candidate."""
     windows = list(zip(marks[0::2], marks[1::2]))
     res = stream_check.all_stream_check(records, windows, end_mark, events, has_spin=has_spin,
-                                  gap_streams=gap_streams, per_call=True)
+                                        gap_streams=gap_streams, per_call=True)
     per_call = res.get("per_call") or []
     out = []
     for k in range(n):

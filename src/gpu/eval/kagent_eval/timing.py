@@ -320,9 +320,9 @@ class Timer:
         if self.tracer is not None:
             marks = loop["marks"]
             windows = list(zip(marks[0::2], marks[1::2]))
-            out["all_streams"] = stream_check.all_stream_check(loop["records"], windows, loop["end_mark"],
-                                                  events, has_spin=self.pad_cycles > 0,
-                                                  gap_streams=loop["gap_streams"])
+            out["all_streams"] = stream_check.all_stream_check(
+                loop["records"], windows, loop["end_mark"], events, has_spin=self.pad_cycles > 0,
+                gap_streams=loop["gap_streams"])
         elif self.cuda:
             out["all_streams"] = {"checked": False, "ok": False,
                                   "why": "no activity trace in this process (%s)" % self.untraced}
