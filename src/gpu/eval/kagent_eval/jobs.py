@@ -5,7 +5,7 @@ import os
 import random
 import time
 
-from . import child_candidate, compare_op, compile_gate, job_gates, job_spec, sandbox, sanitize_op
+from . import child_candidate, compile_gate, job_gates, job_spec, sandbox
 from . import spare as spare_mod
 from .lease import EXCLUSIVE, SHARED, Lease
 from .reference import ReferenceCache
@@ -142,9 +142,3 @@ class Evaluator:
             result["worker_s"]["exit_wait"] = time.monotonic() - t
             if out.exit_s is not None:
                 result["stage_s"]["exit"] = out.exit_s
-
-    def sanitize(self, job):
-        return sanitize_op.run(self, job)
-
-    def compare(self, job):
-        return compare_op.run(self, job)

@@ -172,8 +172,9 @@ class _Shutdown(Exception):
 
 
 def _ops(ready):
-    """op name -> handler(ev, job) -> the reply's result. The evaluator's job ops (job_spec.OPS_WITH)
-    run through Evaluator.run; an op not here is a bad request."""
+    """op name -> handler(ev, job) -> the reply's result. The job ops (job_spec.OPS_WITH) run
+    through Evaluator.run; an op not here is a bad request."""
+    from . import compare_op, sanitize_op
     from .job_spec import OPS_WITH
 
     def shutdown(ev, job):
@@ -186,8 +187,8 @@ def _ops(ready):
     ops = {"ping": lambda ev, job: dict(ready, time=time.time()),
            "shutdown": shutdown,
            "peaks": lambda ev, job: _peaks(ev),
-           "compare": lambda ev, job: ev.compare(job),
-           "sanitize": lambda ev, job: ev.sanitize(job),
+           "compare": compare_op.run,
+           "sanitize": sanitize_op.run,
            "analyze": analyze}
     for op in OPS_WITH:
         ops[op] = (lambda name: lambda ev, job: ev.run(name, job))(op)
