@@ -86,7 +86,7 @@ def _send_benchmark(job, summary, last_out, sets, sampler, probe=None):
     report, sample_arrays = sampler.report()
     report.update(sets.report())
     job.ch.send({"type": "benchmark", "time_ms": summary, "last_outputs": metas,
-             "timed_outputs": report}, arrays + sample_arrays)
+                 "timed_outputs": report}, arrays + sample_arrays)
 
 
 class _AnnouncedFeed:
