@@ -21,7 +21,7 @@ local SPEC = {
   json = { type = "string", help = "write the rows as JSON: benchmark.py --json's keys and ours" },
   csv = { type = "string", help = "write the rows as CSV" },
   devices = { type = "string", help = "GPU indices \"0,1\" or \"cpu\" (default: all GPUs, else cpu); problems run one per GPU at once" },
-  baselines = { type = "string", help = "baselines to time, comma-joined (default eager,compile,compile_max_autotune; CPU mode: eager,compile)" },
+  baselines = { type = "string", help = "baselines to time, comma-joined (default: every one the evaluator times; in CPU mode those that need no GPU)" },
   ["no-do-bench"] = { type = "boolean", default = false, help = "leave out triton.testing.do_bench means of the baselines (GPU)" },
   ["no-compare"] = { type = "boolean", default = false, help = "leave out the interleaved timing of input and optimized in one job (pool:compare)" },
   ["job-timeout"] = { type = "number", above = 0, default = 600, help = "seconds per evaluator stage" },
@@ -95,11 +95,14 @@ local function main(argv)
   if not devs then return fail("no evaluator worker started: " .. tostring(derr), 3) end
   local cpu = devs[1].mode == "cpu"
   local device = cpu and "cpu" or (devs[1].gpu_name or ("cuda:" .. tostring(devs[1].device)))
-  local wanted = opts.baselines and split(opts.baselines) or measure.BASELINES
+  -- every baseline the evaluator times, from its ready line (job_defaults.BASELINES)
+  local known, is_known = devs[1].baselines, {}
+  for _, b in ipairs(known) do is_known[b] = true end
+  local wanted = opts.baselines and split(opts.baselines) or known
   local baselines, skipped = {}, {}
   for _, b in ipairs(wanted) do
-    if not ({ eager = true, compile = true, compile_max_autotune = true })[b] then
-      return fail("--baselines: unknown baseline " .. b .. " (eager, compile, compile_max_autotune)")
+    if not is_known[b] then
+      return fail("--baselines: unknown baseline " .. b .. " (" .. table.concat(known, ", ") .. ")")
     end
     if cpu and measure.GPU_ONLY[b] then skipped[b] = measure.GPU_ONLY[b] else baselines[#baselines + 1] = b end
   end

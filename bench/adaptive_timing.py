@@ -87,7 +87,7 @@ def one_problem(torch, timer, name, path, dtype_name, first, min_time, device):
 
 def noisy_control(torch, timer, min_time):
     """A spin of 20 us, five times as long on a fifth of the calls (seeded): p90/p10 about 5."""
-    from kagent_eval import verdict
+    from kagent_eval import trust
     rng = random.Random(5)
     base = int(0.02 * timer.cycles_per_ms) if timer.cycles_per_ms else 20000
 
@@ -96,8 +96,8 @@ def noisy_control(torch, timer, min_time):
     timer.warm(fn, 3, 0.05)
     res = time_both(timer, fn, "time", min_time)
     row = row_of("noisy control", res)
-    row["fixed_flags"] = verdict.figure_flags(res["time"], None, None, True)
-    row["ci_flags"] = verdict.figure_flags(res["ci"], None, None, True)
+    row["fixed_flags"] = trust.figure_flags(res["time"], None, None, True)
+    row["ci_flags"] = trust.figure_flags(res["ci"], None, None, True)
     return row
 
 

@@ -37,8 +37,8 @@ def back_to_back(torch, timer, fn, reps):
     return sorted(s.elapsed_time(e) for s, e in zip(starts, ends))
 
 
-def one_call_kernels(profiling, torch, fn):
-    tr = profiling.activity_trace(0)
+def one_call_kernels(profiler_lib, torch, fn):
+    tr = profiler_lib.activity_trace(0)
     torch.cuda.synchronize()
     tr.begin()
     fn()
@@ -94,7 +94,7 @@ def main():
     if not torch.cuda.is_available():
         print("SKIP: no CUDA device here")
         return 77
-    from kagent_eval import inputs, loader, profiling, timing
+    from kagent_eval import inputs, loader, profiler_lib, timing
     from triton.testing import do_bench
     dtype = loader.torch_dtype(torch, args.dtype)
     problem = loader.load_module("problem", args.problem)
@@ -111,7 +111,7 @@ def main():
                 return m(*xs)
         fn()
         torch.cuda.synchronize()
-        traced = timing.Timer(torch, "cuda:0", profiling.activity_trace(0))
+        traced = timing.Timer(torch, "cuda:0", profiler_lib.activity_trace(0))
         plain = timing.Timer(torch, "cuda:0")
         row = {"variant": name}
         row["timer_traced"] = traced.measure(fn, reps=args.reps)
@@ -126,7 +126,7 @@ def main():
         row["back_to_back_mean"] = sum(b2b) / len(b2b)
         row["do_bench_mean"] = do_bench(fn, warmup=25, rep=100, return_mode="mean")
         row["do_bench_median"] = do_bench(fn, warmup=25, rep=100, return_mode="median")
-        row["one_call"] = one_call_kernels(profiling, torch, fn)
+        row["one_call"] = one_call_kernels(profiler_lib, torch, fn)
         with torch.inference_mode():
             row["do_bench_mean_inference_mode"] = do_bench(fn, warmup=25, rep=100,
                                                            return_mode="mean")

@@ -34,7 +34,7 @@ def main():
     if not torch.cuda.is_available():
         print("SKIP: no CUDA device")
         return 77
-    from kagent_eval import ncu_metrics, ncu_target, profiling
+    from kagent_eval import ncu_metrics, ncu_target, profiler_lib, profiling
     if a.pass_table:
         return _pass_table(profiling, ncu_metrics, a.metrics)
     job = {"problem": a.problem, "candidate": a.candidate, "dtype": a.dtype, "device": 0}
@@ -48,7 +48,7 @@ def main():
     torch.cuda.synchronize()
     fwd_s = (time.perf_counter() - t) / 5
     times, res, parts = [], None, []
-    spent = _time_calls(profiling) if a.breakdown else None
+    spent = _time_calls(profiling, profiler_lib) if a.breakdown else None
     for _ in range(a.reps):
         if spent is not None:
             spent.clear()
@@ -85,7 +85,7 @@ def _pass_table(profiling, ncu_metrics, metrics):
     return 0
 
 
-def _time_calls(profiling):
+def _time_calls(profiling, profiler_lib):
     """Wraps the library's calls and the profiling steps so each adds its wall time to a dict."""
     spent = {}
 
@@ -101,10 +101,10 @@ def _time_calls(profiling):
                 spent[name] = spent.get(name, 0.0) + dt
         return run
 
-    call = profiling._Lib.call
-    profiling._Lib.call = lambda self, name, *args: timed("lib." + name, call)(self, name, *args)
-    result = profiling._Lib.result
-    profiling._Lib.result = timed("lib.result (json)", result)
+    call = profiler_lib.Lib.call
+    profiler_lib.Lib.call = lambda self, name, *args: timed("lib." + name, call)(self, name, *args)
+    result = profiler_lib.Lib.result
+    profiler_lib.Lib.result = timed("lib.result (json)", result)
     for step in ("trace_kernels", "check_metrics", "_replay", "_join"):
         setattr(profiling, step, timed(step, getattr(profiling, step)))
     profiling.ncu_metrics.aggregate = timed("aggregate", profiling.ncu_metrics.aggregate)

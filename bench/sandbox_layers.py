@@ -54,7 +54,7 @@ def try_comm():
 def main():
     import resource
     import torch
-    from kagent_eval import jail, landlock, namespaces, syscall_filter
+    from kagent_eval import jail, landlock, namespaces, sandbox_limits, syscall_filter
     status = jail.setup()
     print("status:", status, flush=True)
     job = jail.new_job_dir()
@@ -80,9 +80,9 @@ def main():
     layers = {
         "none": lambda: None,
         "rlimit_data_half": lambda: resource.setrlimit(
-            resource.RLIMIT_DATA, ((jail.memory_limit_mb() << 20),) * 2),
+            resource.RLIMIT_DATA, ((sandbox_limits.memory_limit_mb() << 20),) * 2),
         "namespaces": lambda: namespaces.enter(user=False),
-        "namespaces+shm+hidden": lambda: namespaces.enter(user=False, shm_bytes=jail.memory_limit_mb() << 20,
+        "namespaces+shm+hidden": lambda: namespaces.enter(user=False, shm_bytes=sandbox_limits.memory_limit_mb() << 20,
                                                           hidden=jail.HIDDEN_PATHS, kept=jail.KEPT_PATHS),
         "seccomp": lambda: syscall_filter.install(sockets=False),
         "landlock_reads": lambda: jail.narrow_reads(()),

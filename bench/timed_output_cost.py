@@ -27,7 +27,7 @@ SHOWCASE = ["4_matmul_gemv", "36_rmsnorm", "43_maxpool3d", "77_conv_transpose3d"
 
 
 def one_problem(torch, name, dtype_name, rounds, min_time):
-    from kagent_eval import child_reference, inputs, loader, profiling, timed_inputs, timing
+    from kagent_eval import child_reference, inputs, loader, profiler_lib, timed_inputs, timing
     dtype = loader.torch_dtype(torch, dtype_name)
     device = "cuda:0"
     problem = loader.load_module("problem_" + name, os.path.join(ROOT, "examples/problems",
@@ -38,7 +38,7 @@ def one_problem(torch, name, dtype_name, rounds, min_time):
     ref = loader.build_model(torch, problem.Model, init, 42, dtype, device)
     cand = loader.build_candidate(torch, module, ref, init, 42, dtype, device)
     spec = {"seed": 42, "trials": 5, "properties": False, "sample_seed": 12345}
-    timer = timing.Timer(torch, device, profiling.activity_trace(0))
+    timer = timing.Timer(torch, device, profiler_lib.activity_trace(0))
     holder = [None]
     old_args, _ = inputs.make_inputs(torch, problem, 42, 0, dtype, device)
 

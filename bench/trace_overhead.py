@@ -44,7 +44,7 @@ def main():
     if not torch.cuda.is_available():
         print("SKIP: no CUDA device here")
         return 77
-    from kagent_eval import inputs, loader, profiling, timing
+    from kagent_eval import inputs, loader, profiler_lib, timing
     rows = []
     cases = [(n, p, c, torch.float32) for n, p, c in CASES]
     if args.showcase:
@@ -66,7 +66,7 @@ def main():
             with torch.no_grad():
                 return cand(*xs)
         fn()
-        tracer = profiling.activity_trace(0)
+        tracer = profiler_lib.activity_trace(0)
         for label, tr in (("plain", None), ("traced", tracer), ("plain_again", None)):
             timer = timing.Timer(torch, "cuda:0", tr)
             events = []

@@ -52,5 +52,7 @@ add_test(NAME tools.examples_provenance COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}
          WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
 add_test(NAME tools.license_files COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/tools/license_files_test.sh
          WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+add_test(NAME tools.file_length COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/tools/file_length_test.sh
+         WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
 add_test(NAME lint.luacheck COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/tools/luacheck_test.sh WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
 set_tests_properties(lint.luacheck PROPERTIES SKIP_RETURN_CODE 77)

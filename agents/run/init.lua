@@ -5,7 +5,6 @@
 -- agents/search/driver.lua and only the driver writes it. Roles and policies take the run as an argument, so a test hands them a small
 -- fake table with the fields they read.
 local fs = require("kagent.fs")
-local json = require("kagent.json")
 local ktime = require("kagent.time")
 local rundir = require("agents.run.rundir")
 local memory = require("agents.run.memory")
@@ -130,11 +129,12 @@ function M.add_helpers(r)
   -- the log of the run's LLM calls (places, replay keys, usage.csv)
   if r.rd and not r.calls then r.calls = calls.new({ rd = r.rd, mem = r.mem, policy = opts.policy }) end
 
-  -- job(code, extra) -> an evaluator job with the run's defaults (options.lua) and extra fields
+  -- job(code, extra) -> an evaluator job with the run's options (options.lua) and extra fields;
+  -- what neither sets keeps the evaluator's default (its ready line's job_defaults: no baselines,
+  -- the full metric set)
   function r.job(code, extra)
     local j = { problem = r.problem_path, candidate = code, dtype = r.dtype, timeout = opts.job_timeout,
-      tolerance = opts.tolerance,
-      bench = { baselines = json.empty_array }, profile = { metric_set = opts.metrics },
+      tolerance = opts.tolerance, profile = opts.metrics and { metric_set = opts.metrics } or nil,
       generalize = opts.require_generalize or nil, require_generalize = opts.require_generalize or nil,
       sanitize = (opts.sanitize == "all" and r.can_profile) or nil }
     -- the inputs that broke a kernel of this problem are its trials from then on (review_inputs.lua)

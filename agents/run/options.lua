@@ -78,7 +78,7 @@ return setmetatable({
   ["require-generalize"] = { type = "boolean", default = false, group = GATE, help = "reject kernels that fail on the problem resized (other batch sizes and extents)" },
   devices = { type = "string", metavar = "all|0,1|cpu", check = devices, group = EVAL, help = "all GPUs this process may use (CUDA_VISIBLE_DEVICES, else all nvidia-smi lists), some of them by position in that list (0,1), or cpu (default: all GPUs, else cpu)" },
   ["workers-per-gpu"] = { type = "string", metavar = "n|auto", check = workers_per_gpu, group = EVAL, help = "evaluator workers sharing each GPU (timed stages take turns; the others overlap): a number, or auto from the host's cores and memory per GPU (default KAGENT_WORKERS_PER_GPU, else 1; auto is 1 in CPU mode)" },
-  metrics = { type = "string", choices = { "full", "sol" }, default = "full", group = EVAL, help = "profiler metric set for parents and children" },
+  metrics = { type = "string", choices = { "full", "sol" }, group = EVAL, help = "profiler metric set for parents and children (default: the evaluator's job default)" },
   tolerance = { type = "string", choices = { "strict", "kernelbench-v0.1" }, default = "strict", group = EVAL, help = "correctness tolerance: strict (KernelBench today: atol=rtol=1e-4 in fp32) or kernelbench-v0.1 (1e-2, what most published results used); 1e-2 in bf16/fp16 either way. Every verdict records both outcomes" },
   ["job-timeout"] = { type = "number", above = 0, default = 300, group = EVAL, help = "seconds per evaluator stage" },
   model = { type = "string", metavar = "[ROLE=]provider:model", ["repeat"] = true, check = model_value, group = LLM, llm = true,

@@ -11,12 +11,13 @@
 local log = require("kagent.log")
 local ktime = require("kagent.time")
 local measured = require("agents.search.measured")
+local baselines = require("agents.lib.baselines")
 local review = require("agents.search.review")
 
 local M = {}
 
--- The references every reported kernel is timed against, in the same job.
-M.BASELINES = { "eager", "compile" }
+-- The references every reported kernel is timed against, in the same job (agents/lib/baselines.lua).
+M.BASELINES = baselines.REPORTED
 
 local function copy(t)
   local c = {}
@@ -102,8 +103,8 @@ function M.sol(run, kernel)
   return sol
 end
 
--- The baselines of the final confirmation: the default torch.compile and its max-autotune mode.
-M.FINAL_BASELINES = { "eager", "compile", "compile_max_autotune" }
+-- The baselines of the final confirmation: every one the evaluator times.
+M.FINAL_BASELINES = baselines.FINAL
 
 -- rank_finalists(run, finalists) -> finalists ordered by one interleaved timing of them all
 -- (pool:compare: the same inputs, blocks in A B ... B A order), fastest first; the search-time

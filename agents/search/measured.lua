@@ -15,7 +15,7 @@ local M = {}
 
 -- the eager re-check that lets cached baselines stand: within 2% of the cached eager median
 M.RECHECK_TOLERANCE = 0.02
--- the job's default input seed (src/gpu/eval/kagent_eval/jobs.py) when the run sets none
+-- the job's default input seed (src/gpu/eval/kagent_eval/job_defaults.py) when the run sets none
 local DEFAULT_SEED = 42
 
 -- driver(gpu) -> the NVIDIA driver version of a pool GPU (nvidia-smi), "cpu" in CPU mode,
@@ -66,7 +66,8 @@ local function put(run, kind, key, value)
   if run.db and run.db.measurement_put then run.db:measurement_put(kind, key, value) end
 end
 
-M.NAMES = { "eager", "compile", "compile_max_autotune" }
+-- Every baseline the evaluator times, in its order (agents/lib/baselines.lua).
+M.NAMES = require("agents.lib.baselines").ALL
 
 -- baselines(run) -> the cached baselines {eager_ms, compile_ms, compile_max_autotune_ms, times},
 -- or nil

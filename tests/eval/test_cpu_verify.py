@@ -91,6 +91,17 @@ class CpuVerifyTest(CpuWorkerTest):
         r = self.w.request("frobnicate", {})
         self.assertEqual(r["code"], "EBADREQ")
 
+    def test_a_job_gets_the_defaults_the_ready_line_states(self):
+        defaults = self.w.ready["job_defaults"]
+        self.assertIn("compile", self.w.ready["baselines"])
+        r = self.w.job("benchmark", "relu_problem.py", fixture("eval", "relu_good.py"),
+                       bench={"budget": 0.05})
+        self.assertTrue(r["ok"], r)
+        self.assertEqual(r["dtype"], defaults["dtype"])
+        # no baselines asked for: the candidate is timed alone
+        self.assertEqual(defaults["bench"]["baselines"], [])
+        self.assertFalse([k for k in r if k.endswith("_ms") and k != "time_ms"], r.keys())
+
     def test_beyond_sol_is_rejected_after_a_remeasure(self):
         r = self.w.job("benchmark", "relu_problem.py", fixture("eval", "relu_good.py"),
                        sol_ms=1e6, bench={"budget": 0.05, "baselines": []})

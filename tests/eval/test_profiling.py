@@ -10,7 +10,7 @@ import unittest
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "src", "gpu", "eval"))
 
-from kagent_eval import ncu_cli, ncu_metrics, profiling, roofline  # noqa: E402
+from kagent_eval import ncu_cli, ncu_metrics, profiler_lib, profiling, roofline  # noqa: E402
 
 try:
     import torch
@@ -302,7 +302,7 @@ class CpuMode(unittest.TestCase):
         saved = os.environ.get("KAGENT_PROF_LIB")
         os.environ["KAGENT_PROF_LIB"] = "/nonexistent/libkagent_prof.so"
         try:
-            self.assertEqual(profiling.library_candidates(), ["/nonexistent/libkagent_prof.so"])
+            self.assertEqual(profiler_lib.library_candidates(), ["/nonexistent/libkagent_prof.so"])
         finally:
             if saved is None:
                 del os.environ["KAGENT_PROF_LIB"]

@@ -9,7 +9,7 @@ import unittest
 from worker_client import ROOT, Worker, fixture
 
 sys.path.insert(0, os.path.join(ROOT, "src", "gpu", "eval"))
-from kagent_eval import child_candidate, sandbox, spare, verdict  # noqa: E402
+from kagent_eval import fresh_probe, sandbox, spare, timed_verdict  # noqa: E402
 from kagent_eval.timing import Timer  # noqa: E402
 
 
@@ -144,16 +144,16 @@ class ProbeTest(unittest.TestCase):
     def test_address_cache_shows_as_a_gap(self):
         cand = _Memo(self.torch)
         cand(*self.args)
-        p = child_candidate._fresh_input_probe(self.torch, self.timer, cand, self.args)
+        p = fresh_probe.probe(self.torch, self.timer, cand, self.args)
         self.assertGreaterEqual(p["n"], 5)
-        self.assertLess(p["repeat_ms"], verdict.CACHE_RATIO * p["fresh_ms"])
+        self.assertLess(p["repeat_ms"], timed_verdict.CACHE_RATIO * p["fresh_ms"])
 
     def test_one_slow_call_does_not_look_like_a_cache(self):
         cand = _Hiccup(self.torch)
-        p = child_candidate._fresh_input_probe(self.torch, self.timer, cand, self.args)
+        p = fresh_probe.probe(self.torch, self.timer, cand, self.args)
         self.assertLess(p["fresh_ms"], 250.0)  # the 300 ms stalls are not the minimum
-        self.assertFalse(p["repeat_ms"] < verdict.CACHE_RATIO * p["fresh_ms"]
-                         and p["fresh_ms"] - p["repeat_ms"] > verdict.CACHE_MIN_GAP_MS["cpu"])
+        self.assertFalse(p["repeat_ms"] < timed_verdict.CACHE_RATIO * p["fresh_ms"]
+                         and p["fresh_ms"] - p["repeat_ms"] > timed_verdict.CACHE_MIN_GAP_MS["cpu"])
 
 
 class WorkerSpareTest(unittest.TestCase):

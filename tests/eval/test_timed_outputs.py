@@ -59,8 +59,8 @@ class CheckTimedOutputsRulesTest(unittest.TestCase):
     output passes; a fresh-input call equal to the call before it fails."""
 
     def setUp(self):
-        from kagent_eval import timed_inputs, verdict
-        self.verdict = verdict
+        from kagent_eval import timed_inputs, timed_verdict
+        self.timed_verdict = timed_verdict
         self.seed = 1234
         self.numel = 64
         _, self.flat = timed_inputs.call_positions(self.numel, True, self.seed)
@@ -80,8 +80,9 @@ class CheckTimedOutputsRulesTest(unittest.TestCase):
                                  "sets": list(sets)}, "last_outputs": []}
         result = {"flags": [], "checks": {}}
         arrays = [np.concatenate(rows)]
-        failed = self.verdict.check_timed_outputs(result, msg, arrays, self.trials(self.ref),
-                                                  self.trials(own or {}), 1e-4, 1e-4, self.seed)
+        failed = self.timed_verdict.check_timed_outputs(result, msg, arrays, self.trials(self.ref),
+                                                        self.trials(own or {}), 1e-4, 1e-4,
+                                                        self.seed)
         return failed, result
 
     def row(self, t, scale=1.0):
@@ -137,7 +138,7 @@ class CheckTimedOutputsRulesTest(unittest.TestCase):
         msg = {"timed_outputs": {"layout": self.layout, "rows": 0, "calls": [0, 1],
                                  "sets": [0, 1]}, "last_outputs": []}
         result = {"flags": [], "checks": {}}
-        self.assertIsNotNone(self.verdict.check_timed_outputs(
+        self.assertIsNotNone(self.timed_verdict.check_timed_outputs(
             result, msg, [], self.trials(self.ref), {}, 1e-4, 1e-4, self.seed))
 
 

@@ -1,11 +1,11 @@
 """Fail-closed timing rules without a GPU: the all-stream check on synthetic activity traces
-(what CUPTI records on the device) and the worker's flag table (verdict.TRUST_RULES)."""
+(what CUPTI records on the device) and the worker's flag table (trust.TRUST_RULES)."""
 import os
 import sys
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "src", "gpu", "eval"))
-from kagent_eval import roofline, timing, verdict  # noqa: E402
+from kagent_eval import roofline, stream_check, trust  # noqa: E402
 
 US = 1000  # ns
 FLUSH = "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<int>>(int)"
@@ -39,8 +39,9 @@ def check(calls, extra=(), gap_streams=(), grace_us=50):
     records = [r for c in calls for r in c.records] + list(extra)
     windows = [(int(c.t0 * US), int(c.close * US)) for c in calls]
     end_mark = int((calls[-1].close + grace_us) * US)
-    return timing.all_stream_check(records, windows, end_mark, [c.event_us / 1e3 for c in calls],
-                                   has_spin=True, gap_streams=gap_streams)
+    return stream_check.all_stream_check(records, windows, end_mark,
+                                         [c.event_us / 1e3 for c in calls], has_spin=True,
+                                         gap_streams=gap_streams)
 
 
 def calls_with(event_us, fn, n=5):
@@ -154,7 +155,7 @@ class AllStreamCheckTest(unittest.TestCase):
         self.assertTrue(check(calls)["ok"])
 
     def test_missing_windows_fail(self):
-        res = timing.all_stream_check([], [], None, [0.1])
+        res = stream_check.all_stream_check([], [], None, [0.1])
         self.assertFalse(res["ok"])
         self.assertFalse(res["checked"])
 
@@ -163,10 +164,10 @@ class TrustRulesTest(unittest.TestCase):
     PEAKS = {"dram_bytes_per_s": 3.0e12, "dram_read_bytes_per_s": 3.3e12}
 
     def flags(self, time_ms, sol_pct=None, cuda=True):
-        return verdict.figure_flags(time_ms, {"sol_pct": sol_pct}, self.PEAKS, cuda)
+        return trust.figure_flags(time_ms, {"sol_pct": sol_pct}, self.PEAKS, cuda)
 
     def test_every_flag_has_an_action_and_a_reason(self):
-        for flag, (action, why) in verdict.TRUST_RULES.items():
+        for flag, (action, why) in trust.TRUST_RULES.items():
             self.assertIn(action, ("remeasure", "trigger", "reject"), flag)
             self.assertTrue(why)
 
@@ -191,21 +192,21 @@ class TrustRulesTest(unittest.TestCase):
         # is within the bound; one that skips half its reads (220%) is not
         peaks = {"dram_bytes_per_s": 2.9e12, "dram_read_bytes_per_s": 3.0e12,
                  "dram_spec_bytes_per_s": 3.35e12}
-        self.assertAlmostEqual(verdict.sol_limit_pct(peaks), 100.0 * 3.35 / 2.9, places=6)
+        self.assertAlmostEqual(trust.sol_limit_pct(peaks), 100.0 * 3.35 / 2.9, places=6)
         ok = {"checked": True, "ok": True}
-        honest = verdict.figure_flags({"median": 1, "all_streams": ok}, {"memory_sol_pct": 110},
+        honest = trust.figure_flags({"median": 1, "all_streams": ok}, {"memory_sol_pct": 110},
                                       peaks, True)
         self.assertEqual(honest, [])
-        skipping = verdict.figure_flags({"median": 1, "all_streams": ok},
+        skipping = trust.figure_flags({"median": 1, "all_streams": ok},
                                         {"memory_sol_pct": 220}, peaks, True)
         self.assertEqual(skipping, ["beyond_sol"])
         # a driver that does not say (None): the measured read bandwidth is the headroom
-        self.assertAlmostEqual(verdict.sol_limit_pct(dict(peaks, dram_spec_bytes_per_s=None)),
+        self.assertAlmostEqual(trust.sol_limit_pct(dict(peaks, dram_spec_bytes_per_s=None)),
                                100.0 * 3.0 / 2.9, places=6)
 
     def test_the_sol_limit_is_measured_and_does_not_move_with_noise(self):
         # read bandwidth 10% over copy bandwidth: the only headroom over 100%
-        self.assertAlmostEqual(verdict.sol_limit_pct(self.PEAKS), 110.0, places=6)
+        self.assertAlmostEqual(trust.sol_limit_pct(self.PEAKS), 110.0, places=6)
         ok = {"checked": True, "ok": True}
         self.assertEqual(self.flags({"median": 1, "all_streams": ok, "spread": 1.02}, 109), [])
         self.assertEqual(self.flags({"median": 1, "all_streams": ok, "spread": 1.02}, 111),
@@ -214,8 +215,8 @@ class TrustRulesTest(unittest.TestCase):
         self.assertEqual(self.flags({"median": 1, "all_streams": ok, "spread": 1.4}, 130),
                          ["beyond_sol"])
         self.assertEqual(
-            verdict.figure_flags({"median": 1, "all_streams": ok, "spread": 1.4},
-                                 {"sol_pct": 130}, self.PEAKS, True, max_spread=1.3),
+            trust.figure_flags({"median": 1, "all_streams": ok, "spread": 1.4},
+                               {"sol_pct": 130}, self.PEAKS, True, max_spread=1.3),
             ["spread", "beyond_sol"])
 
     def test_beating_the_references_flops_is_no_flag(self):
@@ -229,13 +230,13 @@ class TrustRulesTest(unittest.TestCase):
         self.assertEqual(roof["binding"], "memory")
         self.assertLess(roof["sol_pct"], 100)
         ok = {"checked": True, "ok": True}
-        self.assertEqual(verdict.figure_flags({"median": 0.1, "all_streams": ok}, roof, peaks,
-                                              True), [])
+        self.assertEqual(trust.figure_flags({"median": 0.1, "all_streams": ok}, roof, peaks,
+                                            True), [])
         # the same bytes moved faster than the bandwidth allows are still beyond the bound
         fast = roofline.roofline(nbytes, nflops, peaks, measured_ms=0.01, dtype="fp32")
         self.assertGreater(fast["memory_sol_pct"], 110)
-        self.assertEqual(verdict.figure_flags({"median": 0.01, "all_streams": ok}, fast, peaks,
-                                              True), ["beyond_sol"])
+        self.assertEqual(trust.figure_flags({"median": 0.01, "all_streams": ok}, fast, peaks,
+                                            True), ["beyond_sol"])
         # a kernel slower than the compute bound keeps the compute roofline
         slow = roofline.roofline(nbytes, nflops, peaks, measured_ms=5.0, dtype="fp32")
         self.assertNotIn("fewer_ops", slow)
@@ -245,14 +246,14 @@ class TrustRulesTest(unittest.TestCase):
         self.assertEqual(self.flags({"median": 1.0, "spread": 1.2}, cuda=False), [])
 
     def test_remeasure_agreement(self):
-        self.assertTrue(verdict.agree({"median": 1.0, "spread": 1.01}, {"median": 1.05}))
-        self.assertFalse(verdict.agree({"median": 0.0013, "spread": 1.01}, {"median": 0.049}))
-        self.assertFalse(verdict.agree({"median": 1.0}, {}))
+        self.assertTrue(trust.agree({"median": 1.0, "spread": 1.01}, {"median": 1.05}))
+        self.assertFalse(trust.agree({"median": 0.0013, "spread": 1.01}, {"median": 0.049}))
+        self.assertFalse(trust.agree({"median": 1.0}, {}))
 
     def test_a_rejection_removes_every_figure(self):
         result = {"ok": True, "time_ms": {"median": 0.0013}, "roofline": {"sol_pct": 3418},
                   "speedup_vs_eager": 48.0, "speedup_vs_compile": 37.0, "flags": []}
-        verdict.reject_untrusted(result, ["outside_timed_stream", "beyond_sol"])
+        trust.reject_untrusted(result, ["outside_timed_stream", "beyond_sol"])
         self.assertEqual((result["ok"], result["stage"], result["code"]),
                          (False, "timing", "EUNTRUSTED"))
         for key in ("time_ms", "roofline", "speedup_vs_eager", "speedup_vs_compile"):
@@ -277,29 +278,31 @@ class FakeRefs:
 
 
 class HardenedRetryTest(unittest.TestCase):
-    """Evaluator._confirm_figures with its hardened re-measures scripted (a FAKE measure): a
+    """remeasure.confirm_figures with its hardened re-measures scripted (a FAKE measure): a
     re-measure whose only objections are noise's is taken once more; any other objection, or
     noise twice, rejects."""
 
     def confirm(self, medians, first_flags=(), extra=None):
-        from kagent_eval import jobs
+        from unittest import mock
+        from kagent_eval import jobs, remeasure
         from kagent_eval.lease import Lease
         ev = jobs.Evaluator.__new__(jobs.Evaluator)
         ev.cuda, ev.refs, ev.settle = False, FakeRefs(), lambda: None
         ev.lease = Lease(False, None, None)  # a device's only worker: never asks
         taken = []
 
-        def hardened(hspec, trial0, checked):
+        def hardened(ev_, hspec, trial0, checked):
             t = dict({"median": medians[len(taken)], "spread": 1.05, "hardened": True},
                      **(extra or {}))
             taken.append(t)
             return {"time_ms": t}
 
-        ev._hardened_measure = hardened
         result = {"ok": True, "time_ms": {"median": 1.0, "spread": 1.05, "n": 100},
                   "flags": list(first_flags)}
         spec = {"confirm": True, "max_spread": None, "bench": {}, "timeouts": {}}
-        return ev._confirm_figures(spec, result, None, ({}, {}, 1e-3, 1e-3)), result, taken
+        with mock.patch.object(remeasure, "hardened_measure", hardened):
+            ok = remeasure.confirm_figures(ev, spec, result, None, ({}, {}, 1e-3, 1e-3))
+        return ok, result, taken
 
     def test_a_second_hardened_measure_that_agrees_is_kept(self):
         ok, result, taken = self.confirm([5.0, 1.1])

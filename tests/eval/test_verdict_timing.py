@@ -1,19 +1,20 @@
-"""The worker's timing rules (verdict.apply_benchmark): when a gap between repeated and fresh
+"""The worker's timing rules (timed_verdict.apply_benchmark): when a gap between repeated and fresh
 calls is a cache, and when the reported times disagree with the worker's own clock."""
 import os
 import sys
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "src", "gpu", "eval"))
-from kagent_eval import verdict  # noqa: E402
+from kagent_eval import timed_verdict  # noqa: E402
 
 OUT = [{"kind": "value", "value": 1}]
 
 
 def judge(time_ms, loop_ms=None, mode="cpu"):
     result = {"flags": []}
-    failed = verdict.apply_benchmark(result, {"time_ms": time_ms, "last_outputs": list(OUT)}, [],
-                                     loop_ms, {"outputs": list(OUT)}, 1e-4, 1e-4, 7, mode)
+    failed = timed_verdict.apply_benchmark(result, {"time_ms": time_ms, "last_outputs": list(OUT)},
+                                           [], loop_ms, {"outputs": list(OUT)}, 1e-4, 1e-4, 7,
+                                           mode)
     return (result.get("error") or "ok").split(":")[0] if failed else "ok"
 
 
@@ -70,7 +71,7 @@ class FreshAddressTest(unittest.TestCase):
             import torch
         except ImportError:
             self.skipTest("no torch")
-        from kagent_eval import child_candidate
+        from kagent_eval import fresh_probe
         for shape, dtype in (((512, 512), torch.float32), ((300,), torch.int64),
                              ((64, 33), torch.bfloat16), ((4096,), torch.bool)):
             seen = set()
@@ -79,7 +80,7 @@ class FreshAddressTest(unittest.TestCase):
                 seen.add(t.data_ptr())
                 del t
             base = (torch.randn(shape) * 8).to(dtype)
-            copies = [child_candidate._fresh_values(torch, base, k) for k in range(1, 6)]
+            copies = [fresh_probe.fresh_values(torch, base, k) for k in range(1, 6)]
             for c in copies:
                 self.assertNotIn(c.data_ptr(), seen, (shape, dtype))
                 self.assertEqual(c.data_ptr() % 32, 0)

@@ -40,6 +40,11 @@ describe("kagent.gpu", function()
     expect.eq(devs[1].device, "cpu")
     expect.truthy(devs[1].torch, "torch version")
     expect.truthy(devs[1].sandbox and devs[1].sandbox.root, "how candidates are confined")
+    -- the evaluator states the job defaults and its baselines once; the agents' list of every
+    -- baseline (the final confirmation's) is the same list
+    expect.eq(devs[1].job_defaults.profile.metric_set, "full")
+    expect.eq(#devs[1].job_defaults.bench.baselines, 0, "a candidate is timed alone by default")
+    expect.eq(table.concat(devs[1].baselines, ","), table.concat(require("agents.lib.baselines").ALL, ","))
   end, { timeout = 120 })
 
   it("verifies a correct candidate", function()

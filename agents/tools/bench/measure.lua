@@ -7,12 +7,12 @@
 -- on a GPU, for comparison with KernelAgent's benchmark.py (which reports do_bench means).
 local fs = require("kagent.fs")
 local log = require("kagent.log")
+local measured = require("agents.search.measured")
 
 local M = {}
 
 -- The kernels of a problem, in the names of KernelAgent's benchmark.py --json.
 M.KERNELS = { { key = "input_kernel", file = "input" }, { key = "optimized", file = "optimized" } }
-M.BASELINES = { "eager", "compile", "compile_max_autotune" }
 -- Baselines this tool does not ask for in CPU mode, and why.
 M.GPU_ONLY = { compile_max_autotune = "needs a GPU (max-autotune tunes GPU kernels): not measured in CPU mode" }
 M.TIMING_TRIES = 3
@@ -81,7 +81,7 @@ function M.row(t, res, o)
     end
   end
   local opt, inp = row.optimized_ms, row.input_kernel_ms
-  for _, b in ipairs(M.BASELINES) do
+  for _, b in ipairs(measured.NAMES) do
     local v = row[b .. "_ms"]
     if v and opt then row.speedup["optimized_vs_" .. b] = v / opt end
     if v and inp then row.speedup["input_vs_" .. b] = v / inp end

@@ -38,7 +38,7 @@ BASELINES_UNTRACED = "baselines are the reference's own code, timed without the 
 
 def timer(torch, device, traced=True):
     """The timer of a sandboxed child, with the all-stream activity trace
-    (``profiling.ActivityTrace``) on a GPU; where the trace cannot be had, the timer says why in
+    (``profiler_lib.ActivityTrace``) on a GPU; where the trace cannot be had, the timer says why in
     every timing it summarizes (the figure is then not accepted without a re-measure).
     traced=False: the reference child's baselines (BASELINES_UNTRACED)."""
     from .timing import Timer
@@ -47,8 +47,8 @@ def timer(torch, device, traced=True):
     if not traced:
         return Timer(torch, device, untraced=BASELINES_UNTRACED)
     try:
-        from . import profiling
-        return Timer(torch, device, profiling.activity_trace(0))
+        from . import profiler_lib
+        return Timer(torch, device, profiler_lib.activity_trace(0))
     except Exception as e:
         return Timer(torch, device, untraced="%s: %s" % (type(e).__name__, str(e)[:300]))
 

@@ -4,9 +4,9 @@ side): the same inputs, the same timer, the same launch pad, in blocks ordered A
 gives one ratio against the first candidate; the worker summarises them.
 
 The whole session runs under one all-stream trace and each candidate's calls are checked as in
-a benchmark (``timing.all_stream_check``); the calls rotate through the benchmark's input sets and
-every call's output is sampled for the worker to check (``timed_inputs``)."""
-from . import child_common, child_reference, digest, loader, timed_inputs, timing
+a benchmark (``stream_check.all_stream_check``); the calls rotate through the benchmark's input
+sets and every call's output is sampled for the worker to check (``timed_inputs``)."""
+from . import child_common, child_reference, digest, loader, stream_check, timed_inputs, timing
 from .timing import _perf_counter
 
 
@@ -120,14 +120,14 @@ def _stream_checks(records, marks, end_mark, events, owner, n, has_spin, gap_str
     (work between any two calls is outside, but for the harness's own stream), then each call's
     verdict goes to its candidate."""
     windows = list(zip(marks[0::2], marks[1::2]))
-    res = timing.all_stream_check(records, windows, end_mark, events, has_spin=has_spin,
-                                  gap_streams=gap_streams, per_call=True)
+    res = stream_check.all_stream_check(records, windows, end_mark, events, has_spin=has_spin,
+                                        gap_streams=gap_streams, per_call=True)
     per_call = res.get("per_call") or []
     out = []
     for k in range(n):
         mine = [u for u, o in zip(per_call, owner) if o == k]
         escaped = sum(1 for u, e, o in zip(per_call, events, owner)
-                      if o == k and u > timing.ESCAPE_ABS_MS + timing.ESCAPE_REL * e)
+                      if o == k and u > stream_check.ESCAPE_ABS_MS + stream_check.ESCAPE_REL * e)
         out.append({"checked": res.get("checked", False), "calls": len(mine),
                     "escaped_calls": escaped, "max_uncovered_ms": max(mine) if mine else 0.0,
                     "outside_windows": res.get("outside_windows", 0),

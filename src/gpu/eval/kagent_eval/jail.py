@@ -47,8 +47,9 @@ import stat
 import sys
 import tempfile
 
-from . import (capabilities, job_cgroup, landlock, namespaces, process_watch, profiling, shm_sweep,
-               syscall_filter)
+from . import capabilities, job_cgroup, landlock, namespaces, profiler_lib
+from . import sandbox_limits, sandbox_status, shm_sweep, syscall_filter
+from .sandbox_limits import SandboxError
 from .loader import source_of
 
 SYSTEM_READ_ROOTS = ("/usr", "/lib", "/lib32", "/lib64", "/libx32", "/bin", "/sbin", "/etc", "/opt",
@@ -69,70 +70,8 @@ SOCKET_FOLDERS = ("/run", "/tmp/.X11-unix", "/tmp/.ICE-unix", "/tmp/.XIM-unix", 
                   "/dev/log")
 KEPT_PATHS = ("/run/nvidia-persistenced", "/run/nvidia-fabricmanager")
 HIDDEN_PATHS = SECRET_PATHS + SOCKET_FOLDERS
-# tasks (processes and threads) a candidate's job may have at once: torch's CPU threads (one per
-# core), CUDA's, Triton's and TorchInductor's compile processes fit many times over
-DEFAULT_MAX_PROCESSES = 256
-TASKS_PER_CPU = 4  # on a machine of many cores: 4 per core where that is more
 
 _state = None  # set by setup(); inherited by the children
-
-
-class SandboxError(Exception):
-    pass
-
-
-def _mem_total_mb():
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemTotal:"):
-                    return int(line.split()[1]) // 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return 0
-
-
-def memory_limit_mb(environ=os.environ):
-    """KAGENT_EVAL_MEMORY_MB (0: no limit), else half of the machine's memory."""
-    value = environ.get("KAGENT_EVAL_MEMORY_MB", "").strip()
-    if value:
-        try:
-            mb = int(value)
-        except ValueError:
-            raise SandboxError("KAGENT_EVAL_MEMORY_MB must be a whole number of MB, not %r" % value)
-        if mb < 0:
-            raise SandboxError("KAGENT_EVAL_MEMORY_MB must be >= 0")
-        return mb
-    return _mem_total_mb() // 2
-
-
-def max_processes(environ=os.environ):
-    """KAGENT_EVAL_MAX_PROCESSES (0: no limit), else DEFAULT_MAX_PROCESSES or TASKS_PER_CPU per
-    core, whichever is more."""
-    value = environ.get("KAGENT_EVAL_MAX_PROCESSES", "").strip()
-    if not value:
-        return max(DEFAULT_MAX_PROCESSES, TASKS_PER_CPU * (os.cpu_count() or 1))
-    try:
-        n = int(value)
-    except ValueError:
-        raise SandboxError("KAGENT_EVAL_MAX_PROCESSES must be a whole number, not %r" % value)
-    if n < 0 or 0 < n < 16:
-        raise SandboxError("KAGENT_EVAL_MAX_PROCESSES must be 0 (no limit) or at least 16")
-    return n
-
-
-def _user_tasks():
-    """Tasks (processes and threads) of this real user: what RLIMIT_NPROC counts."""
-    uid, n = os.getuid(), 0
-    for path in glob.glob("/proc/[0-9]*/status"):
-        try:
-            with open(path) as f:
-                fields = dict(line.split(":", 1) for line in f if ":" in line)
-            if int(fields["Uid"].split()[0]) == uid:
-                n += int(fields["Threads"])
-        except (OSError, KeyError, ValueError, IndexError):
-            pass
-    return n
 
 
 def _private_dir(path):
@@ -165,7 +104,7 @@ def _python_read_roots():
     for name, value in os.environ.items():
         if name.startswith(("CUDA_", "TRITON_")) and os.path.isabs(value):
             roots.add(value)
-    roots.update(os.path.dirname(p) for p in profiling.library_candidates())  # the CUPTI profiler
+    roots.update(os.path.dirname(p) for p in profiler_lib.library_candidates())  # the CUPTI profiler
     return sorted(roots)
 
 
@@ -191,8 +130,8 @@ def setup(environ=os.environ):
     if setting not in ("auto", "0", "1"):
         raise SandboxError("KAGENT_EVAL_SANDBOX must be auto, 0 or 1, not %r" % setting)
     enabled = setting in ("1", "auto")
-    memory = memory_limit_mb(environ) if enabled else 0
-    procs = max_processes(environ) if enabled else 0
+    memory = sandbox_limits.memory_limit_mb(environ) if enabled else 0
+    procs = sandbox_limits.max_processes(environ) if enabled else 0
     base = environ.get("KAGENT_EVAL_SANDBOX_DIR") or tempfile.gettempdir()
     root, note = _user_root(base)
     caches = {}
@@ -228,18 +167,12 @@ def setup(environ=os.environ):
     if enabled:
         groups = job_cgroup.JobGroups(use=environ.get("KAGENT_EVAL_CGROUPS", "1") != "0")
         atexit.register(groups.close)
-        process_limit = _process_limit(procs, groups, namespace)
+        process_limit = sandbox_limits.process_limit(procs, groups, namespace)
         if procs and not process_limit:
             missing.append("root without a pids cgroup (%s): no limit on a job's processes"
                            % groups.notes.get("pids"))
         elif process_limit == "watch":
-            cap = namespaces.task_cap(procs)
-            missing.append("root without a pids cgroup (%s): a job's processes are counted "
-                           "every %.2f s and it is stopped past the limit, so a fork bomb grows "
-                           "that long, %s" % (groups.notes.get("pids"), process_watch.WATCH_S,
-                                              "to %d tasks at most (its namespace's pid_max)" % cap
-                                              if cap else "unbounded (Linux before 6.14 keeps "
-                                              "one pid_max for the machine)"))
+            missing.append(sandbox_limits.watch_note(groups.notes.get("pids"), procs))
         if memory and not groups.has("memory"):
             missing.append("no memory cgroup (%s): shared memory maps and memfd are not counted "
                            "against the memory limit%s" % (groups.notes.get("memory"), "" if namespace
@@ -255,70 +188,12 @@ def setup(environ=os.environ):
     if not enabled:
         missing.append("KAGENT_EVAL_SANDBOX=%s: no confinement (private folders, allowed "
                        "environment and reaping only)" % setting)
-    _require(environ.get("KAGENT_EVAL_REQUIRE", ""), status())
+    sandbox_status.require(environ.get("KAGENT_EVAL_REQUIRE", ""), status())
     return status()
 
 
-# per layer a policy may require (KAGENT_EVAL_REQUIRE): the status values that mean it is absent
-REQUIRABLE = {"writes": ("open",), "reads": ("open",), "network": ("open",),
-              "process_limit": (None,), "memory_counts": (None, "private (rlimit)"),
-              "shm": ("shared",), "signals": ("open",), "abstract_sockets": ("open",),
-              "socket_paths": ("open",)}
-
-
-def _require(setting, st):
-    """Fail closed: KAGENT_EVAL_REQUIRE names layers (status keys, comma-separated; "all": every
-    one) the worker must have, or it does not start."""
-    names = [n.strip() for n in setting.split(",") if n.strip()]
-    if names == ["all"]:
-        names = list(REQUIRABLE)
-    unknown = [n for n in names if n not in REQUIRABLE]
-    if unknown:
-        raise SandboxError("KAGENT_EVAL_REQUIRE: unknown layer %s (known: %s, all)" % (
-            ", ".join(unknown), ", ".join(REQUIRABLE)))
-    absent = ["%s=%s" % (n, st.get(n)) for n in names if st.get(n) in REQUIRABLE[n]]
-    if absent:
-        raise SandboxError("KAGENT_EVAL_REQUIRE: this machine does not give %s (%s)" % (
-            ", ".join(absent), "; ".join(st["missing"]) or "sandbox off"))
-
-
 def status():
-    s = _state
-    return {"enabled": s["enabled"], "root": s["root"], "landlock_abi": s["landlock"],
-            "writes": "landlock" if s["landlock"] else "open",
-            "reads": "landlock" if s["landlock"] else "open",
-            "network": "namespace" if s["namespaces"] else "seccomp" if s["net"] else "open",
-            "memory_mb": s["memory_mb"] or None,
-            "processes": ("namespace (%s)" % s["namespaces"]) if s["namespaces"] else "subreaper",
-            "process_limit": s["process_limit"],
-            "max_processes": (s["max_processes"] or None) if s["process_limit"] else None,
-            "max_tasks_hard": (namespaces.task_cap(s["max_processes"])
-                               if s["process_limit"] == "watch" else None),
-            "memory_counts": ("all (cgroup)" if s["groups"] and s["groups"].has("memory")
-                              else "private (rlimit)" if s["memory_mb"] else None),
-            "shm": "private" if s["namespaces"] else "swept" if s["enabled"] else "shared",
-            "signals": ("namespace" if s["namespaces"] else "landlock"
-                        if landlock.scopes(s["landlock"]) else "open"),
-            "abstract_sockets": ("namespace" if s["namespaces"] else "landlock"
-                                 if landlock.scopes(s["landlock"]) else "open"),
-            "socket_paths": "hidden (namespace)" if s["namespaces"] else "open",
-            "missing": list(s["missing"])}
-
-
-def _process_limit(procs, groups, namespace):
-    """How a candidate's job is held to `procs` tasks: "cgroup", "rlimit" (RLIMIT_NPROC, in its
-    user namespace or over its user's processes) or None (no limit asked, or root without a
-    cgroup: the kernel does not apply RLIMIT_NPROC to root), "watch" (root without a pids cgroup,
-    in a PID namespace of the job's own: the worker counts and stops it, process_watch.py)."""
-    if not procs:
-        return None
-    if groups.has("pids"):
-        return "cgroup"
-    if namespace == "user" or (not namespace and os.geteuid() != 0):
-        return "rlimit"
-    if namespace:  # root in a PID namespace of the job's own: the worker counts its tasks
-        return "watch"
-    return None
+    return sandbox_status.of(_state)
 
 
 def watched_process_limit():
@@ -416,7 +291,7 @@ def enter(role, job_dir):
     if s["process_limit"] == "rlimit" and role == "candidate":
         # in its own user namespace RLIMIT_NPROC counts the job's tasks only; without one, all of
         # its user's, so the job may add its allowance to those running now
-        n = s["max_processes"] + (0 if s["namespaces"] else _user_tasks())
+        n = s["max_processes"] + (0 if s["namespaces"] else sandbox_limits.user_tasks())
         resource.setrlimit(resource.RLIMIT_NPROC, (n, n))
     if os.geteuid() == 0 and role == "candidate":
         capabilities.drop(keep_profiling=bool(s["namespaces"]))

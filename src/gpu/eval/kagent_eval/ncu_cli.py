@@ -117,23 +117,12 @@ def result_from_rows(rows, metrics, elapsed_s, ncu_version=None, passes=None):
     if any(r["duration_ms"] is None for r in rows):
         for r in rows:  # no time metric: weight kernels equally rather than not at all
             r["duration_ms"] = r["duration_ms"] or 1.0
-    aggregate = ncu_metrics.aggregate(rows)
     seen = set()
     for r in rows:
         seen.update(r["metrics"])
-    return {
-        "metrics": ncu_metrics.by_kernel_name(rows),
-        "kernels": rows,
-        "aggregate": aggregate,
-        "total_ms": sum(r["duration_ms"] for r in rows),
-        "passes": passes,
-        "backend": "ncu",
-        "ncu_max_sol_pct": ncu_metrics.max_sol_pct(aggregate),
-        "unsupported": [m for m in metrics if rows and m not in seen],
-        "profile_s": elapsed_s,
-        "metadata": {"ncu_version": ncu_version,
-                     "timestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())},
-    }
+    return ncu_metrics.profile_result(
+        rows, passes, {"ncu_version": ncu_version}, backend="ncu",
+        unsupported=[m for m in metrics if rows and m not in seen], profile_s=elapsed_s)
 
 
 def ncu_version(ncu=None):

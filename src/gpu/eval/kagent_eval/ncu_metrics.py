@@ -2,6 +2,7 @@
 
 Pure Python (no torch, no CUDA): shared by the CUPTI path, the ncu CLI path and the tests.
 """
+import time
 
 # The 27 metrics of KernelAgent's published traces, in their order; all exist on Hopper with
 # Nsight Compute 2025.3 (the fp32-pipe and memory-dependency-stall metrics it once asked for do not).
@@ -189,3 +190,15 @@ def by_kernel_name(rows):
     for row in rows:
         groups.setdefault(row["name"], []).append(row)
     return {name: aggregate(group) for name, group in groups.items()}
+
+
+def profile_result(rows, passes, metadata, **fields):
+    """The result every profiler backend gives (profiling.profile): the launches and their
+    metrics by kernel name and time-weighted over the forward, `fields` of the backend's own,
+    and `metadata` with a timestamp."""
+    total = aggregate(rows)
+    return dict({"metrics": by_kernel_name(rows), "kernels": rows, "aggregate": total,
+                 "total_ms": sum(r["duration_ms"] for r in rows), "passes": passes,
+                 "ncu_max_sol_pct": max_sol_pct(total)}, **fields,
+                metadata=dict(metadata, timestamp=time.strftime("%Y-%m-%dT%H:%M:%SZ",
+                                                                time.gmtime())))

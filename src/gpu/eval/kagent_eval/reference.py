@@ -14,7 +14,7 @@ import hashlib
 import json
 import os
 
-from . import child_reference, roofline, sandbox, verdict
+from . import child_reference, roofline, sandbox, trust, verdict
 from .lease import EXCLUSIVE, SHARED
 
 ITEMSIZE = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2, "int64": 8, "int32": 4,
@@ -168,7 +168,7 @@ class ReferenceCache:
         nbytes = _bytes(trial0.get("inputs")) + _bytes(trial0.get("outputs")) + \
             int(info.get("param_bytes") or 0)
         out = roofline.roofline(nbytes, info.get("flops"), peaks, median_ms, dtype=spec["dtype"])
-        out["sol_limit_pct"] = verdict.sol_limit_pct(peaks)
+        out["sol_limit_pct"] = trust.sol_limit_pct(peaks)
         return out
 
 

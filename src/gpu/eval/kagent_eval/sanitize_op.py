@@ -3,7 +3,7 @@ in a sandboxed child; and the verdict of a job that asked for it. Runs in the wo
 executes candidate code (the tools run it, in the child's process tree)."""
 import time
 
-from . import sandbox, sanitizer, verdict
+from . import job_spec, sandbox, sanitizer, verdict
 from .request import BadRequest
 
 
@@ -12,7 +12,7 @@ def run(ev, job):
     (clean), False (the tools found errors) or None (they could not judge: no GPU, no
     compute-sanitizer, the forward failed under them)."""
     t0 = time.monotonic()
-    spec = ev.normalize("verify", job)
+    spec = job_spec.normalize(ev, "verify", job)
     tools = (job or {}).get("tools") or list(sanitizer.TOOLS)
     if not isinstance(tools, list) or not all(t in sanitizer.TOOLS for t in tools):
         raise BadRequest("tools must be a list of %s" % ", ".join(sanitizer.TOOLS))

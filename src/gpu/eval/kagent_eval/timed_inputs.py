@@ -6,8 +6,8 @@ whenever the inputs repeat, and a median does not see the skipped calls. So time
 through several input sets whose reference outputs are known (the regular trials' own inputs),
 and after every call, outside its timed events, a few hundred output elements at secret
 positions are gathered into a buffer. The worker compares each call's sample with its set's
-reference (verdict.check_timed_outputs). Twice during the loop the sets' contents move one slot
-along, so a result cached by an input's address goes stale too.
+reference (timed_verdict.check_timed_outputs). Twice during the loop the sets' contents move one
+slot along, so a result cached by an input's address goes stale too.
 
 Sets: ``Rotation`` (the benchmark, the baselines and the interleaved comparison) and ``Fresh``
 (the hardened re-measure: new values before every call, whose outputs nobody knows; there a

@@ -134,10 +134,9 @@ def main(argv=None):
         # the worker itself computes nothing with torch: keep its thread pool unstarted so
         # forked children can start their own safely
         torch.set_num_threads(1)
-    from . import __version__
-    from .jobs import BadRequest, Evaluator, OPS_WITH
+    from . import __version__, job_defaults
+    from .jobs import Evaluator
     from .lease import Lease
-    from . import sandbox
     device = "cpu" if cpu else "cuda:0"
 
     def reply(obj):
@@ -155,10 +154,11 @@ def main(argv=None):
              "torch": torch.__version__, "triton": triton_ver, "pid": os.getpid(),
              "gpu_name": None if cpu else _gpu_name(args.device), "sandbox": sandbox_status,
              "version": __version__, "package": os.path.dirname(os.path.abspath(__file__)),
-             "lease": args.lease, "share": share.path if share is not None else None}
+             "lease": args.lease, "share": share.path if share is not None else None,
+             **job_defaults.ready_fields()}
     reply(ready)
     try:
-        _serve(ev, sandbox, reply, ready, BadRequest, OPS_WITH)
+        _serve(ev, reply, ready)
     finally:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)  # stopping already: finish the clean-up
         ev.close()
@@ -167,7 +167,38 @@ def main(argv=None):
     return 0
 
 
-def _serve(ev, sandbox, send, ready, BadRequest, OPS_WITH):
+class _Shutdown(Exception):
+    """The shutdown op: leave the protocol loop once its reply is sent."""
+
+
+def _ops(ready):
+    """op name -> handler(ev, job) -> the reply's result. The job ops (job_spec.OPS_WITH) run
+    through Evaluator.run; an op not here is a bad request."""
+    from . import compare_op, sanitize_op
+    from .job_spec import OPS_WITH
+
+    def shutdown(ev, job):
+        raise _Shutdown()
+
+    def analyze(ev, job):
+        from . import analyze  # imported by the first job that asks for it
+        return analyze.handle(ev, job)
+
+    ops = {"ping": lambda ev, job: dict(ready, time=time.time()),
+           "shutdown": shutdown,
+           "peaks": lambda ev, job: _peaks(ev),
+           "compare": compare_op.run,
+           "sanitize": sanitize_op.run,
+           "analyze": analyze}
+    for op in OPS_WITH:
+        ops[op] = (lambda name: lambda ev, job: ev.run(name, job))(op)
+    return ops
+
+
+def _serve(ev, send, ready):
+    from .request import BadRequest
+    ops = _ops(ready)
+
     def reply(obj):
         ev.lease.release()  # a job that failed while it held the lease gives it back first
         send(obj)
@@ -183,25 +214,14 @@ def _serve(ev, sandbox, send, ready, BadRequest, OPS_WITH):
             continue
         rid, op = req.get("id"), req.get("op")
         ev.lease.begin(rid)
+        handler = ops.get(op) if isinstance(op, str) else None
         try:
-            if op == "ping":
-                reply({"id": rid, "ok": True, "result": dict(ready, time=time.time())})
-            elif op == "shutdown":
-                reply({"id": rid, "ok": True, "result": {}})
-                break
-            elif op == "peaks":
-                reply({"id": rid, "ok": True, "result": _peaks(ev)})
-            elif op in OPS_WITH:
-                reply({"id": rid, "ok": True, "result": ev.run(op, req.get("job"))})
-            elif op == "compare":
-                reply({"id": rid, "ok": True, "result": ev.compare(req.get("job"))})
-            elif op == "sanitize":
-                reply({"id": rid, "ok": True, "result": ev.sanitize(req.get("job"))})
-            elif op == "analyze":
-                from . import analyze
-                reply({"id": rid, "ok": True, "result": analyze.handle(ev, req.get("job"))})
-            else:
-                reply({"id": rid, "ok": False, "error": "EBADREQ: unknown op %r" % (op,), "code": "EBADREQ"})
+            if handler is None:
+                raise BadRequest("unknown op %r" % (op,))
+            reply({"id": rid, "ok": True, "result": handler(ev, req.get("job"))})
+        except _Shutdown:
+            reply({"id": rid, "ok": True, "result": {}})
+            break
         except BadRequest as e:
             reply({"id": rid, "ok": False, "error": "EBADREQ: %s" % e, "code": "EBADREQ"})
         except Exception as e:

@@ -134,7 +134,7 @@ function Pool:_ensure()
   return true
 end
 
---- devices() -> array of {device, mode, gpu, gpu_name, torch, triton, sandbox, workers, workers_how} | nil, "EWORKER: ...", "EWORKER"
+--- devices() -> array of {device, mode, gpu, gpu_name, torch, triton, sandbox, job_defaults, baselines, workers, workers_how} | nil, "EWORKER: ...", "EWORKER"
 function Pool:devices()
   task._running_task("pool:devices")
   local ok, err = self:_ensure()
@@ -146,7 +146,7 @@ function Pool:devices()
       local i = w.info
       out[#out + 1] = { device = w.device, mode = i.mode, gpu = gpu_devices.record(w.gpu),
         gpu_name = i.gpu_name or (w.gpu and w.gpu.name), torch = i.torch, triton = i.triton, sandbox = i.sandbox,
-        workers = self.workers_per_gpu, workers_how = self.workers_how }
+        job_defaults = i.job_defaults, baselines = i.baselines, workers = self.workers_per_gpu, workers_how = self.workers_how }
     end
   end
   return out

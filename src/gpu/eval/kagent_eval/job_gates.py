@@ -1,0 +1,244 @@
+"""One job's steps in the worker (jobs.Evaluator.run): an ordered list of gates over the job's
+context, each returning None (the job goes on) or the failed result (it stops there). Their order
+is the order of the checks, which decides the error a job that fails several of them reports."""
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from . import compare, extra_trials, fingerprint, loader, remeasure, sanitize_op, static_checks
+from . import timed_verdict
+from . import trust, verdict
+
+
+@dataclass
+class Checked:
+    """What the gates of one job share."""
+    ev: Any            # the Evaluator
+    spec: dict         # the job, normalized (job_spec.py)
+    result: dict       # the result being built
+    ref_trials: dict = None  # the reference's trials, by index
+    base: Any = None   # the baselines the reference timed
+    out: Any = None    # the candidate's process: its messages and outcome
+    rtol: float = None
+    atol: float = None
+
+    @property
+    def trial0(self):
+        return self.ref_trials[0]
+
+
+def static(c):
+    """The candidate's source: its fingerprint, and the static checks (ESTATIC)."""
+    result = c.result
+    source, _ = loader.source_of(c.spec["candidate"])
+    result["fingerprint"] = fingerprint.of_source(source)
+    findings = static_checks.scan(source)
+    result["audit"]["static_findings"] = findings
+    for f in findings:
+        tag = "static:" + f["rule"]
+        if tag in trust.TRUST_RULES and tag not in result["flags"]:
+            result["flags"].append(tag)
+    rejects = static_checks.rejecting(findings, not c.ev.cuda)
+    if rejects:
+        f = rejects[0]
+        return verdict.fail(result, "audit", "ESTATIC", "%s at line %d: %s" % (
+            f["rule"], f["line"], f["text"]))
+    return None
+
+
+def reference(c):
+    """The reference's trials and baselines (EREFERENCE), and the job's tolerances."""
+    spec, result = c.spec, c.result
+    phases = result["worker_s"] = {"static": time.monotonic() - result["started_at"]}
+    t = time.monotonic()
+    c.ref_trials, c.base, err = c.ev.refs.get(spec)
+    phases["reference"] = time.monotonic() - t
+    result["reference_s"] = c.ev.refs.last_s
+    if err:
+        return verdict.fail(result, "load", "EREFERENCE", err)
+    result["replay_seed"] = spec["replay_seed"]
+    c.rtol, c.atol = compare.tolerances(spec["dtype"], spec["rtol"], spec["atol"],
+                                        spec["tolerance"])
+    result["tolerance"] = {"rtol": c.rtol, "atol": c.atol}
+    return None
+
+
+def candidate(c):
+    """The candidate's process, run to its last message (it exits meanwhile), and where its time
+    went."""
+    spec, result, trial0, phases = c.spec, c.result, c.trial0, c.result["worker_s"]
+    poison = sum(m["numel"] * 4 for m in trial0["outputs"] if m.get("kind") == "tensor")
+    skipped = [i for i, t in c.ref_trials.items() if t.get("skipped")]
+    # the problem's input contract as the reference found it (inputs.py): the candidate's
+    # trials transform their inputs by it as the reference's did, bit for bit
+    cspec = dict(spec, poison_bytes=poison, skip_trials=skipped,
+                 input_contract=trial0.get("input_contract"))
+    t = time.monotonic()
+    out = c.out = c.ev.run_candidate(cspec, defer_exit=True)
+    c.ev.exiting = out
+    # the child's last message is in: the worker's own checks start here (the child exits
+    # meanwhile, sandbox.finish_exit)
+    checked_at = time.monotonic()
+    phases["candidate"] = checked_at - t
+    first_stage = next((o["t"] for o, _ in out.messages if o.get("type") == "stage"), None)
+    if first_stage is not None:
+        phases["to_first_stage"] = first_stage - t  # the spare's readiness, or a fork
+    result["stage_s"] = _stage_durations(out)
+    # when each stage first began, on the host's monotonic clock (CLOCK_MONOTONIC: the same
+    # clock as kagent.time.now()), so jobs of several workers can be laid on one timeline
+    result["stage_at"] = {}
+    for o, _ in out.messages:
+        if o.get("type") == "stage":
+            result["stage_at"].setdefault(o["stage"], o["t"])
+    result["stage_at"]["verdict"] = checked_at
+    if getattr(out, "exit_s", None) is not None:
+        result["stage_s"]["exit"] = out.exit_s  # process teardown after its last message
+    result["worker_s"] = phases
+    prepared = getattr(out, "prepared", None) or {}
+    result["prepared"] = bool(prepared)
+    if prepared:
+        result["prepare_s"] = prepared.get("prepare_s")
+        result["warmed"] = dict(prepared.get("warmed") or {})
+        on_device, _ = out.first("warmed")
+        result["warmed"].update((on_device or {}).get("parts") or {})
+    if getattr(out, "retried_alone", False):
+        result["retried_alone"] = True
+    loaded, _ = out.first("loaded")
+    if loaded:
+        result["candidate_kind"] = loaded.get("kind")
+    return None
+
+
+def trials(c):
+    """Every trial's outputs against the reference's."""
+    spec = c.spec
+    if not verdict.check_trials(c.result, c.ref_trials, c.out, c.rtol, c.atol, c.ev.sample_seed,
+                                spec["nonfinite"], {"dtype": spec["dtype"],
+                                                    "tolerance": spec["tolerance"],
+                                                    "problem": spec["problem"]}):
+        return c.result
+    return None
+
+
+def outcome(c):
+    """How the candidate's process ended."""
+    return c.result if verdict.failure_from_outcome(c.result, c.out) else None
+
+
+def trial_count(c):
+    result = c.result
+    if result.get("trials", 0) < c.spec["trials"]:
+        return verdict.fail(result, "run", "ERUN", "only %d of %d trials ran" % (
+            result.get("trials", 0), c.spec["trials"]))
+    return None
+
+
+def review(c):
+    """The reviewer's inputs (job option extra_trials, extra_trials.py): EREVIEW where one fails."""
+    if c.spec["extra_trials"] is None:
+        return None
+    if not extra_trials.check(c.result, c.spec, c.ref_trials, c.out, c.rtol, c.atol,
+                              c.ev.sample_seed):
+        return c.result
+    return None
+
+
+def generalization(c):
+    """The problem resized, where the job asks for it (EGENERALIZE where it requires it)."""
+    spec, result = c.spec, c.result
+    if not spec["generalize"]:
+        return None
+    verdict.check_generalization(result, c.ref_trials, c.out, c.rtol, c.atol, c.ev.sample_seed)
+    if spec["require_generalize"] and result["generalizes"] == "no":
+        return verdict.fail(result, "correctness", "EGENERALIZE",
+                            "the kernel fails on the problem resized to %s: %s" % (
+                                result["generalization"][0].get("sizes"),
+                                result["generalization"][0].get("reason")))
+    return None
+
+
+def code_notes(c):
+    """What the candidate's code did besides its outputs: threads it started, what it compiled."""
+    th, _ = c.out.first("threads")
+    if th and th.get("after", 0) > th.get("before", 0):
+        c.result["flags"].append("threads_started")
+    comp, _ = c.out.first("compiled")
+    if comp:
+        c.result["compiled_fingerprint"] = comp.get("fingerprint")
+    return None
+
+
+def audit(c):
+    """The kernels one forward ran (a fallback to PyTorch's own rejects or flags)."""
+    spec = c.spec
+    if spec["audit"] and c.ev.cuda:
+        k, _ = c.out.first("kernels")
+        if k is not None and not verdict.apply_audit(
+                c.result, k.get("kernels") or [], spec["fallback_policy"],
+                spec["fallback_threshold"]):
+            return c.result
+    return None
+
+
+def benchmark(c):
+    """The timing: every timed call's output, the report against the worker's clock, the
+    baselines and the roofline, and no figure before it is trusted (remeasure.py)."""
+    spec, result, ev = c.spec, c.result, c.ev
+    if spec["bench"] is None:
+        return None
+    b, arrays = c.out.first("benchmark")
+    if b is None:
+        return verdict.fail(result, "benchmark", "ERUN", "no benchmark report")
+    # every timed call's output first: it names the call that went wrong
+    own = {o["trial"]: o for o, _ in c.out.of_type("trial") if isinstance(o.get("trial"), int)}
+    checked = (c.ref_trials, own, c.rtol, c.atol)
+    if timed_verdict.check_timed_outputs(result, b, arrays, *checked, ev.sample_seed):
+        return result
+    if timed_verdict.apply_benchmark(result, b, arrays, timed_verdict.loop_ms(c.out),
+                                     c.ref_trials.get(timed_verdict.last_call_trial(b), c.trial0),
+                                     c.rtol, c.atol, ev.sample_seed, "cuda" if ev.cuda else "cpu"):
+        return result
+    timed_verdict.apply_baselines(result, c.base)
+    remeasure.apply_roofline(ev, spec, result, c.trial0)
+    if not remeasure.confirm_figures(ev, spec, result, c.trial0, checked):
+        return result
+    return None
+
+
+def profile(c):
+    """The profile's metrics, where the job asks for them."""
+    if c.spec["profile"] is None:
+        return None
+    p, _ = c.out.first("profile")
+    if p is not None:
+        c.result["profile"] = p.get("result")
+        if isinstance(p.get("result"), dict) and "metrics" in p["result"]:
+            c.result["metrics"] = p["result"]["metrics"]
+    elif not c.ev.cuda:
+        c.result["profile"] = {"ok": False, "error": "ENOTSUP: profiling needs a GPU"}
+    return None
+
+
+def sanitize(c):
+    """compute-sanitizer after the verdict, once the candidate's process is gone."""
+    if not c.spec["sanitize"]:
+        return None
+    c.ev.wait_exit(c.result)
+    if not sanitize_op.verdict_of(c.ev, c.spec, c.result):
+        return c.result
+    return None
+
+
+GATES = (static, reference, candidate, trials, outcome, trial_count, review, generalization,
+         code_notes, audit, benchmark, profile, sanitize)
+
+
+def _stage_durations(out):
+    """Seconds the candidate's process spent in each stage it announced."""
+    marks = [(o["stage"], o["t"]) for o, _ in out.messages if o.get("type") == "stage"]
+    end = max([o.get("t", 0) for o, _ in out.messages] + [m[1] for m in marks] + [0])
+    durations = {}
+    for i, (stage, t) in enumerate(marks):
+        t_next = marks[i + 1][1] if i + 1 < len(marks) else end
+        durations[stage] = durations.get(stage, 0.0) + (t_next - t)
+    return durations

@@ -1,0 +1,88 @@
+"""Fail closed (trust.py): no figure of a job is accepted before it is confirmed. The flags of its
+timing, and where a flag asks for it a hardened re-measure in a fresh process that must agree
+(job_gates.py calls it)."""
+from . import child_candidate, sandbox, timed_verdict, trust, verdict
+
+
+def apply_roofline(ev, spec, result, trial0):
+    """The roofline of the job's figure, and its speedups over the baselines."""
+    roof = ev.refs.roofline(spec, trial0, result["time_ms"].get("median"))
+    if roof is not None:
+        result["roofline"] = roof
+    timed_verdict.speedups(result)
+
+
+def confirm_figures(ev, spec, result, trial0, checked):
+    """Applies trust.TRUST_RULES to the timing; re-measures in a fresh process where a
+    flag asks for it. False (and the job failed) when a figure stays untrusted. checked:
+    (reference trials, the candidate's own trials, rtol, atol) for its outputs."""
+    peaks = ev.refs.peaks(spec)
+    first = result["time_ms"]
+    flags = trust.figure_flags(first, result.get("roofline"), peaks, ev.cuda, spec["max_spread"])
+    triggers = [f for f in result["flags"]
+                if trust.TRUST_RULES.get(f, ("",))[0] == "trigger"]
+    result["trust"] = {"first_flags": flags + triggers, "remeasured": False}
+    if not (spec["confirm"] or trust.needs_remeasure(flags + triggers)):
+        return True
+    ev.wait_exit(result)
+    hspec = dict(spec, hardened=True, audit=False, profile=None,
+                 bench=dict(spec["bench"] or {}, reps=max(10, min(200, first.get("n") or 50))))
+    result["trust"]["remeasured"] = True
+    for attempt in range(1, trust.HARDENED_TRIES + 1):
+        with ev.lease.timed():
+            probe = hardened_measure(ev, hspec, trial0, checked)
+        if probe.get("error"):
+            return not trust.fail_without_figures(
+                result, probe["stage"], probe["code"],
+                "in the hardened re-measure: " + probe["error"].split(": ", 1)[1])
+        second = probe["time_ms"]
+        roof2 = ev.refs.roofline(spec, trial0, second.get("median"))
+        flags2 = trust.figure_flags(second, roof2, peaks, ev.cuda, spec["max_spread"])
+        if not ev.cuda:
+            flags2 += [f for f in triggers if f == "threads_started"]  # nothing traces threads
+        if not trust.agree(first, second, ev.cuda):
+            flags2.append("remeasure_disagrees")
+        result["trust"]["second_flags"] = flags2
+        noise_only = flags2 and set(flags2) <= trust.NOISE_FLAGS
+        if attempt == trust.HARDENED_TRIES or not noise_only:
+            break
+        result["trust"].setdefault("noisy_remeasures", []).append(flags2)
+    if flags2:
+        trust.reject_untrusted(result, flags2, _trust_detail(first, second))
+        return False
+    result["time_ms_first"] = first
+    result["time_ms"] = second
+    apply_roofline(ev, spec, result, trial0)
+    result["flags"] = [f for f in result["flags"] if f not in trust.TRUST_RULES]
+    return True
+
+
+def hardened_measure(ev, hspec, trial0, checked):
+    """One hardened timing in a fresh process: a probe result with time_ms, or failed."""
+    out = sandbox.run_child(child_candidate.run, (hspec,), hspec["timeouts"], ev.close_fds)
+    probe = {"checks": {}, "flags": [], "audit": {}}
+    b, arrays = out.first("benchmark")
+    ref_trials, _, rtol, atol = checked
+    if not verdict.failure_from_outcome(probe, out) and b is None:
+        verdict.fail(probe, "timing", "ERUN", "no timing came back")
+    if not probe.get("error"):
+        timed_verdict.check_timed_outputs(probe, b, arrays, *checked, ev.sample_seed)
+    if not probe.get("error"):
+        timed_verdict.apply_benchmark(probe, b, arrays, timed_verdict.loop_ms(out),
+                                      ref_trials.get(timed_verdict.last_call_trial(b), trial0),
+                                      rtol, atol, ev.sample_seed, "cuda" if ev.cuda else "cpu")
+    return probe
+
+
+def _trust_detail(first, second):
+    """Counts that explain a rejection without repeating an untrusted figure."""
+    parts = []
+    for name, t in (("first", first), ("re-measure", second)):
+        s = (t or {}).get("all_streams") or {}
+        if s.get("escaped_calls") or s.get("outside_windows"):
+            parts.append("%s: %d of %d calls with work outside the events, %d records outside "
+                         "every call" % (name, s.get("escaped_calls", 0), s.get("calls", 0),
+                                         s.get("outside_windows", 0)))
+        elif s.get("checked") is False and s.get("why"):
+            parts.append("%s: streams not checked: %s" % (name, s["why"]))
+    return "; ".join(parts) or None
