@@ -48,7 +48,9 @@ def kernel(name):
 
 
 def part_eval(c):
-    w = Worker(0)
+    # the first GPU of CUDA_VISIBLE_DEVICES, as the agent part's pool takes it (a worker's device
+    # is a mask entry)
+    w = Worker(os.environ.get("CUDA_VISIBLE_DEVICES", "0").split(",")[0] or "0")
     try:
         for name in ("gpu_contiguous_only.py", "gpu_first_batch.py", "gpu_correct.py", "gpu_two_pass.py"):
             r = w.job("verify", PROBLEM, kernel(name))
