@@ -99,6 +99,8 @@ function M.setup(prog, opts, how)
 
   local r = { prog = prog, opts = opts, mode = how.mode, problem_path = opts.problem, problem_code = problem_code,
     dtype = opts.dtype, pool = pool, devices = devs, device_name = device_name, gpu_text = gpu_text,
+    -- what a job leaves out gets the evaluator's defaults, which its ready line states
+    job_defaults = d1.job_defaults or {},
     can_profile = d1.mode ~= "cpu", db = db, mem = m, rd = rd, t0 = t0, llm = how.llm,
     profile_children = how.profile_children or nil,
     -- "provider:model" as the LLM layer resolved it (an --model without provider included)

@@ -15,8 +15,6 @@ local M = {}
 
 -- the eager re-check that lets cached baselines stand: within 2% of the cached eager median
 M.RECHECK_TOLERANCE = 0.02
--- the job's default input seed (src/gpu/eval/kagent_eval/job_defaults.py) when the run sets none
-local DEFAULT_SEED = 42
 
 -- driver(gpu) -> the NVIDIA driver version of a pool GPU (nvidia-smi), "cpu" in CPU mode,
 -- "unknown" when nvidia-smi does not say
@@ -46,7 +44,7 @@ end
 
 -- baselines_key(run) -> the key of the run's problem's baselines
 function M.baselines_key(run)
-  return key_of({ problem = fingerprint.hash(run.problem_code or ""), seed = run.opts.seed or DEFAULT_SEED,
+  return key_of({ problem = fingerprint.hash(run.problem_code or ""), seed = run.opts.seed or (run.job_defaults or {}).seed,
     dtype = run.dtype, env = M.env(run) })
 end
 

@@ -24,7 +24,7 @@ end
 function M.base(run)
   local u = run.usage()
   return { run_id = run.rd.id, status = "done", mode = run.mode, problem = run.problem_path, dtype = run.dtype,
-    tolerance = run.opts.tolerance or json.null, device = run.device_name, model = run.model or json.null, policy = run.opts.policy,
+    tolerance = run.opts.tolerance or (run.job_defaults or {}).tolerance or json.null, device = run.device_name, model = run.model or json.null, policy = run.opts.policy,
     workers_per_gpu = run.devices and run.devices[1] and run.devices[1].workers or json.null,
     tokens = { input = u.input_tokens, output = u.output_tokens, cache_read = u.cache_read_tokens,
       cache_write = u.cache_write_tokens, total = u.tokens },
