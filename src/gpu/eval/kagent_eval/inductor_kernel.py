@@ -54,7 +54,7 @@ def make(torch, ch, spec):
         "    return outs[0]" if n_out == 1 else "    return tuple(outs[:%d])" % n_out,
         "",
     ]
-    head = ("# First kernel (agents/lib/first_kernel.lua, inductor): the code TorchInductor %s emitted for\n"
+    head = ("# First kernel (agents/flows/first_kernel.lua, inductor): the code TorchInductor %s emitted for\n"
             "# this subgraph, made standalone; library kernels %s.\n") % (
                 torch.__version__, "allowed" if spec.get("library") != "deny" else "denied (Triton templates)")
     return {"ok": True, "source": head + code.rstrip() + "\n" + "\n".join(tail),

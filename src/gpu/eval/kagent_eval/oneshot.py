@@ -36,8 +36,8 @@ def _default_device():
 
 
 def job_for(problem, kernel_source, dtype="fp32", tolerance="strict", timeout=None):
-    """The pool's evaluate job for a start kernel as the agents send it (agents/lib/run.lua
-    r.job, agents/lib/confirm.lua with_baselines; --tolerance strict): the other fields keep
+    """The pool's evaluate job for a start kernel as the agents send it (agents/run/init.lua
+    r.job, agents/search/confirm.lua with_baselines; --tolerance strict): the other fields keep
     the evaluator's defaults (job_defaults.py)."""
     job = {"problem": os.path.abspath(problem), "candidate": kernel_source, "dtype": dtype,
            "tolerance": tolerance or "strict", "bench": {"baselines": list(BASELINES)}}

@@ -10,7 +10,7 @@ local M = {}
 M.PROVIDERS = { anthropic = require("kagent.llm.anthropic"), openai = require("kagent.llm.openai") }
 local PROVIDERS = M.PROVIDERS
 -- Defaults that suit remote APIs and end a dead provider's run within about two minutes
--- (agents/lib/llm_guard.lua adds them up; docs/lua-api.md, "Timeouts"). Replies stream by default:
+-- (agents/run/llm_guard.lua adds them up; docs/lua-api.md, "Timeouts"). Replies stream by default:
 -- a live server answers a stream request with its headers at once (start), and sends every few
 -- tokens (Anthropic also pings), so silence there is a stall (stream_idle); a whole reply sends
 -- nothing until it is complete, so its idle timeout bounds the generation and cannot tell a dead
