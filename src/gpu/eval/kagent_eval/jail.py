@@ -266,7 +266,8 @@ def enter(role, job_dir):
         namespaces.enter(user=s["namespaces"] == "user", shm_bytes=(s["memory_mb"] or 0) << 20,
                          hidden=HIDDEN_PATHS if s["enabled"] else (),
                          kept=KEPT_PATHS + (s["root"],),
-                         max_tasks=s["max_processes"] if s["process_limit"] == "watch" else 0)
+                         max_tasks=s["max_processes"] if s["process_limit"] == "watch"
+                         and role == "candidate" else 0)
     cache = s["caches"]["trusted" if role != "candidate" else "candidate"]
     os.environ.update({
         "HOME": job_dir, "TMPDIR": job_dir, "TRITON_CACHE_DIR": os.path.join(cache, "triton"),

@@ -160,7 +160,7 @@ def run_child(target, args=(), timeouts=None, close_fds=(), stage_names=None):
         pid = fork_child(_in_child, rfd, wfd, close_fds, target, args, job_dir, role,
                          jail.job_files(spec))
         os.close(wfd)
-        return collect(pid, rfd, timeouts, job_dir=job_dir)
+        return collect(pid, rfd, timeouts, job_dir=job_dir, role=role)
     finally:
         jail.remove_job_dir(job_dir)
 
@@ -171,19 +171,21 @@ def limits_with(timeouts):
     return limits
 
 
-def collect(pid, rfd, timeouts, on_stage=None, job_dir=None, defer_exit=False):
+def collect(pid, rfd, timeouts, on_stage=None, job_dir=None, defer_exit=False, role="candidate"):
     """Read a child's frames until it exits, applying per-stage deadlines; reaps it and closes
     rfd. on_stage(name), if given, runs when the child announces a stage (before its deadline
     starts). job_dir: the child's job folder, whose cgroups say whether it hit a limit.
     defer_exit: a child that said "done" is left to exit (its CUDA context's teardown takes a
     tenth of a second) while the caller checks what it sent; the caller then calls
-    finish_exit(outcome), before it replies."""
+    finish_exit(outcome), before it replies. role: the child's (role_of); a trusted child's tasks
+    are not counted, as no cgroup limits them either."""
     limits = limits_with(timeouts)
     out = Outcome()
     t_start = time.monotonic()
     deadline = t_start + limits["start"]
     done = False
-    watch = _TaskWatch(pid) if job_dir and jail.watched_process_limit() else None
+    watch = _TaskWatch(pid) if job_dir and role == "candidate" and jail.watched_process_limit() \
+        else None
     try:
         while True:
             if watch is not None and not watch.wait(rfd, deadline, out.stage):
