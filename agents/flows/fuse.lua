@@ -13,7 +13,7 @@ local json = require("kagent.json")
 local log = require("kagent.log")
 local ktime = require("kagent.time")
 local attempt = require("agents.search.attempt")
-local confirm = require("agents.search.confirm")
+local baselines = require("agents.lib.baselines")
 local verdict = require("agents.lib.verdict")
 local decomposition = require("agents.lib.decomposition")
 local generate = require("agents.flows.generate")
@@ -183,7 +183,7 @@ local function direct_path(run, st)
     local view = strict(run)
     local g, gerr = generate.run(view, run.opts.gen_workers)
     if not g then return nil, gerr end
-    local r = view.pool:evaluate(view.job(g.code, { bench = { baselines = confirm.BASELINES } }))
+    local r = view.pool:evaluate(view.job(g.code, { bench = { baselines = baselines.REPORTED } }))
     if not verdict.verified(r) then
       log.warn("the generated program's timed run next to the baselines failed (%s): its verified result stands", tostring(r.error))
       r = g.result

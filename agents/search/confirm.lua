@@ -16,8 +16,6 @@ local review = require("agents.search.review")
 
 local M = {}
 
--- The references every reported kernel is timed against, in the same job (agents/lib/baselines.lua).
-M.BASELINES = baselines.REPORTED
 
 local function copy(t)
   local c = {}
@@ -70,7 +68,7 @@ end
 
 -- with_baselines(run, code) -> evaluator result of a full evaluation timed next to the baselines
 function M.with_baselines(run, code)
-  return M.timed(run, "evaluate", code, nil, M.BASELINES)
+  return M.timed(run, "evaluate", code, nil, baselines.REPORTED)
 end
 
 M.INPUT_TRIES = 3
@@ -103,8 +101,6 @@ function M.sol(run, kernel)
   return sol
 end
 
--- The baselines of the final confirmation: every one the evaluator times.
-M.FINAL_BASELINES = baselines.FINAL
 
 -- rank_finalists(run, finalists) -> finalists ordered by one interleaved timing of them all
 -- (pool:compare: the same inputs, blocks in A B ... B A order), fastest first; the search-time
@@ -150,7 +146,7 @@ end
 -- final_job(run, code) -> the whole confirmation job (baselines measured in it)
 function M.final_job(run, code)
   local extra = M.final_extra(run)
-  extra.bench = { baselines = M.FINAL_BASELINES }
+  extra.bench = { baselines = baselines.ALL }
   return run.job(code, extra)
 end
 
@@ -182,7 +178,7 @@ local function confirm_one(run, k)
     end
   end
   local t0 = ktime.now()
-  local r = M.timed(run, "benchmark", k.code, extra, M.FINAL_BASELINES)
+  local r = M.timed(run, "benchmark", k.code, extra, baselines.ALL)
   local phase = { id = k.id, wall_s = ktime.now() - t0, reference_s = r.reference_s, stage_s = r.stage_s,
     elapsed_s = r.elapsed, baselines = r.baselines_source, reused = reused }
   if r.ok then

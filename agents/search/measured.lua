@@ -8,6 +8,7 @@
 --   confirmation  the sanitizer's and the resized problem's verdicts on a kernel: its fingerprint,
 --                 the problem, dtype, environment. The figure itself is always re-timed.
 local json = require("kagent.json")
+local baselines = require("agents.lib.baselines")
 local proc = require("kagent.proc")
 local fingerprint = require("agents.lib.fingerprint")
 
@@ -64,9 +65,6 @@ local function put(run, kind, key, value)
   if run.db and run.db.measurement_put then run.db:measurement_put(kind, key, value) end
 end
 
--- Every baseline the evaluator times, in its order (agents/lib/baselines.lua).
-M.NAMES = require("agents.lib.baselines").ALL
-
 -- baselines(run) -> the cached baselines {eager_ms, compile_ms, compile_max_autotune_ms, times},
 -- or nil
 function M.baselines(run)
@@ -79,7 +77,7 @@ function M.put_baselines(run, r)
   local v = M.baselines(run) or { times = {} }
   v.times = v.times or {}
   local any = false
-  for _, n in ipairs(M.NAMES) do
+  for _, n in ipairs(baselines.ALL) do
     if type(r[n .. "_ms"]) == "number" then
       v[n .. "_ms"] = r[n .. "_ms"]
       v.times[n] = r.baseline_times and r.baseline_times[n] or json.null

@@ -7,7 +7,7 @@
 -- on a GPU, for comparison with KernelAgent's benchmark.py (which reports do_bench means).
 local fs = require("kagent.fs")
 local log = require("kagent.log")
-local measured = require("agents.search.measured")
+local baselines = require("agents.lib.baselines")
 
 local M = {}
 
@@ -81,7 +81,7 @@ function M.row(t, res, o)
     end
   end
   local opt, inp = row.optimized_ms, row.input_kernel_ms
-  for _, b in ipairs(measured.NAMES) do
+  for _, b in ipairs(baselines.ALL) do
     local v = row[b .. "_ms"]
     if v and opt then row.speedup["optimized_vs_" .. b] = v / opt end
     if v and inp then row.speedup["input_vs_" .. b] = v / inp end

@@ -4,12 +4,13 @@
 local json = require("kagent.json")
 local keys_lib = require("agents.lib.keys")
 local confirm = require("agents.search.confirm")
+local baselines = require("agents.lib.baselines")
 
 local M = {}
 
 M.THRESHOLDS = { 1.0, 1.2 }
 -- the baselines a run's summary reports: those its start kernel is timed beside
-M.BASELINES = confirm.BASELINES
+M.BASELINES = baselines.REPORTED  -- the sweep's figures: every reported kernel's references
 
 M.DEFINITIONS = {
   problems = "problems in the sweep, finished or not",
