@@ -58,7 +58,8 @@ def one(w, i, cpu):
             "warmed": res.get("warmed"), "wall_s": wall, "loop_s": loop, "overhead_s": wall - loop,
             "error": res.get("error"), "stage_s": res.get("stage_s"), "reference_s": res.get("reference_s"),
             "elapsed_s": res.get("elapsed"), "timeline": timeline(res),
-            "worker_s": res.get("worker_s") or {}, "calls": (res.get("time_ms") or {}).get("n")}
+            "worker_s": res.get("worker_s") or {}, "calls": (res.get("time_ms") or {}).get("n"),
+            "trust": res.get("trust")}
 
 
 def timeline(res):
@@ -92,6 +93,7 @@ def phase_table(rows):
                  "worker: checks after the child": w.get("verdict"),
                  "worker: wait for the child's exit": w.get("exit_wait"),
                  "reply and request transport": (r["wall_s"] - (r["elapsed_s"] or 0.0))}
+        parts.update(("worker check: " + k, v) for k, v in (w.get("checks") or {}).items())
         parts.update(("child: " + k, v) for k, v in st.items())
         for k, v in parts.items():
             if v is not None:
@@ -112,6 +114,10 @@ def print_phases(label, rows):
     print("  %-44s %7.3f  (wall %.3f - compile %.3f - timed loop %.3f; target 0.4)" % (
         "harness overhead", wall - compile_s - loop_s, wall, compile_s, loop_s))
     print("  timed calls per job (median): %s" % statistics.median(r["calls"] or 0 for r in rows))
+    again = [r for r in rows if (r.get("trust") or {}).get("remeasured")]
+    if again:
+        print("  re-measured in a fresh process: %d of %d (first flags: %s)" % (
+            len(again), len(rows), sorted({f for r in again for f in r["trust"].get("first_flags") or []})))
     return dict(table, harness_overhead=wall - compile_s - loop_s)
 
 

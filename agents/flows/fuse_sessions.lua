@@ -31,7 +31,8 @@ end
 
 -- first(run, u, path, out): the subgraph's first kernel without an LLM (agents/flows/first_kernel.lua),
 -- the sources tried in order until one verifies against the subgraph; u.first = {source, code,
--- result}; out.first says what happened (the row of docs/sweeps.md)
+-- result}; out.first says what happened (the row of docs/sweeps.md), passed_over why the sources
+-- before the one kept did not verify
 local function first(run, u, path, out)
   local tried = {}
   for _, src in ipairs(first_kernel.order(run)) do
@@ -49,7 +50,8 @@ local function first(run, u, path, out)
         u.first = { source = src, code = code, result = r }
         local audit = type(r.audit) == "table" and r.audit or {}
         out.first = { source = src, label = first_kernel.label(src, run.devices[1].mode == "cpu"), verified = true,
-          time_ms = r.time_ms.median, own_time_frac = audit.applicable and audit.own_time_frac or json.null }
+          time_ms = r.time_ms.median, own_time_frac = audit.applicable and audit.own_time_frac or json.null,
+          passed_over = #tried > 0 and table.concat(tried, "; ") or nil }
         return
       end
       why = string.format("%s: %s", tostring(r.stage), tostring(r.error or "verified but not timed"))

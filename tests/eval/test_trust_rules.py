@@ -282,7 +282,7 @@ class HardenedRetryTest(unittest.TestCase):
     re-measure whose only objections are noise's is taken once more; any other objection, or
     noise twice, rejects."""
 
-    def confirm(self, medians, first_flags=(), extra=None):
+    def confirm(self, medians, first_flags=(), extra=None, probe_flags=()):
         from unittest import mock
         from kagent_eval import jobs, remeasure
         from kagent_eval.lease import Lease
@@ -295,7 +295,8 @@ class HardenedRetryTest(unittest.TestCase):
             t = dict({"median": medians[len(taken)], "spread": 1.05, "hardened": True},
                      **(extra or {}))
             taken.append(t)
-            return {"time_ms": t}
+            return {"time_ms": t, "flags": list(probe_flags[len(taken) - 1]
+                                                if len(probe_flags) >= len(taken) else [])}
 
         result = {"ok": True, "time_ms": {"median": 1.0, "spread": 1.05, "n": 100},
                   "flags": list(first_flags)}
@@ -324,6 +325,24 @@ class HardenedRetryTest(unittest.TestCase):
         self.assertFalse(ok)
         self.assertEqual(len(taken), 1)
         self.assertEqual(result["trust"]["rejected"], ["untimed_work"])
+
+    def test_a_clock_left_unchecked_by_the_hosts_load_is_measured_again(self):
+        # the first re-measure ran while the host's CPUs were oversubscribed: taken once more,
+        # and the second, on a quiet host, decides
+        ok, result, taken = self.confirm([1.0, 1.02], first_flags=["clock_unchecked"],
+                                         probe_flags=[["clock_unchecked"], []])
+        self.assertTrue(ok, result)
+        self.assertEqual(len(taken), 2)
+        self.assertEqual(result["trust"]["noisy_remeasures"], [["clock_unchecked"]])
+        self.assertNotIn("clock_unchecked", result["flags"])
+
+    def test_a_clock_unchecked_twice_rejects_without_a_figure(self):
+        ok, result, taken = self.confirm([1.0, 1.0], first_flags=["clock_unchecked"],
+                                         probe_flags=[["clock_unchecked"], ["clock_unchecked"]])
+        self.assertFalse(ok)
+        self.assertEqual(result["code"], "EUNTRUSTED")
+        self.assertIn("oversubscribed", result["error"])
+        self.assertNotIn("time_ms", result)
 
     def test_an_agreeing_first_re_measure_is_enough(self):
         ok, result, taken = self.confirm([1.02, 9.0])

@@ -10,11 +10,13 @@ from kagent_eval import timed_verdict  # noqa: E402
 OUT = [{"kind": "value", "value": 1}]
 
 
-def judge(time_ms, loop_ms=None, mode="cpu"):
+def judge(time_ms, loop_ms=None, mode="cpu", host_loaded=False, flags=None):
     result = {"flags": []}
     failed = timed_verdict.apply_benchmark(result, {"time_ms": time_ms, "last_outputs": list(OUT)},
                                            [], loop_ms, {"outputs": list(OUT)}, 1e-4, 1e-4, 7,
-                                           mode)
+                                           mode, host_loaded)
+    if flags is not None:
+        flags.extend(result["flags"])
     return (result.get("error") or "ok").split(":")[0] if failed else "ok"
 
 
@@ -50,6 +52,21 @@ class ClockRuleTest(unittest.TestCase):
                                mode="cuda"), "ETAMPER")
         # the allowance is once per loop: a thousand calls get no more of it per call
         self.assertEqual(judge({"median": 0.03, "mean": 0.03, "n": 1000}, loop_ms=1003 * 4.7,
+                               mode="cuda"), "ETAMPER")
+
+    def test_an_oversubscribed_host_leaves_the_clock_unchecked_not_passed(self):
+        # 1.4 ms kernels whose calls took 12 ms each while a dozen compiles held the CPUs: the
+        # clock cannot tell, so the figure is flagged for the re-measure (trust.py), never let
+        # through as it is
+        flags = []
+        self.assertEqual(judge({"median": 1.4, "mean": 1.4, "n": 64}, loop_ms=67 * 12.4,
+                               mode="cuda", host_loaded=True, flags=flags), "ok")
+        self.assertEqual(flags, ["clock_unchecked"])
+        from kagent_eval import trust
+        self.assertTrue(trust.needs_remeasure(flags))
+        self.assertIn("clock_unchecked", trust.NOISE_FLAGS)
+        # the same loop on a host that was not busy is tampering
+        self.assertEqual(judge({"median": 1.4, "mean": 1.4, "n": 64}, loop_ms=67 * 12.4,
                                mode="cuda"), "ETAMPER")
 
     def test_flush_and_launch_pad_are_tolerated(self):

@@ -66,6 +66,20 @@ describe("sweep figures", function()
     expect.match(text, "| all | | 4%.5 | 60%.0 | 20%.5 | 85%.0 |")
   end)
 
+  it("say, for a fuse row, why a first kernel source was passed over for the one kept", function()
+    local fuse_rows = require("agents.tools.sweep.fuse_rows")
+    local r = fuse_rows.row({ mode = "fuse", subgraphs = { count = 1, distinct = 1 },
+      first_program = { verified = true, time_ms = 2.0, eager_ms = 2.0, compile_ms = 1.0, kernels = {
+        { dir = "sg_1", source = "reference", verified = true,
+          passed_over = "inductor: correctness: EMISMATCH: trial 0" } } } })
+    expect.eq(r.first_sources, "reference")
+    expect.eq(r.first_passed_over, "sg_1: inductor: correctness: EMISMATCH: trial 0")
+    expect.eq(r.first_speedup.compile, 0.5)
+    local plain = fuse_rows.row({ mode = "fuse", subgraphs = { count = 1 }, first_program = {
+      verified = true, time_ms = 1.0, kernels = { { dir = "sg_1", source = "inductor", verified = true } } } })
+    expect.eq(plain.first_passed_over, nil)
+  end)
+
   it("give no fast_p for a baseline that no problem measured", function()
     local agg = figures.aggregate({ row("a", true, 1.5, nil) })
     expect.eq(agg.fast_p.compile["1.0"], json.null)
@@ -135,6 +149,15 @@ describe("sweep plan", function()
     local cpu = local_run.slots("cpu", 2)
     expect.eq(cpu[2].devices, "cpu")
     expect.eq(cpu[2].gpus, 0)
+  end)
+
+  it("shares TorchInductor's compile workers out among the runs at once", function()
+    if os.getenv("TORCHINDUCTOR_COMPILE_THREADS") then return end -- the user's value is kept
+    local cores = require("kagent.gpu").auto_workers_per_gpu({ gpus = 1, memory_bytes = 1 }).cores
+    expect.eq(next(local_run.run_env(1)), nil)
+    local n = cores + 1 -- more runs than cores: each still gets one
+    expect.eq(local_run.run_env(n).TORCHINDUCTOR_COMPILE_THREADS, "1")
+    expect.eq(local_run.run_env(2).TORCHINDUCTOR_COMPILE_THREADS, tostring(math.max(1, math.floor(cores / 2))))
   end)
 
   it("builds the Slurm submission: array ranges, throttle, GPUs only outside CPU mode", function()

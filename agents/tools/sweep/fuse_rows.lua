@@ -43,11 +43,13 @@ function M.row(s)
       compile = r.first_ms and r.compile_ms and r.compile_ms / r.first_ms,
       max_autotune = r.first_ms and r.max_autotune_ms and r.max_autotune_ms / r.first_ms }
     r.own_time_frac = num(fp.own_time_frac)
-    local sources = {}
+    local sources, passed = {}, {}
     for _, k in ipairs(type(fp.kernels) == "table" and fp.kernels or {}) do
       if k.source and k.source ~= json.null then sources[k.source] = true end
+      if type(k.passed_over) == "string" then passed[#passed + 1] = k.dir .. ": " .. k.passed_over end
     end
     r.first_sources = table.concat(keys_lib.sorted(sources), "+")
+    r.first_passed_over = #passed > 0 and table.concat(passed, "; ") or nil
   else
     r.first_verified, r.first_speedup = false, {}
   end

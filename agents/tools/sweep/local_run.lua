@@ -36,6 +36,17 @@ function M.slots(devices, cap)
   return out, string.format("%d runs at once on %d GPU(s): runs share GPUs, so their timings disturb each other", cap, #gpus)
 end
 
+-- run_env(n) -> the environment each of n runs at once gets: TorchInductor's compile workers
+-- (one per core by default, in every run) shared out, so that n runs compiling at once do not
+-- oversubscribe the host's CPUs, under which each timed call's launch waits its turn and the
+-- worker's clock can no longer check a figure (docs/lua-api.md, `clock_unchecked`). A value the
+-- user set is kept.
+function M.run_env(n)
+  if os.getenv("TORCHINDUCTOR_COMPILE_THREADS") or n <= 1 then return {} end
+  local cores = gpu.auto_workers_per_gpu({ gpus = 1, memory_bytes = 1 }).cores
+  return { TORCHINDUCTOR_COMPILE_THREADS = tostring(math.max(1, math.floor(cores / n))) }
+end
+
 -- run(plan, todo, o) -> records by problem name. todo: problem entries; o: db, slots, running
 -- (a table kept as {problem entry = true} while its run is under way, for the status line).
 function M.run(plan, todo, o)
@@ -44,11 +55,12 @@ function M.run(plan, todo, o)
   for i = #o.slots, 1, -1 do free[#free + 1] = o.slots[i] end
   local records = {}
   local fns = {}
+  local env = M.run_env(#o.slots)
   for i, p in ipairs(todo) do
     fns[i] = function()
       local slot = table.remove(free)
       running[p] = true
-      local rec = task_lib.run(plan, p, { db = o.db, devices = slot.devices, gpus = slot.gpus })
+      local rec = task_lib.run(plan, p, { db = o.db, devices = slot.devices, gpus = slot.gpus, env = env })
       running[p] = nil
       free[#free + 1] = slot
       records[p.name] = rec

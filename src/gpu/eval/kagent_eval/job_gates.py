@@ -5,7 +5,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from . import compare, extra_trials, fingerprint, loader, remeasure, sanitize_op, static_checks
+from . import compare, extra_trials, fingerprint, host_load, loader, remeasure, sandbox
+from . import sanitize_op, static_checks
 from . import timed_verdict
 from . import trust, verdict
 
@@ -21,6 +22,7 @@ class Checked:
     out: Any = None    # the candidate's process: its messages and outcome
     rtol: float = None
     atol: float = None
+    host_loaded: bool = False  # the host's CPUs oversubscribed while the candidate ran (host_load.py)
 
     @property
     def trial0(self):
@@ -74,7 +76,9 @@ def candidate(c):
     cspec = dict(spec, poison_bytes=poison, skip_trials=skipped,
                  input_contract=trial0.get("input_contract"))
     t = time.monotonic()
+    window = host_load.Window()
     out = c.out = c.ev.run_candidate(cspec, defer_exit=True)
+    c.host_loaded = window.loaded()
     c.ev.exiting = out
     # the child's last message is in: the worker's own checks start here (the child exits
     # meanwhile, sandbox.finish_exit)
@@ -196,7 +200,8 @@ def benchmark(c):
         return result
     if timed_verdict.apply_benchmark(result, b, arrays, timed_verdict.loop_ms(c.out),
                                      c.ref_trials.get(timed_verdict.last_call_trial(b), c.trial0),
-                                     c.rtol, c.atol, ev.sample_seed, "cuda" if ev.cuda else "cpu"):
+                                     c.rtol, c.atol, ev.sample_seed, "cuda" if ev.cuda else "cpu",
+                                     c.host_loaded):
         return result
     timed_verdict.apply_baselines(result, c.base)
     remeasure.apply_roofline(ev, spec, result, c.trial0)
@@ -227,6 +232,19 @@ def sanitize(c):
     if not sanitize_op.verdict_of(c.ev, c.spec, c.result):
         return c.result
     return None
+
+
+def timed(gate, c):
+    """Runs one gate; the ones after the candidate's process (its `verdict` phase) add their
+    seconds to worker_s.checks, so that phase's cost can be told apart by gate."""
+    t = time.monotonic()
+    failed = gate(c)
+    if c.out is not None:
+        sandbox.note_exit(c.out)  # the candidate's process exits meanwhile: when it was gone
+    phases = c.result.get("worker_s")
+    if phases is not None and "verdict" in (c.result.get("stage_at") or {}) and gate is not candidate:
+        phases.setdefault("checks", {})[gate.__name__] = time.monotonic() - t
+    return failed
 
 
 GATES = (static, reference, candidate, trials, outcome, trial_count, review, generalization,

@@ -118,7 +118,7 @@ class Evaluator:
         try:
             checked = job_gates.Checked(self, spec, result)
             # the first gate that fails the job ends it
-            if all(gate(checked) is None for gate in job_gates.GATES):
+            if all(job_gates.timed(gate, checked) is None for gate in job_gates.GATES):
                 result.update(ok=True, stage="done")
         finally:
             # the candidate's process exits while its results are checked; it is gone before

@@ -1,7 +1,7 @@
 """Fail closed (trust.py): no figure of a job is accepted before it is confirmed. The flags of its
 timing, and where a flag asks for it a hardened re-measure in a fresh process that must agree
 (job_gates.py calls it)."""
-from . import child_candidate, sandbox, timed_verdict, trust, verdict
+from . import child_candidate, host_load, sandbox, timed_verdict, trust, verdict
 
 
 def apply_roofline(ev, spec, result, trial0):
@@ -42,6 +42,8 @@ def confirm_figures(ev, spec, result, trial0, checked):
             flags2 += [f for f in triggers if f == "threads_started"]  # nothing traces threads
         if not trust.agree(first, second, ev.cuda):
             flags2.append("remeasure_disagrees")
+        if "clock_unchecked" in (probe.get("flags") or ()):
+            flags2.append("clock_unchecked")
         result["trust"]["second_flags"] = flags2
         noise_only = flags2 and set(flags2) <= trust.NOISE_FLAGS
         if attempt == trust.HARDENED_TRIES or not noise_only:
@@ -59,7 +61,9 @@ def confirm_figures(ev, spec, result, trial0, checked):
 
 def hardened_measure(ev, hspec, trial0, checked):
     """One hardened timing in a fresh process: a probe result with time_ms, or failed."""
+    window = host_load.Window()
     out = sandbox.run_child(child_candidate.run, (hspec,), hspec["timeouts"], ev.close_fds)
+    loaded = window.loaded()
     probe = {"checks": {}, "flags": [], "audit": {}}
     b, arrays = out.first("benchmark")
     ref_trials, _, rtol, atol = checked
@@ -70,7 +74,8 @@ def hardened_measure(ev, hspec, trial0, checked):
     if not probe.get("error"):
         timed_verdict.apply_benchmark(probe, b, arrays, timed_verdict.loop_ms(out),
                                       ref_trials.get(timed_verdict.last_call_trial(b), trial0),
-                                      rtol, atol, ev.sample_seed, "cuda" if ev.cuda else "cpu")
+                                      rtol, atol, ev.sample_seed, "cuda" if ev.cuda else "cpu",
+                                      loaded)
     return probe
 
 

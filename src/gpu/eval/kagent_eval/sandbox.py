@@ -119,6 +119,7 @@ class Outcome:
         self.elapsed = 0.0
         self.exit_s = None  # from the child's last message until it was reaped
         self.pending_exit = None  # (pid, when its last message came) while it exits (collect)
+        self.exited_at = None  # when it was first seen gone (note_exit)
 
     def of_type(self, kind):
         return [(o, a) for o, a in self.messages if o.get("type") == kind]
@@ -294,16 +295,33 @@ class _TaskWatch:
                 return True
 
 
+def note_exit(out):
+    """Looks (without reaping it) whether a child collect() left exiting has ended, and notes
+    when it was first seen so: the worker calls it between its checks, so a child's exit_s is
+    its teardown within one check's time, not the checks it overlapped."""
+    pending = getattr(out, "pending_exit", None)
+    if pending is None or getattr(out, "exited_at", None) is not None:
+        return
+    try:
+        gone = os.waitid(os.P_PID, pending[0], os.WEXITED | os.WNOHANG | os.WNOWAIT)
+    except ChildProcessError:
+        gone = True
+    if gone is not None:
+        out.exited_at = time.monotonic()
+
+
 def finish_exit(out):
     """Waits for a child collect() left exiting (defer_exit) and kills what it left behind;
-    exit_s is then the time from its last message until it was gone. Safe to call twice."""
+    exit_s is then the time from its last message until it was first seen gone (note_exit), or
+    reaped here. Safe to call twice."""
     pending = getattr(out, "pending_exit", None)
     if pending is None:
         return
+    note_exit(out)
     out.pending_exit = None
     pid, t_last = pending
     _reap(pid, kill=False)
-    out.exit_s = time.monotonic() - t_last
+    out.exit_s = (getattr(out, "exited_at", None) or time.monotonic()) - t_last
     job_dir, out.job_dir_after_exit = getattr(out, "job_dir_after_exit", None), None
     if job_dir:
         jail.remove_job_dir(job_dir)

@@ -19,6 +19,8 @@ TRUST_RULES = {
     "beyond_sol": ("remeasure", "faster than the speed-of-light bound allows (its compulsory "
                                 "memory traffic at the measured bandwidth)"),
     "spread": ("remeasure", "the timed calls vary too much (p90/p10 above the limit)"),
+    "clock_unchecked": ("trigger", "the worker's clock could not check the timed calls: the "
+                                   "host's CPUs were oversubscribed while they ran (host_load.py)"),
     "threads_started": ("trigger", "the candidate started threads"),
     "static:streams_threads": ("trigger", "the candidate uses streams or threads"),
     "remeasure_disagrees": ("reject", "a fresh hardened re-measure disagrees with the first"),
@@ -36,7 +38,7 @@ AGREE_TOLERANCE = {"cuda": 0.10, "cpu": 2.0}
 # A hardened re-measure whose only objections are ones a busy machine raises too (a wide spread,
 # disagreeing with the first) is taken once more, and that one decides: a candidate that
 # behaves differently when watched does so again, noise seldom twice in a row
-NOISE_FLAGS = frozenset(("spread", "remeasure_disagrees"))
+NOISE_FLAGS = frozenset(("spread", "remeasure_disagrees", "clock_unchecked"))
 HARDENED_TRIES = 2
 
 

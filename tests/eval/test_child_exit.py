@@ -1,0 +1,47 @@
+"""A candidate's process left to exit while the worker checks its results (sandbox.collect with
+defer_exit): its `exit` time is its own teardown, seen between the checks, not the checks."""
+import os
+import sys
+import time
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "src", "gpu", "eval"))
+from kagent_eval import sandbox  # noqa: E402
+
+
+def exiting_child(after_s):
+    pid = os.fork()
+    if pid == 0:
+        time.sleep(after_s)
+        os._exit(0)
+    sandbox.LIVE.add(pid)
+    out = sandbox.Outcome()
+    out.pending_exit = (pid, time.monotonic())
+    return out
+
+
+class ChildExitTest(unittest.TestCase):
+    def test_a_child_gone_before_the_checks_end_is_timed_to_its_end(self):
+        out = exiting_child(0.0)
+        deadline = time.monotonic() + 5
+        while out.exited_at is None and time.monotonic() < deadline:
+            time.sleep(0.02)  # the worker's checks, looking between them
+            sandbox.note_exit(out)
+        self.assertIsNotNone(out.exited_at)
+        self.assertIsNotNone(out.pending_exit)  # seen, not reaped: finish_exit still reaps it
+        time.sleep(0.6)  # more checks after it was gone
+        sandbox.finish_exit(out)
+        self.assertLess(out.exit_s, 0.5)
+        self.assertIsNone(out.pending_exit)
+
+    def test_a_child_still_running_at_the_end_is_timed_to_its_reaping(self):
+        out = exiting_child(0.4)
+        sandbox.note_exit(out)
+        self.assertIsNone(out.exited_at)
+        sandbox.finish_exit(out)
+        self.assertGreaterEqual(out.exit_s, 0.35)
+        sandbox.finish_exit(out)  # twice is safe
+
+
+if __name__ == "__main__":
+    unittest.main()
