@@ -26,6 +26,19 @@ def tolerances(dtype, rtol=None, atol=None, name=DEFAULT_TOLERANCE):
     return (d_rtol if rtol is None else rtol), (d_atol if atol is None else atol)
 
 
+def sum_sq(x):
+    """The sum of squares of a float64 array's elements, without BLAS: np.dot and np.linalg.norm
+    call the BLAS library, whose own thread pool (OpenBLAS's, one thread per core) contends with
+    the worker's compare threads (verdict._compare_side_by_side) on every call."""
+    x = np.ravel(x)
+    return float(np.einsum("i,i->", x, x))
+
+
+def norm(x):
+    """The L2 norm of a float64 array's elements (sum_sq)."""
+    return float(np.sqrt(sum_sq(x)))
+
+
 def _positions(meta, sample_seed):
     if meta.get("full"):
         return None
@@ -56,7 +69,7 @@ def _errors_finite(g64, e64, rtol, atol):
     # an element is also right when its error is small against the tensor's RMS: signed
     # inputs make long reductions cancel to near-zero outputs whose rounding error is set by
     # the magnitude of the terms, not of the result (a 1M-long bf16 dot product, for one)
-    scale = float(np.sqrt(np.dot(e64, e64) / e64.size)) if e64.size else 0.0
+    scale = float(np.sqrt(sum_sq(e64) / e64.size)) if e64.size else 0.0
     allowed = abs_e * rtol
     allowed += atol
     np.maximum(allowed, rtol * scale, out=allowed)
@@ -134,9 +147,8 @@ def compare_tensor(got, exp, rtol, atol, sample_seed):
     g_ok = g64 if ok_vals is None else g64[ok_vals]
     finite_d = np.isfinite(d_ok)
     all_finite = bool(finite_d.all())
-    ref_norm = float(np.sqrt(np.dot(e_ok, e_ok)))
-    err_norm = float(np.sqrt(np.dot(d_ok, d_ok))) if all_finite else \
-        float(np.sqrt(np.dot(d_ok[finite_d], d_ok[finite_d])))
+    ref_norm = norm(e_ok)
+    err_norm = norm(d_ok) if all_finite else norm(d_ok[finite_d])
     if all_finite and ref_norm > 0 and d_ok.size:
         res["rel_l2_err"] = err_norm / ref_norm
         # the largest error over the errors' RMS: a few for a rounding spread over the output,
@@ -245,8 +257,8 @@ def judge_by_shadow(got, exp, shadow, rtol, atol):
         res["reason"] = "non-finite values where the reference is finite"
         return res
     cand_err, ref_err = np.abs(cg - cs), np.abs(ce - cs)
-    res.update(cand_err_norm=float(np.linalg.norm(cand_err)),
-               ref_err_norm=float(np.linalg.norm(ref_err)), shadow_norm=float(np.linalg.norm(cs)))
+    res.update(cand_err_norm=float(norm(cand_err)),
+               ref_err_norm=float(norm(ref_err)), shadow_norm=float(norm(cs)))
     if not res["shadow_norm"] or res["ref_err_norm"] > SHADOW_MAX_REL * res["shadow_norm"]:
         res["reason"] = "the reference is %.3g off its fp32 shadow (relative L2, over %g): too " \
             "ill-conditioned at this dtype to judge any candidate" % (
@@ -303,8 +315,8 @@ def _within_shadow(got, exp, shadow, g64, e64, s64, judged, rtol, atol):
                 return None
     cand_err, ref_err = np.abs(cg - cs), np.abs(e64[judged] - cs)
     return {"ok": True, "reason": None, "rule": "tolerance", "ref_mismatches": 0,
-            "compared": int(judged.sum()), "cand_err_norm": float(np.linalg.norm(cand_err)),
-            "ref_err_norm": float(np.linalg.norm(ref_err)), "shadow_norm": float(np.linalg.norm(cs))}
+            "compared": int(judged.sum()), "cand_err_norm": float(norm(cand_err)),
+            "ref_err_norm": float(norm(ref_err)), "shadow_norm": float(norm(cs))}
 
 
 def compare_outputs(got_list, exp_list, rtol, atol, sample_seed, shadows=None):
