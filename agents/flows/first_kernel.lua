@@ -5,13 +5,17 @@
 --               GEMMs and convolutions go to Inductor's Triton templates (max-autotune); with
 --               allow (the default) Inductor may call cuBLAS/cuDNN for them, and the program's
 --               row reports the share of time in library kernels.
+--   inductor_eager_layout — the same with Inductor's layout optimization off (kind "inductor",
+--               layout "eager"): tried only for a subgraph with a convolution whose `inductor`
+--               kernel was refused for its values, since cuDNN gets other algorithms (TF32 results
+--               beyond fp32's tolerance of eager's) for the layouts Inductor picks.
 --   reference — the subgraph's own PyTorch ops as a plain kernel_function: the CPU mode's stand-in
 --               (CPU candidates are PyTorch) and, on a GPU, the program that measures what
 --               composition itself costs (--first reference). It is all library kernels.
 -- Either is untrusted like any candidate: verified against its subgraph by the evaluator.
 local M = {}
 
-M.SOURCES = { "inductor", "reference" }
+M.SOURCES = { "inductor", "inductor_eager_layout", "reference" }
 
 -- reference(u) -> the reference kernel's source for a unique subgraph (subproblem.dedupe's)
 function M.reference(u)
@@ -24,10 +28,11 @@ function M.reference(u)
   }, "\n")
 end
 
--- inductor(run, u, path, library) -> source, or nil and why. path: the subgraph's problem file.
-function M.inductor(run, u, path, library)
+-- inductor(run, u, path, library, layout) -> source, or nil and why. path: the subgraph's problem
+-- file; layout: "inductor" (Inductor's own choice, the default) or "eager".
+function M.inductor(run, u, path, library, layout)
   local a = run.pool:analyze({ kind = "inductor", problem = path, dtype = run.dtype, library = library,
-    timeout = run.opts.job_timeout })
+    layout = layout, timeout = run.opts.job_timeout })
   if not a.ok then return nil, tostring(a.error) end
   return a.source
 end
@@ -38,9 +43,20 @@ function M.order(run)
   local f = run.opts.first or "auto"
   if f == "auto" then
     if run.devices and run.devices[1] and run.devices[1].mode == "cpu" then return { "reference" } end
-    return run.opts.first_library == "allow" and { "inductor", "reference" } or { "inductor" }
+    return run.opts.first_library == "allow" and { "inductor", "inductor_eager_layout", "reference" }
+      or { "inductor", "inductor_eager_layout" }
   end
   return { f }
+end
+
+-- worth(source, u, tried) -> whether a source is worth a try after the ones tried ({source = the
+-- evaluator's result or why none}): inductor_eager_layout only where the subgraph convolves and
+-- Inductor's own kernel was refused for its values (EMISMATCH, EPROPERTY)
+function M.worth(source, u, tried)
+  if source ~= "inductor_eager_layout" then return true end
+  local r = tried.inductor
+  return type(r) == "table" and (r.code == "EMISMATCH" or r.code == "EPROPERTY")
+    and tostring(u.function_body or ""):find("conv", 1, true) ~= nil
 end
 
 -- label(source, cpu) -> how a row names the kernel's source
@@ -48,7 +64,7 @@ function M.label(source, cpu)
   if source == "reference" then
     return cpu and "reference ops (CPU stand-in: no Triton on CPU)" or "reference ops (library kernels)"
   end
-  return "TorchInductor Triton"
+  return source == "inductor_eager_layout" and "TorchInductor Triton (eager's layouts)" or "TorchInductor Triton"
 end
 
 return M

@@ -34,17 +34,22 @@ end
 -- result}; out.first says what happened (the row of docs/sweeps.md), passed_over why the sources
 -- before the one kept did not verify
 local function first(run, u, path, out)
-  local tried = {}
+  local tried, results = {}, {}
   for _, src in ipairs(first_kernel.order(run)) do
     local code, why
+    if not first_kernel.worth(src, u, results) then goto next_source end
     if src == "reference" then code = first_kernel.reference(u)
-    else code, why = first_kernel.inductor(run, u, path, run.opts.first_library) end
+    else
+      code, why = first_kernel.inductor(run, u, path, run.opts.first_library,
+        src == "inductor_eager_layout" and "eager" or "inductor")
+    end
     if code then
       local dir = "fuse/" .. u.dir .. "/first_" .. src
       run.rd:write(dir .. ".py", code)
       local view = subrun.derive(run, { problem_path = path, problem_code = u.code, dir = dir,
         job = M.audited(M.first_share(run, src)) })
       local r = view.evaluate(code)
+      results[src] = r
       run.rd:write(dir .. "/verify.json", r)
       if verdict.verified(r) then
         u.first = { source = src, code = code, result = r }
@@ -57,6 +62,7 @@ local function first(run, u, path, out)
       why = string.format("%s: %s", tostring(r.stage), tostring(r.error or "verified but not timed"))
     end
     tried[#tried + 1] = src .. ": " .. tostring(why)
+    ::next_source::
   end
   out.first = { verified = false, error = table.concat(tried, "; ") }
 end

@@ -103,11 +103,21 @@ class AnalyzeProblem(CpuWorkerTest):
         r = self.analyze(kind="forward", problem=problem, candidate="def kernel_function(x):\n    return x\n")
         self.assertFalse(r["traced"])
 
+    def test_inductor_needs_a_gpu(self):
+        sub = os.path.join(FUSE, sorted(os.listdir(FUSE))[0])
+        for layout in ("inductor", "eager"):
+            r = self.analyze(kind="inductor", problem=sub, layout=layout)
+            self.assertFalse(r["ok"])
+            self.assertTrue(r["error"].startswith("ENOTSUP"), r)
+
     def test_merge_through_the_worker_and_bad_requests(self):
         r = self.analyze(kind="merge", parts=[{"prefix": "a_", "source": "def kernel_function(x):\n    return x\n"}])
         self.assertTrue(r["ok"])
         self.assertEqual(r["entries"], [{"kind": "kernel_function", "name": "a_kernel_function"}])
-        for job in ({"kind": "nope"}, {"kind": "merge", "parts": []}, {"problem": "/nonexistent.py"}):
+        sub = os.path.join(FUSE, sorted(os.listdir(FUSE))[0])
+        for job in ({"kind": "nope"}, {"kind": "merge", "parts": []}, {"problem": "/nonexistent.py"},
+                    {"kind": "inductor", "problem": sub, "layout": "nchw"},
+                    {"kind": "inductor", "problem": sub, "library": "maybe"}):
             reply = self.w.request("analyze", job, timeout=60)
             self.assertFalse(reply["ok"])
             self.assertTrue(reply["error"].startswith("EBADREQ"), reply)

@@ -185,7 +185,23 @@ describe("the FX splitter", function()
     expect.match(src, "return v1")
     expect.falsy(src:find("class ", 1, true), "no module between the composed forward and the ops")
     expect.same(first_kernel.order({ opts = { first = "auto" }, devices = { { mode = "cpu" } } }), { "reference" })
-    expect.same(first_kernel.order({ opts = { first = "auto", first_library = "deny" }, devices = { { mode = "cuda" } } }), { "inductor" })
+    expect.same(first_kernel.order({ opts = { first = "auto", first_library = "deny" }, devices = { { mode = "cuda" } } }),
+      { "inductor", "inductor_eager_layout" })
+    expect.same(first_kernel.order({ opts = { first = "auto", first_library = "allow" }, devices = { { mode = "cuda" } } }),
+      { "inductor", "inductor_eager_layout", "reference" })
+  end)
+
+  it("tries Inductor with eager's layouts only for a convolution whose Inductor kernel was wrong", function()
+    local conv = { function_body = "def kernel_function(x0, p0):\n    return torch.nn.functional.conv2d(x0, p0)" }
+    local gemm = { function_body = "def kernel_function(x0, p0):\n    return x0 @ p0" }
+    expect.truthy(first_kernel.worth("inductor_eager_layout", conv, { inductor = { code = "EMISMATCH" } }))
+    expect.truthy(first_kernel.worth("inductor_eager_layout", conv, { inductor = { code = "EPROPERTY" } }))
+    -- refused for another reason, not evaluated at all, or no convolution: the layout is not why
+    expect.falsy(first_kernel.worth("inductor_eager_layout", conv, { inductor = { code = "ETAMPER" } }))
+    expect.falsy(first_kernel.worth("inductor_eager_layout", conv, {}))
+    expect.falsy(first_kernel.worth("inductor_eager_layout", gemm, { inductor = { code = "EMISMATCH" } }))
+    expect.truthy(first_kernel.worth("reference", gemm, {}))
+    expect.eq(first_kernel.label("inductor_eager_layout", false), "TorchInductor Triton (eager's layouts)")
   end)
 end)
 

@@ -81,6 +81,9 @@ def handle(ev, job):
             if job.get("library", "allow") not in ("allow", "deny"):
                 raise BadRequest("library must be allow or deny")
             spec["library"] = job.get("library", "allow")
+            if job.get("layout", "inductor") not in ("inductor", "eager"):
+                raise BadRequest("layout must be inductor or eager")
+            spec["layout"] = job.get("layout", "inductor")
     timeouts = {}
     if job.get("timeout"):
         timeouts = {k: float(job["timeout"]) for k in ("load", "trace", "run", "check", "time")}

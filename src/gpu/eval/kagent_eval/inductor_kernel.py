@@ -7,7 +7,11 @@ when the file is imported, and its `call`), minus its benchmark harness, plus a
 `library` "allow": Inductor's defaults (GEMMs and convolutions may call cuBLAS/cuDNN through
 `extern_kernels`); "deny": max-autotune with Triton templates only, so a GEMM becomes Triton
 (a convolution Inductor has no Triton template for still calls the library, and the kernel audit
-says so). The file is untrusted from here on: the evaluator verifies it as any candidate.
+says so). `layout` "eager": Inductor's layout optimization off, so a library convolution gets its
+inputs in the layouts eager gives it (by default Inductor may turn them channels-last, and cuDNN
+then picks other algorithms, whose fp32 results, computed in TF32 by PyTorch's default, differ
+from eager's by more than an fp32 tolerance). The file is untrusted from here on: the evaluator
+verifies it as any candidate.
 """
 import re
 
@@ -32,6 +36,8 @@ def make(torch, ch, spec):
     patches = {"triton.cudagraphs": False, "freezing": False}
     if spec.get("library") == "deny":
         patches.update({"max_autotune": True, "max_autotune_gemm_backends": "TRITON"})
+    if spec.get("layout") == "eager":
+        patches["layout_optimization"] = False
     torch._dynamo.reset()
     with config.patch(patches), torch.no_grad():
         compiled = torch.compile(model, backend="inductor", fullgraph=True, dynamic=False)
@@ -55,8 +61,9 @@ def make(torch, ch, spec):
         "",
     ]
     head = ("# First kernel (agents/flows/first_kernel.lua, inductor): the code TorchInductor %s emitted for\n"
-            "# this subgraph, made standalone; library kernels %s.\n") % (
-                torch.__version__, "allowed" if spec.get("library") != "deny" else "denied (Triton templates)")
+            "# this subgraph, made standalone; library kernels %s%s.\n") % (
+                torch.__version__, "allowed" if spec.get("library") != "deny" else "denied (Triton templates)",
+                "; eager's layouts kept" if spec.get("layout") == "eager" else "")
     return {"ok": True, "source": head + code.rstrip() + "\n" + "\n".join(tail),
             "extern_calls": len(re.findall(r"extern_kernels\.", code)),
             "triton_kernels": len(re.findall(r"async_compile\.triton\(", code))}
