@@ -33,7 +33,7 @@ function M.slots(devices, cap)
     return out
   end
   for i = 1, cap do out[i] = { devices = gpus[(i - 1) % #gpus + 1], gpus = 1 } end
-  return out, string.format("%d runs at once on %d GPU(s): runs share GPUs, so their timings disturb each other", cap, #gpus)
+  return out, string.format("%d runs at once on %d GPU(s): runs share GPUs, and their timed stages wait for each other's (the GPU's host lease)", cap, #gpus)
 end
 
 -- run_env(n) -> the environment each of n runs at once gets: TorchInductor's compile workers

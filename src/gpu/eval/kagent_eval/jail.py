@@ -210,6 +210,12 @@ def share_root():
     return os.path.join(_state["root"], "shared")
 
 
+def lease_root():
+    """Where each GPU's host lease file lives (lease.HostLock): the private folder, outside every
+    child's grants, so no candidate can take or hold a GPU's lease."""
+    return os.path.join(_state["root"], "gpu-lease")
+
+
 def memory_mb():
     return _state["memory_mb"] if _state else 0
 

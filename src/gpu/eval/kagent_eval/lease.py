@@ -29,18 +29,46 @@ what a worker holds when the job's reply arrives or the worker dies or times out
 trusted worker speaks to the pool: a candidate's process cannot ask, and its hold ends when the
 worker ends its stage (a stage's deadline kills the process, then the worker releases). A worker
 started without --lease (the only worker of its device) never asks: no round trip is added.
+
+Pools do not know each other: two runs on one GPU (a sweep with more runs than GPUs, two of the
+user's sessions) each have their own. So every GPU worker also holds its GPU's host lease
+(HostLock) in the same mode while it holds its pool's: an advisory lock (flock, shared or
+exclusive) on a file per GPU in the user's private sandbox folder, which no child can reach and
+whose descriptor no child keeps. A worker never waits for it while holding it, so no two pools
+wait on each other in a circle; the kernel drops it with a worker that dies.
 """
 import contextlib
+import fcntl
 import json
+import os
+import re
 
 SHARED, EXCLUSIVE = "shared", "exclusive"
 
 
+class HostLock:
+    """A GPU's lease among all pools of this user on this host: flock on its file."""
+
+    def __init__(self, folder, device):
+        os.makedirs(folder, 0o700, exist_ok=True)
+        name = re.sub(r"[^A-Za-z0-9._-]", "_", str(device)) or "gpu"
+        self.path = os.path.join(folder, name + ".lock")
+        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+
+    def hold(self, mode):
+        """Waits for the lock in `mode` (a held one changes mode: shared <-> exclusive)."""
+        fcntl.flock(self.fd, fcntl.LOCK_EX if mode == EXCLUSIVE else fcntl.LOCK_SH)
+
+    def release(self):
+        fcntl.flock(self.fd, fcntl.LOCK_UN)
+
+
 class Lease:
-    def __init__(self, enabled, send, read_line):
+    def __init__(self, enabled, send, read_line, host=None):
         self.enabled = enabled
         self.send = send  # writes one protocol object
         self.read_line = read_line  # the next line from the pool ("" at its end)
+        self.host = host  # the GPU's HostLock among pools, or None (CPU mode)
         self.job_id = None
         self.mode = None  # what this worker holds: None, SHARED or EXCLUSIVE
 
@@ -61,6 +89,8 @@ class Lease:
         if self.enabled:
             self.send({"id": self.job_id, "lease": "acquire", "mode": mode})
             self._wait_grant()
+        if self.host is not None:
+            self.host.hold(mode)
         self.mode = mode
 
     def _wait_grant(self):
@@ -77,6 +107,8 @@ class Lease:
 
     def release(self):
         held, self.mode = self.mode, None
+        if held is not None and self.host is not None:
+            self.host.release()
         if held is not None and self.enabled:
             self.send({"id": self.job_id, "lease": "release"})
 

@@ -147,8 +147,14 @@ def main(argv=None):
     if args.lease:  # the device's other workers are this pool's: one reference and peaks for all
         from . import device_share, jail
         share = device_share.open_for(args.device, _STARTED_BY, sandbox_status, jail.share_root())
+    host = None
+    if not cpu:  # the GPU's lease among this user's pools on this host (lease.HostLock)
+        from . import jail, sandbox
+        from .lease import HostLock
+        host = HostLock(jail.lease_root(), args.device)
+        sandbox.PARENT_ONLY_FDS.add(host.fd)
     ev = Evaluator(device, threads=threads, protocol_fd=proto_fd,
-                   lease=Lease(args.lease, reply, sys.stdin.readline), share=share)
+                   lease=Lease(args.lease, reply, sys.stdin.readline, host), share=share)
     gpu_id = int(args.device) if args.device.isdigit() else args.device  # an index or a UUID
     ready = {"ready": True, "device": "cpu" if cpu else gpu_id, "mode": "cpu" if cpu else "cuda",
              "torch": torch.__version__, "triton": triton_ver, "pid": os.getpid(),

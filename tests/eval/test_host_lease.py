@@ -1,0 +1,85 @@
+"""A GPU's lease among pools (lease.HostLock): two workers of different pools, each its device's
+only worker (no pool lease to ask), on the same GPU. A timed stage of one waits for the other's
+work to end, shared work of both runs at once, and a child forked meanwhile does not keep the
+lock."""
+import fcntl
+import multiprocessing
+import os
+import shutil
+import sys
+import tempfile
+import time
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "src", "gpu", "eval"))
+from kagent_eval.lease import EXCLUSIVE, SHARED, HostLock, Lease  # noqa: E402
+
+HOLD_S = 0.6
+
+
+def other_pool(folder, mode, started, done):
+    """Another pool's lone worker: holds the GPU's lease in `mode` for HOLD_S."""
+    lease = Lease(False, None, None, HostLock(folder, "GPU-test"))
+    lease.begin(1)
+    with lease.held(mode):
+        started.set()
+        time.sleep(HOLD_S)
+        done.set()  # set while it still holds: whoever gets the lease after it sees it set
+
+
+class HostLeaseTest(unittest.TestCase):
+    def setUp(self):
+        self.folder = tempfile.mkdtemp(prefix="kagent-lease-")
+        self.ctx = multiprocessing.get_context("fork")
+
+    def tearDown(self):
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+    def waited(self, theirs, mine):
+        """Seconds this worker waited for `mine` while the other pool held `theirs`."""
+        started, done = self.ctx.Event(), self.ctx.Event()
+        p = self.ctx.Process(target=other_pool, args=(self.folder, theirs, started, done))
+        p.start()
+        try:
+            self.assertTrue(started.wait(10))
+            lease = Lease(False, None, None, HostLock(self.folder, "GPU-test"))
+            lease.begin(1)
+            t = time.monotonic()
+            with lease.held(mine):
+                waited = time.monotonic() - t
+                other_done = done.is_set()
+            return waited, other_done
+        finally:
+            p.join(10)
+
+    def test_a_timed_stage_waits_for_another_pools_work(self):
+        for theirs in (SHARED, EXCLUSIVE):
+            waited, other_done = self.waited(theirs, EXCLUSIVE)
+            self.assertTrue(other_done, "held exclusive while another pool held it %s" % theirs)
+            self.assertGreater(waited, HOLD_S / 2)
+
+    def test_shared_work_waits_only_for_a_timed_stage(self):
+        waited, other_done = self.waited(SHARED, SHARED)
+        self.assertFalse(other_done)
+        self.assertLess(waited, HOLD_S / 2)
+        waited, other_done = self.waited(EXCLUSIVE, SHARED)
+        self.assertTrue(other_done)
+
+    def test_devices_do_not_wait_for_each_other(self):
+        a = HostLock(self.folder, "GPU-a")
+        b = HostLock(self.folder, "GPU-b")
+        a.hold(EXCLUSIVE)
+        t = time.monotonic()
+        b.hold(EXCLUSIVE)
+        self.assertLess(time.monotonic() - t, 0.2)
+        a.release()
+        b.release()
+
+    def test_the_lock_file_is_private_and_closed_on_exec(self):
+        lock = HostLock(self.folder, "GPU-test")
+        self.assertTrue(fcntl.fcntl(lock.fd, fcntl.F_GETFD) & fcntl.FD_CLOEXEC)
+        self.assertEqual(os.stat(lock.path).st_mode & 0o777, 0o600)
+
+
+if __name__ == "__main__":
+    unittest.main()
