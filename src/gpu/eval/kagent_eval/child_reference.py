@@ -96,7 +96,7 @@ def run(ch, spec):
             if entry["trial"] == 0:
                 msg["input_contract"] = contract
             shadow_arrays = []
-            if fp32.enabled:
+            if fp32.wants(dist):
                 # every kind of trial: inputs of one sign (the "negative" property) give a
                 # convolution's output an offset as large against its variation as small ones do
                 ch.stage("shadow")

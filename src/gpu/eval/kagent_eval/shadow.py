@@ -1,4 +1,4 @@
-"""The fp32 shadow of a low-precision reference (reference child only: trusted code).
+"""The shadow of a reference at a higher precision (reference child only: trusted code).
 
 For bf16 and fp16 jobs the reference child also runs the problem's Model in fp32 on the same
 inputs upcast, with the low-precision model's own weights upcast (exact), and sends the digest
@@ -6,12 +6,20 @@ of that output beside the reference's. The worker uses it only where a candidate
 and the low-precision reference itself fails the same check against its shadow: a trial that
 is ill-conditioned at that dtype (compare.judge_by_shadow).
 
+For fp32 jobs the shadow is fp64, on the trials of all-zero inputs only (FP64_DISTS): there a
+normalization divides the rounding noise of an exactly constant value by its epsilon, so the
+fp32 reference's output is that noise while the true output is a constant, and a candidate that
+computes the constant exactly failed for it. The worker judges by an fp64 shadow only where the
+reference is itself that far off it (compare.judge_by_shadow).
+
 The shadow model is built on first use, so it costs nothing where no trial asks for one, and a
 shadow that would not fit in the memory left (FREE_SHARE) or that fails is skipped with a note; the trial is then judged as without one.
 """
 from . import digest, loader
 
-DTYPES = ("bf16", "fp16")
+DTYPES = ("bf16", "fp16")  # shadowed in fp32 on every trial
+# an fp32 job's trials shadowed in fp64 (inputs.PROPERTIES' all-zero inputs)
+FP64_DISTS = ("zeros",)
 # a shadow is run only where its fp32 inputs and outputs (or, at build, weights) take at most
 # this share of the free memory: the forward's own temporaries are not known ahead
 FREE_SHARE = 0.5
@@ -21,7 +29,10 @@ class Shadow:
     def __init__(self, torch, problem, init_inputs, model, spec):
         self.torch, self.problem, self.init_inputs, self.spec = torch, problem, init_inputs, spec
         self.device = spec["device"]
-        self.enabled = spec["dtype"] in DTYPES
+        self.enabled = spec["dtype"] in DTYPES or spec["dtype"] == "fp32"
+        self.dtype = torch.float64 if spec["dtype"] == "fp32" else torch.float32
+        self.label = "fp64" if spec["dtype"] == "fp32" else "fp32"
+        self.width = 8 if spec["dtype"] == "fp32" else 4  # bytes per element
         self.source = model  # the low-precision model, whose state the shadow copies at build
         self.model = None
         self.note = None  # why no shadow model exists, once building it failed
@@ -33,48 +44,54 @@ class Shadow:
             return
         torch = self.torch
         try:
-            need = sum(t.numel() * 4 for t in list(self.source.parameters()) +
+            need = sum(t.numel() * self.width for t in list(self.source.parameters()) +
                        list(self.source.buffers()))
             if not self._fits(need):
-                self.note = "the fp32 weights (%d MB) would not fit beside the reference" % (need >> 20)
+                self.note = "the %s weights (%d MB) would not fit beside the reference" % (
+                    self.label, need >> 20)
                 return
             model = loader.build_model(torch, self.problem.Model, self.init_inputs, self.spec["seed"],
-                                       torch.float32, self.device)
+                                       self.dtype, self.device)
             want, got = self.source.state_dict(), model.state_dict()
             if set(want) != set(got) or any(want[k].shape != got[k].shape for k in want):
-                self.note = "the model's fp32 state differs in names or shapes"
+                self.note = "the model's %s state differs in names or shapes" % self.label
                 return
             with torch.no_grad():
                 for key, value in got.items():
                     value.copy_(want[key])
             self.model = model
         except Exception as e:
-            self.note = "building the fp32 model failed: %s: %s" % (type(e).__name__, str(e)[:200])
+            self.note = "building the %s model failed: %s: %s" % (self.label, type(e).__name__,
+                                                                   str(e)[:200])
             self._free()
+
+    def wants(self, dist):
+        """Whether a trial of inputs `dist` gets a shadow."""
+        return self.enabled and (self.label == "fp32" or dist in FP64_DISTS)
 
     def digest(self, args, out_metas, sample_seed):
         """(shadow metas, arrays, None) for one trial's inputs, or (None, [], note)."""
         if not self.enabled:
             return None, [], None
         if self.model is None:
-            return None, [], self.note or "no fp32 model"
-        torch = self.torch
-        need = sum(a.numel() * 4 for a in args if isinstance(a, torch.Tensor)) + sum(
-            m["numel"] * 4 for m in out_metas if m.get("kind") == "tensor")
+            return None, [], self.note or "no %s model" % self.label
+        torch, label = self.torch, self.label
+        need = sum(a.numel() * self.width for a in args if isinstance(a, torch.Tensor)) + sum(
+            m["numel"] * self.width for m in out_metas if m.get("kind") == "tensor")
         if not self._fits(need):
-            return None, [], "the fp32 inputs and outputs (%d MB) would not fit" % (need >> 20)
+            return None, [], "the %s inputs and outputs (%d MB) would not fit" % (label, need >> 20)
         up = out = None
         try:
-            up = [loader.cast_value(torch, a, torch.float32, self.device) for a in args]
+            up = [loader.cast_value(torch, a, self.dtype, self.device) for a in args]
             with torch.no_grad(), _no_tf32(torch):
                 out = self.model(*up)
             del up
             outs = digest.flatten_outputs(torch, out)
             if len(outs) != len(out_metas):
-                return None, [], "the fp32 outputs differ in number"
+                return None, [], "the %s outputs differ in number" % label
             metas, arrays = [], []
             for value, ref in zip(outs, out_metas):
-                # whole where the reference's output went whole (fp32 is twice the bytes)
+                # whole where the reference's output went whole (the shadow's has more bytes)
                 if isinstance(value, torch.Tensor):
                     meta, arrs = digest.tensor_digest(torch, value, sample_seed,
                                                       force_full=bool(ref.get("full")))
@@ -83,13 +100,13 @@ class Shadow:
                 metas.append(meta)
                 arrays.extend(arrs)
         except Exception as e:
-            return None, [], "the fp32 run failed: %s: %s" % (type(e).__name__, str(e)[:200])
+            return None, [], "the %s run failed: %s: %s" % (label, type(e).__name__, str(e)[:200])
         finally:
             up = out = outs = None
             self._free()
         if any(m.get("kind") != r.get("kind") or m.get("shape") != r.get("shape")
                for m, r in zip(metas, out_metas)):
-            return None, [], "the fp32 outputs differ in kind or shape"
+            return None, [], "the %s outputs differ in kind or shape" % label
         return metas, arrays, None
 
     def close(self):

@@ -34,7 +34,7 @@ def reference_trials(outcome):
 
 def note_shadow(result, summary, trial, dist):
     """Lists in result["shadow_judged"] each output that passed only against the reference's
-    fp32 shadow (an ill-conditioned trial, compare.judge_by_shadow), with the error norms that
+    shadow (an ill-conditioned trial, compare.judge_by_shadow), with the error norms that
     let it pass, so a reader of the result sees why."""
     for entry in summary.get("shadow") or []:
         result.setdefault("shadow_judged", []).append(dict(entry, trial=trial, distribution=dist))
@@ -53,7 +53,7 @@ def _changed_inputs(after, ref_inputs):
 
 
 def _compare_side_by_side(pairs, rtol, atol, sample_seed, also=None):
-    """compare_outputs of each (outputs, expected[, fp32 shadow]) pair, in order, computed on a
+    """compare_outputs of each (outputs, expected[, shadow]) pair, in order, computed on a
     few threads; each item is (ok, summary, {name: ok}) with the outcome at each of `also`'s
     tolerances ({name: (rtol, atol)}).
     Each trial's comparison reads a million-element sample per output in float64 (tens of ms);
