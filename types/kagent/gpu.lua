@@ -370,9 +370,10 @@ function pool:sanitize(job) end
 ---    batch: the first setting at which the model runs) and says `shrunk = {name = {from, to}}`;
 ---    the shapes are then those of the smaller problem.
 ---  - `kind = "inductor"` (`job.problem`: a subgraph problem, a `Model` without parameters;
----    `job.library = "allow"|"deny"`): the problem compiled by TorchInductor on the worker's GPU and
----    the module it emitted made a standalone kernel file: `{source, extern_calls, triton_kernels}`;
----    `deny` uses max-autotune with Triton templates only. `ENOTSUP` in CPU mode or without
+---    `job.library = "allow"|"deny"`, `job.layout = "inductor"|"eager"`): the problem compiled by
+---    TorchInductor on the worker's GPU and the module it emitted made a standalone kernel file:
+---    `{source, extern_calls, triton_kernels}`; `deny` uses max-autotune with Triton templates only;
+---    `eager` turns Inductor's layout optimization off, so library convolutions see eager's layouts. `ENOTSUP` in CPU mode or without
 ---    Inductor. The source is a candidate like any other: verify it.
 ---  - `kind = "forward"` (`job.problem`, `job.candidate`): the candidate's `ModelNew.forward`
 ---    traced with the classes and functions the candidate defines as leaves: `{traced, calls =

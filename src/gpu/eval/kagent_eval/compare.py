@@ -234,8 +234,10 @@ SHADOW_QUANTILES = (0.5, 0.9, 0.99, 0.999, 1.0)
 def judge_by_shadow(got, exp, shadow, rtol, atol):
     """A candidate output that failed against the reference output `exp`, judged against the
     reference's shadow of it (fp32 for a low-precision reference, fp64 for an fp32 one on its
-    all-zero trials: the same model and inputs upcast, digested at the same positions). None where the shadow cannot judge: none usable. Where the reference passes
-    the elementwise test against its shadow, the candidate must too (within_shadow). Otherwise
+    all-zero trials: the same model and inputs upcast, digested at the same positions). None
+    where the shadow cannot judge: none usable, or an fp64 shadow the reference agrees with.
+    Where the reference passes the elementwise test against its shadow, the candidate must too
+    (within_shadow). Otherwise
     {ok, reason, rule: "ratio", ref_mismatches, compared, cand_err_norm, ref_err_norm,
     shadow_norm}."""
     if not shadow or shadow.get("kind") != "tensor":

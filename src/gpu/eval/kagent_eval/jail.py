@@ -203,17 +203,11 @@ def watched_process_limit():
     return s["max_processes"] if s and s["enabled"] and s["process_limit"] == "watch" else None
 
 
-def share_root():
-    """Where the workers of one device keep what they share (device_share.py): in the private
-    folder but outside every child's grants, so no child reads or writes it where Landlock
-    confines them (a candidate would find the reference's output samples there)."""
-    return os.path.join(_state["root"], "shared")
-
-
-def lease_root():
-    """Where each GPU's host lease file lives (lease.HostLock): the private folder, outside every
-    child's grants, so no candidate can take or hold a GPU's lease."""
-    return os.path.join(_state["root"], "gpu-lease")
+def share_root(name="shared"):
+    """A folder of the workers' own in the private folder, outside every child's grants: what the
+    workers of one device share ("shared", device_share.py: a candidate would find the reference's
+    output samples there) and each GPU's host lease file ("gpu-lease", lease.HostLock)."""
+    return os.path.join(_state["root"], name)
 
 
 def memory_mb():

@@ -151,7 +151,7 @@ def main(argv=None):
     if not cpu:  # the GPU's lease among this user's pools on this host (lease.HostLock)
         from . import jail, sandbox
         from .lease import HostLock
-        host = HostLock(jail.lease_root(), args.device)
+        host = HostLock(jail.share_root("gpu-lease"), args.device)
         sandbox.PARENT_ONLY_FDS.add(host.fd)
     ev = Evaluator(device, threads=threads, protocol_fd=proto_fd,
                    lease=Lease(args.lease, reply, sys.stdin.readline, host), share=share)
