@@ -3,22 +3,29 @@
 -- form an LLM's reply takes, so decomposition.validate checks it exactly as it checks the LLM's.
 --
 -- The rule (docs/agents.md, "The FX splitter"): walking the ops in execution order, each anchor
--- (a GEMM, a convolution, a transposed convolution, attention) starts a subgraph, and the ops
--- after it (pointwise, normalization, reduction, pooling, views) are its epilogue, up to the next
--- anchor; ops before the first anchor form a prologue of their own. Two adjustments keep every
--- subgraph a problem of its own: views at the end of an epilogue move to the next subgraph (a
--- transposed or sliced value would cross the border with strides its kernel was not made for),
--- and subgraphs are merged where a tuple would cross a border (tuples stay with the ops that
--- take them apart). As subgraphs are runs of consecutive ops, each reads only from earlier
+-- (a GEMM, a convolution, a transposed convolution, attention, a recurrent layer) starts a
+-- subgraph, and the ops after it (pointwise, normalization, reduction, pooling, views) are its
+-- epilogue, up to the next anchor; ops before the first anchor form a prologue of their own. Two
+-- adjustments keep every subgraph a problem of its own: views at the end of an epilogue move to
+-- the next subgraph (a transposed or sliced value would cross the border with strides its kernel
+-- was not made for) unless they take a tuple apart, and subgraphs are merged where a tuple would
+-- still cross a border (tuples stay with the ops that take them apart). As subgraphs are runs of consecutive ops, each reads only from earlier
 -- ones: no cycle can arise.
 local decomposition = require("agents.lib.decomposition")
 
 local M = {}
 
-M.ANCHORS = { gemm = true, conv = true, conv_transpose = true, attention = true }
-M.RULE = "each GEMM, convolution or attention op with the pointwise, normalization, reduction and "
+M.ANCHORS = { gemm = true, conv = true, conv_transpose = true, attention = true, recurrent = true }
+M.RULE = "each GEMM, convolution, attention or recurrent layer with the pointwise, normalization, reduction and "
   .. "view ops after it up to the next such op (ops before the first form a prologue); trailing views "
   .. "move to the next subgraph; subgraphs a tuple would leave are merged"
+
+local function reads_tuple(g, op)
+  for _, v in ipairs(op.inputs or {}) do
+    if g.values[v] and not g.values[v].tensor then return true end
+  end
+  return false
+end
 
 -- groups(g) -> array of arrays of op positions (1-based, execution order)
 local function groups(g)
@@ -26,9 +33,12 @@ local function groups(g)
   for i, op in ipairs(g.ops) do
     if M.ANCHORS[op.category] or not cur then
       if cur and M.ANCHORS[op.category] then
-        -- trailing views of the previous group start this one
+        -- trailing views of the previous group start this one, up to one that takes a tuple
+        -- apart (it stays with the tuple's maker)
         local moved = {}
-        while #cur > 1 and g.ops[cur[#cur]].category == "view" do table.insert(moved, 1, table.remove(cur)) end
+        while #cur > 1 and g.ops[cur[#cur]].category == "view" and not reads_tuple(g, g.ops[cur[#cur]]) do
+          table.insert(moved, 1, table.remove(cur))
+        end
         out[#out + 1] = cur
         cur = moved
       elseif cur then
@@ -43,7 +53,21 @@ local function groups(g)
   if cur and #cur > 0 then out[#out + 1] = cur end
   local kept = {}
   for _, grp in ipairs(out) do if #grp > 0 then kept[#kept + 1] = grp end end
-  return kept
+  -- a group of views alone (`x[0]` before the first GEMM) computes nothing: as a problem of its
+  -- own its output would be its input's memory; it joins the next group (the last, the previous)
+  local joined = {}
+  for k, grp in ipairs(kept) do
+    local only_views = true
+    for _, i in ipairs(grp) do if g.ops[i].category ~= "view" then only_views = false end end
+    if only_views and k < #kept then
+      for j = #grp, 1, -1 do table.insert(kept[k + 1], 1, grp[j]) end
+    elseif only_views and #joined > 0 then
+      for _, i in ipairs(grp) do table.insert(joined[#joined], i) end
+    else
+      joined[#joined + 1] = grp
+    end
+  end
+  return joined
 end
 
 -- merge_tuples(g, gs) -> gs with the groups between a tuple's producer and a reader of it joined

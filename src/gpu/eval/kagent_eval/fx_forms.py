@@ -8,6 +8,7 @@ import operator
 # labels -> category, for the router's features (agents/roles/router.lua reads categories)
 CATEGORIES = [
     ("attention", {"scaled_dot_product_attention", "MultiheadAttention"}),
+    ("recurrent", {"LSTM", "GRU", "RNN"}),
     ("conv_transpose", {"ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d", "conv_transpose1d",
                         "conv_transpose2d", "conv_transpose3d"}),
     ("conv", {"Conv1d", "Conv2d", "Conv3d", "conv1d", "conv2d", "conv3d"}),
