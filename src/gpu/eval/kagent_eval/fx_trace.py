@@ -10,7 +10,6 @@ A branch on tensor *data* (`if x.sum() > 0`) is still refused: that value would 
 inputs. Arguments the problem's get_inputs leaves out take their defaults as plain values (a
 forward's `h0=None` runs its `if h0 is None:` branch as the model does)."""
 import contextlib
-import copy
 
 # tensor metadata the concrete trace answers with the real value (never data)
 CONCRETE_ATTRS = {"shape", "ndim", "dtype", "device", "is_cuda", "requires_grad", "is_nested",
@@ -42,23 +41,37 @@ def _tracer_base(torch):
 def plain(torch, model):
     """The graph module of torch.fx's own trace (raises where it cannot trace)."""
     tracer = _tracer_base(torch)()
-    graph = tracer.trace(_copy(model))
-    return torch.fx.GraphModule(tracer.root, graph, type(model).__name__)
+    with _preserved(torch, model):  # the graph module takes the constants the trace made
+        graph = tracer.trace(model)
+        return torch.fx.GraphModule(tracer.root, graph, type(model).__name__)
 
 
-def _copy(model):
-    """A copy to trace: a forward may assign attributes (`self.hidden = ...`), which tracing would
-    leave as proxies in the model the analysis then runs."""
+@contextlib.contextmanager
+def _preserved(torch, model):
+    """The model as it was before the trace, after it: a forward may assign attributes
+    (`self.hidden = ...`, which tracing leaves as proxies) and the concrete trace runs it, so
+    buffers and tensor attributes may be written in place. (Not a copy of the model: a forward
+    may call its layers through closures made at construction, which a copy would not follow.)"""
+    attrs = [(m, dict(m.__dict__)) for m in model.modules()]
+    tensors = []
+    for m, d in attrs:
+        for v in list(d.get("_parameters", {}).values()) + list(d.get("_buffers", {}).values()) + list(d.values()):
+            if isinstance(v, torch.Tensor):
+                tensors.append((v, v.detach().clone()))
     try:
-        return copy.deepcopy(model)
-    except Exception:  # a model that cannot be copied is traced itself
-        return model
+        yield model
+    finally:
+        for m, d in attrs:
+            m.__dict__.clear()
+            m.__dict__.update(d)
+        with torch.no_grad():
+            for v, saved in tensors:
+                v.copy_(saved)
 
 
 def concrete(torch, model, args):
-    """The graph module of the concrete trace of model on args. The model is copied first: the
-    forward runs while it is traced, and what it writes (an attribute it assigns, a buffer it
-    updates in place) must not change the model the analysis then runs."""
+    """The graph module of the concrete trace of model on args (the model left as it was: the
+    forward runs while it is traced, _preserved)."""
     fx = torch.fx
     module = torch.nn.Module
     # while tracing, torch.fx patches nn.Module's __call__ and __getattr__ (a layer called gives a
@@ -74,7 +87,6 @@ def concrete(torch, model, args):
         finally:
             module.__call__, module.__getattr__ = patched
 
-    root = _copy(model)
     args = [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
 
     class Proxy(fx.Proxy):
@@ -142,8 +154,9 @@ def concrete(torch, model, args):
                 x, lambda v: self.value(v.node) if isinstance(v, fx.Proxy) else v)
 
     tracer = Tracer()
-    graph = tracer.trace(root)
-    return fx.GraphModule(tracer.root, graph, type(model).__name__)
+    with _preserved(torch, model):
+        graph = tracer.trace(model)
+        return fx.GraphModule(tracer.root, graph, type(model).__name__)
 
 
 def needs_concrete(model, args):
