@@ -79,5 +79,40 @@ class AnalyzeLayers(CpuWorkerTest):
         self.assertTrue(r["control_flow"], r.get("trace_error"))
 
 
+class ConcreteTraceLeavesTheModel(unittest.TestCase):
+    """The concrete trace runs the forward: what the forward writes (batch norm's running
+    statistics, an attribute it assigns) is put back, so the analysis then runs the model as
+    built. In-process: fx_trace on a small model."""
+
+    def test_model_state_restored(self):
+        import sys
+        sys.path.insert(0, os.path.join(ROOT, "src", "gpu", "eval"))
+        import torch
+        from kagent_eval import fx_trace
+
+        class M(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.bn = torch.nn.BatchNorm1d(4)
+                self.last = None
+
+            def forward(self, x):
+                if x.size(0) > 1:  # a branch on a shape: the plain trace cannot follow it
+                    x = self.bn(x)
+                self.last = x
+                return x * 2
+
+        m = M()
+        x = torch.randn(3, 4) * 5 + 3
+        with self.assertRaises(Exception):
+            fx_trace.plain(torch, m)
+        gm = fx_trace.concrete(torch, m, [x])
+        self.assertTrue(torch.equal(m.bn.running_mean, torch.zeros(4)), "running statistics put back")
+        self.assertEqual(int(m.bn.num_batches_tracked), 0)
+        self.assertIsNone(m.last, "the attribute the forward assigned put back")
+        with torch.no_grad():
+            self.assertTrue(torch.allclose(gm(x), M.forward(m, x)))
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -41,22 +41,23 @@ def _tracer_base(torch):
 def plain(torch, model):
     """The graph module of torch.fx's own trace (raises where it cannot trace)."""
     tracer = _tracer_base(torch)()
-    with _preserved(torch, model):  # the graph module takes the constants the trace made
+    with _preserved(torch, model, False):  # the graph module takes the constants the trace made
         graph = tracer.trace(model)
         return torch.fx.GraphModule(tracer.root, graph, type(model).__name__)
 
 
 @contextlib.contextmanager
-def _preserved(torch, model):
+def _preserved(torch, model, runs):
     """The model as it was before the trace, after it: a forward may assign attributes
-    (`self.hidden = ...`, which tracing leaves as proxies) and the concrete trace runs it, so
-    buffers and tensor attributes may be written in place. (Not a copy of the model: a forward
-    may call its layers through closures made at construction, which a copy would not follow.)"""
+    (`self.hidden = ...`, which tracing leaves as proxies), and where the trace `runs` the forward
+    it may write buffers and tensor attributes in place (batch norm's running statistics). Not a
+    copy of the model: a forward may call its layers through closures made at construction, which
+    a copy would not follow; parameters, which a forward does not write, are not copied either."""
     attrs = [(m, dict(m.__dict__)) for m in model.modules()]
     tensors = []
-    for m, d in attrs:
-        for v in list(d.get("_parameters", {}).values()) + list(d.get("_buffers", {}).values()) + list(d.values()):
-            if isinstance(v, torch.Tensor):
+    for m, d in attrs if runs else ():
+        for v in list(d.get("_buffers", {}).values()) + list(d.values()):
+            if isinstance(v, torch.Tensor) and not isinstance(v, torch.nn.Parameter):
                 tensors.append((v, v.detach().clone()))
     try:
         yield model
@@ -154,7 +155,7 @@ def concrete(torch, model, args):
                 x, lambda v: self.value(v.node) if isinstance(v, fx.Proxy) else v)
 
     tracer = Tracer()
-    with _preserved(torch, model):
+    with _preserved(torch, model, True):
         graph = tracer.trace(model)
         return fx.GraphModule(tracer.root, graph, type(model).__name__)
 
