@@ -68,8 +68,9 @@ class AnalyzeLayers(CpuWorkerTest):
         ops = by_name(r)
         self.assertEqual(sum(1 for op in r["ops"] if op["op"] == "tanh"), 5, "the loop over 5 steps, unrolled")
         self.assertIn("pad", ops, "the branch on an odd extent taken")
-        self.assertIn(".to(${v:getitem}.device)", ops["cat"]["expr"],
-                      "the zeros of the default state are made on the input's device")
+        self.assertEqual(ops["zeros"]["expr"], "torch.zeros(2, 6, device=${v:x}.device)",
+                         "the default state is made, on the input's device, not kept as a constant")
+        self.assertEqual(ops["zeros"]["inputs"], ["x"], "it reads the input whose device it takes")
         self.assertEqual([i["name"] for i in r["inputs"]], ["x"], "h, left to its default, is no input")
 
     def test_control_flow_on_data_is_still_refused(self):

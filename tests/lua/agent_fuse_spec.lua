@@ -184,6 +184,20 @@ describe("the FX splitter", function()
     expect.same(dec.subgraphs[3].ops, { "last", "lin2", "relu2", "add" })
   end)
 
+  it("merges subgraphs where a view of a subgraph's input would cross: no subgraph returns its input's memory", function()
+    local a = analysis()
+    local xv = op("xv", { op = "view", category = "view", shape = { 4, 16 }, inputs = { "x" }, expr = "${v:x}.view(4, 16)" })
+    a.ops[1].inputs, a.ops[1].expr = { "xv" }, "torch.nn.functional.linear(${v:xv}, ${p:lin.weight}, ${p:lin.bias})"
+    table.insert(a.ops, 1, xv)
+    local dec, why = splitter.decompose(a)
+    expect.truthy(dec, why and table.concat(why, "; "))
+    expect.eq(#dec.subgraphs, 2, "xv is read by its own subgraph only")
+    a.ops[6].inputs, a.ops[6].expr = { "relu2", "xv" }, "(${v:relu2} + ${v:xv})"  -- the residual reads x's view
+    dec, why = splitter.decompose(a)
+    expect.truthy(dec, why and table.concat(why, "; "))
+    expect.eq(#dec.subgraphs, 1, "x.view would leave the first subgraph as its input's memory")
+  end)
+
   it("merges subgraphs a tuple would cross, and says why a graph without a functional form cannot be split", function()
     local a = analysis()
     a.ops[2].tensor = false  -- `relu` a tuple, read by lin2 and add

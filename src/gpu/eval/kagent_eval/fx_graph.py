@@ -21,6 +21,9 @@ class Graph:
         self.unsupported = []
         self._tensor_in = None  # the tensor input of the op being written (_form)
         self.on_device = set()  # folded constants of more than 0 dimensions
+        self._device_from = None  # the input an op without tensor inputs takes its device from
+        self._first_input = next((n for n in gm.graph.nodes if n.op == "placeholder"
+                                  and meta.get(n.name, {}).get("tensor")), None)
         self.inputs, self.ops, self.placeholders = [], [], []
         for n in gm.graph.nodes:
             m = meta.get(n.name, {})
@@ -80,7 +83,7 @@ class Graph:
             op["tensor"] = False
             op["items"] = [value_meta(x) for x in m.get("items", [])]
         op["category"] = CATEGORY.get(op["op"], "elementwise" if op["op"] in ELEMENTWISE else "other")
-        refs = []
+        refs = [self._device_from.name] if self._device_from is not None else []
         for a in nodes_in((n.args, n.kwargs)):
             if a.name not in self.folded and a.name not in self.params_of and a.name not in refs:
                 refs.append(a.name)
@@ -140,6 +143,12 @@ class Graph:
         torch = self.torch
         self._tensor_in = next((a for a in nodes_in((n.args, n.kwargs)) if a.name not in self.folded
                                 and (a.name in self.params_of or self.meta.get(a.name, {}).get("tensor"))), None)
+        self._device_from = None
+        if self._tensor_in is None and self._first_input is not None and any(
+                isinstance(a, torch.device) for a in _leaves((n.args, n.kwargs))):
+            # a tensor made from sizes on the device the model runs on (`torch.ones(T, T,
+            # device=x.device)`): it takes the device of the model's first input, which it reads
+            self._tensor_in = self._device_from = self._first_input
         if n.op == "call_module":
             mod = self.gm.get_submodule(n.target)
             label = type(mod).__name__
@@ -210,3 +219,11 @@ class Graph:
                 "outputs": getattr(self, "outputs", []),
                 "output_expr": getattr(self, "output_expr", "None"), "used_params": used,
                 "folded": sorted(self.folded)}
+
+
+def _leaves(arg):
+    if isinstance(arg, (tuple, list)):
+        return [x for a in arg for x in _leaves(a)]
+    if isinstance(arg, dict):
+        return [x for a in arg.values() for x in _leaves(a)]
+    return [arg]

@@ -10,12 +10,16 @@ A branch on tensor *data* (`if x.sum() > 0`) is still refused: that value would 
 inputs. Arguments the problem's get_inputs leaves out take their defaults as plain values (a
 forward's `h0=None` runs its `if h0 is None:` branch as the model does)."""
 import contextlib
+import sys
 
 # tensor metadata the concrete trace answers with the real value (never data)
 CONCRETE_ATTRS = {"shape", "ndim", "dtype", "device", "is_cuda", "requires_grad", "is_nested",
                   "is_sparse", "is_quantized", "is_meta", "layout", "is_mkldnn"}
 CONCRETE_METHODS = {"size", "dim", "numel", "nelement", "ndimension", "element_size",
                     "is_contiguous", "get_device", "is_floating_point", "is_complex", "stride"}
+
+# torch functions that make a tensor from sizes, recorded as calls by the concrete trace
+FACTORIES = ("ones", "zeros", "full", "arange", "eye", "linspace", "rand", "randn", "randint")
 
 # torch.nn layers traced through rather than kept whole: their forwards are plain ops around a
 # MultiheadAttention (which has a functional form, fx_module_calls.py)
@@ -78,15 +82,45 @@ def concrete(torch, model, args):
     # while tracing, torch.fx patches nn.Module's __call__ and __getattr__ (a layer called gives a
     # proxy); the real values are computed with the originals, taken before the trace patches them
     real = (module.__call__, module.__getattr__)
+    factories = {name: getattr(torch, name) for name in FACTORIES if hasattr(torch, name)}
 
     @contextlib.contextmanager
     def unpatched():
         patched = (module.__call__, module.__getattr__)
+        recording = {name: getattr(torch, name) for name in factories}
         module.__call__, module.__getattr__ = real
+        for name, fn in factories.items():
+            setattr(torch, name, fn)
         try:
             yield
         finally:
             module.__call__, module.__getattr__ = patched
+            for name, fn in recording.items():
+                setattr(torch, name, fn)
+
+    @contextlib.contextmanager
+    def factories_recorded(tracer):
+        # a tensor a forward makes from sizes alone (a causal mask) is recorded as the call that
+        # makes it, not kept as a constant of its values
+        py_dtypes = {bool: torch.bool, int: torch.int64, float: torch.get_default_dtype()}
+
+        def recorder(fn):
+            def record(*a, **kw):
+                if kw.get("dtype") in py_dtypes:  # `dtype=bool`, which a graph cannot hold
+                    kw["dtype"] = py_dtypes[kw["dtype"]]
+                try:
+                    return tracer.create_proxy("call_function", fn, a, kw)
+                except NotImplementedError:  # an argument a graph cannot hold: a constant then
+                    with unpatched():
+                        return fn(*a, **kw)
+            return record
+        for name, fn in factories.items():
+            setattr(torch, name, recorder(fn))
+        try:
+            yield
+        finally:
+            for name, fn in factories.items():
+                setattr(torch, name, fn)
 
     args = [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
 
@@ -101,6 +135,12 @@ def concrete(torch, model, args):
 
         def __iter__(self):
             return iter([self[i] for i in range(len(self.tracer.value(self.node)))])
+
+    # einops (Mamba2's rearrange) takes only the array types it knows: a proxy is given its torch
+    # backend, whose reshapes and permutes are then recorded (the shapes it reads are concrete)
+    einops_backends = sys.modules.get("einops._backends")
+    if einops_backends is not None and hasattr(einops_backends, "TorchBackend"):
+        einops_backends._type2backend[Proxy] = einops_backends.TorchBackend()
 
     class Tracer(_tracer_base(torch)):
         def __init__(self):
@@ -155,7 +195,7 @@ def concrete(torch, model, args):
                 x, lambda v: self.value(v.node) if isinstance(v, fx.Proxy) else v)
 
     tracer = Tracer()
-    with _preserved(torch, model, True):
+    with _preserved(torch, model, True), factories_recorded(tracer):
         graph = tracer.trace(model)
         return fx.GraphModule(tracer.root, graph, type(model).__name__)
 
