@@ -34,7 +34,8 @@ CATEGORIES = [
               "unsqueeze", "squeeze", "expand", "expand_as", "getitem", "split", "chunk", "narrow",
               "unflatten", "Unflatten", "view_as", "reshape_as", "Identity", "clone", "movedim",
               "unbind", "select", "repeat", "cat", "stack", "to", "type_as", "float", "half",
-              "bfloat16", "Dropout", "dropout", "Dropout1d", "Dropout2d", "Dropout3d"}),
+              "bfloat16", "Dropout", "dropout", "Dropout1d", "Dropout2d", "Dropout3d", "unfold",
+              "diagonal", "swapaxes", "swapdims", "as_strided"}),
 ]
 CATEGORY = {label: cat for cat, labels in CATEGORIES for label in labels}
 

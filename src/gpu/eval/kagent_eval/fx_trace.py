@@ -161,7 +161,7 @@ def concrete(torch, model, args):
             return self.values[node]
 
         def create_proxy(self, kind, target, args_, kwargs, name=None, type_expr=None,
-                         proxy_factory_fn=None):
+                         proxy_factory_fn=None, **more):
             if kind == "placeholder":
                 i = self.placeholders
                 self.placeholders += 1
@@ -173,7 +173,7 @@ def concrete(torch, model, args):
             if kind == "call_function" and target is getattr and len(args_) == 2 and args_[1] in CONCRETE_ATTRS:
                 a, _ = self._values((args_, {}))
                 return getattr(a[0], a[1])
-            proxy = super().create_proxy(kind, target, args_, kwargs, name, type_expr, proxy_factory_fn)
+            proxy = super().create_proxy(kind, target, args_, kwargs, name, type_expr, proxy_factory_fn, **more)
             node = proxy.node
             if kind == "placeholder":
                 self.values[node] = args[i] if i < len(args) else (args_[0] if args_ else None)
