@@ -3,22 +3,30 @@
 -- form an LLM's reply takes, so decomposition.validate checks it exactly as it checks the LLM's.
 --
 -- The rule (docs/agents.md, "The FX splitter"): walking the ops in execution order, each anchor
--- (a GEMM, a convolution, a transposed convolution, attention) starts a subgraph, and the ops
--- after it (pointwise, normalization, reduction, pooling, views) are its epilogue, up to the next
--- anchor; ops before the first anchor form a prologue of their own. Two adjustments keep every
--- subgraph a problem of its own: views at the end of an epilogue move to the next subgraph (a
--- transposed or sliced value would cross the border with strides its kernel was not made for),
--- and subgraphs are merged where a tuple would cross a border (tuples stay with the ops that
--- take them apart). As subgraphs are runs of consecutive ops, each reads only from earlier
+-- (a GEMM, a convolution, a transposed convolution, attention, a recurrent layer) starts a
+-- subgraph, and the ops after it (pointwise, normalization, reduction, pooling, views) are its
+-- epilogue, up to the next anchor; ops before the first anchor form a prologue of their own. Two
+-- adjustments keep every subgraph a problem of its own: views at the end of an epilogue move to
+-- the next subgraph (a transposed or sliced value would cross the border with strides its kernel
+-- was not made for) unless they take a tuple apart, and subgraphs are merged where a tuple or a
+-- view of a subgraph's own input would still cross a border (tuples stay with the ops that take
+-- them apart; a subgraph may not return its input's memory). As subgraphs are runs of consecutive ops, each reads only from earlier
 -- ones: no cycle can arise.
 local decomposition = require("agents.lib.decomposition")
 
 local M = {}
 
-M.ANCHORS = { gemm = true, conv = true, conv_transpose = true, attention = true }
-M.RULE = "each GEMM, convolution or attention op with the pointwise, normalization, reduction and "
+M.ANCHORS = { gemm = true, conv = true, conv_transpose = true, attention = true, recurrent = true }
+M.RULE = "each GEMM, convolution, attention or recurrent layer with the pointwise, normalization, reduction and "
   .. "view ops after it up to the next such op (ops before the first form a prologue); trailing views "
-  .. "move to the next subgraph; subgraphs a tuple would leave are merged"
+  .. "move to the next subgraph; subgraphs a tuple or a view of their input would leave are merged"
+
+local function reads_tuple(g, op)
+  for _, v in ipairs(op.inputs or {}) do
+    if g.values[v] and not g.values[v].tensor then return true end
+  end
+  return false
+end
 
 -- groups(g) -> array of arrays of op positions (1-based, execution order)
 local function groups(g)
@@ -26,9 +34,12 @@ local function groups(g)
   for i, op in ipairs(g.ops) do
     if M.ANCHORS[op.category] or not cur then
       if cur and M.ANCHORS[op.category] then
-        -- trailing views of the previous group start this one
+        -- trailing views of the previous group start this one, up to one that takes a tuple
+        -- apart (it stays with the tuple's maker)
         local moved = {}
-        while #cur > 1 and g.ops[cur[#cur]].category == "view" do table.insert(moved, 1, table.remove(cur)) end
+        while #cur > 1 and g.ops[cur[#cur]].category == "view" and not reads_tuple(g, g.ops[cur[#cur]]) do
+          table.insert(moved, 1, table.remove(cur))
+        end
         out[#out + 1] = cur
         cur = moved
       elseif cur then
@@ -43,11 +54,45 @@ local function groups(g)
   if cur and #cur > 0 then out[#out + 1] = cur end
   local kept = {}
   for _, grp in ipairs(out) do if #grp > 0 then kept[#kept + 1] = grp end end
-  return kept
+  -- a group of views alone (`x[0]` before the first GEMM) computes nothing: as a problem of its
+  -- own its output would be its input's memory; it joins the next group (the last, the previous)
+  local joined = {}
+  for k, grp in ipairs(kept) do
+    local only_views = true
+    for _, i in ipairs(grp) do if g.ops[i].category ~= "view" then only_views = false end end
+    if only_views and k < #kept then
+      for j = #grp, 1, -1 do table.insert(kept[k + 1], 1, grp[j]) end
+    elseif only_views and #joined > 0 then
+      for _, i in ipairs(grp) do table.insert(joined[#joined], i) end
+    else
+      joined[#joined + 1] = grp
+    end
+  end
+  return joined
 end
 
--- merge_tuples(g, gs) -> gs with the groups between a tuple's producer and a reader of it joined
-local function merge_tuples(g, gs)
+-- views that make a new tensor; every other op of category "view" may return its input's memory
+local COPIES = { cat = true, stack = true, repeat_ = true, clone = true }
+
+-- aliases_input(g, owner, k, v) -> true when value v, made in group k, may be its input's memory:
+-- a chain of views inside group k back to a value from outside it (as the subgraph's output it
+-- would share memory with the subgraph's input, which a verified kernel must not)
+local function aliases_input(g, owner, k, v)
+  local val = g.values[v]
+  while val and val.producer and owner[val.producer] == k do
+    local op = g.op[val.producer]
+    if op.category ~= "view" or COPIES[op.op == "repeat" and "repeat_" or op.op] or not (op.inputs or {})[1] then
+      return false
+    end
+    val = g.values[op.inputs[1]]
+  end
+  return val ~= nil
+end
+
+-- merge_crossings(g, gs) -> gs with the groups between a value's producer and a reader of it
+-- joined where the value must not cross a border: a tuple, or a view of the producing group's
+-- input
+local function merge_crossings(g, gs)
   local changed = true
   while changed do
     changed = false
@@ -58,7 +103,7 @@ local function merge_tuples(g, gs)
         for _, v in ipairs(g.ops[i].inputs or {}) do
           local val = g.values[v]
           local from = val and val.producer and owner[val.producer]
-          if from and from < k and not val.tensor then
+          if from and from < k and (not val.tensor or aliases_input(g, owner, from, v)) then
             local joined = {}
             for j = from, k do for _, x in ipairs(gs[j]) do joined[#joined + 1] = x end end
             local rest = {}
@@ -98,7 +143,7 @@ end
 function M.plan(a)
   local g = decomposition.index(a)
   if #g.ops == 0 then return nil, "the traced graph has no ops" end
-  local gs = merge_tuples(g, groups(g))
+  local gs = merge_crossings(g, groups(g))
   local sgs = {}
   for k, grp in ipairs(gs) do
     local names = {}

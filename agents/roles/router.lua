@@ -12,7 +12,7 @@ local reply_json = require("agents.run.reply_json")
 local M = {}
 
 -- ops whose kernels are hard to write: several of them in one kernel is a hard kernel
-M.HEAVY = { gemm = true, conv = true, conv_transpose = true, attention = true }
+M.HEAVY = { gemm = true, conv = true, conv_transpose = true, attention = true, recurrent = true }
 -- ops that follow a heavy op for free in the same kernel (its epilogue)
 M.EPILOGUE = { elementwise = true, activation = true, view = true }
 -- the weight of an LLM's vote against the rules' score; a tie goes to the vote

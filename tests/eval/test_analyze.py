@@ -77,7 +77,7 @@ class AnalyzeProblem(CpuWorkerTest):
         self.assertTrue(r["traced"])
         self.assertFalse(r["decomposable"])
         reasons = "\n".join(u["reason"] for u in r["unsupported"])
-        self.assertIn("`attn` (MultiheadAttention) is called with more than its input", reasons)
+        self.assertIn("`bil` (Bilinear) is called with more than its input", reasons)
         self.assertIn("in-place `relu_` writes a value that other ops read", reasons)
         self.assertIn("`_tensor_constant0` is neither a parameter nor a buffer", reasons)
         self.assertIn("depends on tensor data (item)", reasons)

@@ -6,7 +6,10 @@
 # and torch.compile. Then the same over the quick set with --first reference: programs made of the
 # reference's own operations, whose time against eager is what composing costs (target: within
 # 2%, geomean). Prints the sweep tables, then FIGURE lines and PASS/FAIL against the targets.
-#   KAGENT_L23_MODE=quick (20 problems: 15 of Level 2, 5 of Level 3) | full (all 150)
+#   KAGENT_L23_MODE=quick (20 problems: 15 of Level 2, 5 of Level 3) | full (all 150) | l3layers
+#   (the 17 Level 3 problems with recurrent layers, attention called with (q, k, v), Transformer
+#   layers, control flow on shapes or einops, which the analysis's functional forms and concrete
+#   trace decompose: docs/results/2026-11-27-levels3-leaf.md)
 #   KAGENT_L23_DEVICES=0 (GPUs dealt to the runs; "0,1" on two) KAGENT_L23_CONCURRENT (runs at
 #   once; default two per GPU: more oversubscribe the host's CPUs with compiles, and the worker's
 #   clock then cannot check figures, docs/lua-api.md `clock_unchecked`)
@@ -32,6 +35,9 @@ mkdir -p "$OUT"
 LIST="$OUT/problems_$MODE.txt"
 if [ "$MODE" = full ]; then
   ls "$KB"/level2/*.py "$KB"/level3/*.py | xargs -n1 realpath > "$LIST"
+elif [ "$MODE" = l3layers ]; then
+  : > "$LIST"
+  for n in 28 29 30 31 32 34 36 37 38 39 40 41 42 46 47 48 49; do realpath "$KB"/level3/${n}_*.py >> "$LIST"; done
 else
   # a fixed spread: every seventh Level 2 problem and every tenth of Level 3, by number
   : > "$LIST"

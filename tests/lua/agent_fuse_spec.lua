@@ -163,6 +163,41 @@ describe("the FX splitter", function()
     expect.same(dec.subgraphs[3].ops, { "flat", "lin2", "relu2", "add" }, "the view goes with the GEMM that reads it")
   end)
 
+  it("keeps the views that take a tuple apart with its maker, and a prologue of views alone with the next GEMM", function()
+    -- x -> pick (a view) -> lin, a recurrent layer's tuple `rnn` read by `out` = rnn[0] and then
+    -- sliced by `last` (views), lin2 reads `last`
+    local a = analysis()
+    local pick = op("pick", { op = "getitem", category = "view", shape = { 4, 16 }, inputs = { "x" }, expr = "${v:x}[0]" })
+    local rnn = op("rnn", { op = "GRU", category = "recurrent", tensor = false, inputs = { "relu" },
+      expr = "torch.gru(${v:relu})" })
+    local out = op("out", { op = "getitem", category = "view", shape = { 4, 16 }, inputs = { "rnn" }, expr = "${v:rnn}[0]" })
+    local last = op("last", { op = "getitem", category = "view", shape = { 4, 16 }, inputs = { "out" }, expr = "${v:out}[:]" })
+    a.ops[1].inputs, a.ops[1].expr = { "pick" }, "torch.nn.functional.linear(${v:pick}, ${p:lin.weight}, ${p:lin.bias})"
+    a.ops[3].inputs, a.ops[3].expr = { "last" }, "torch.nn.functional.linear(${v:last}, ${p:lin2.weight}, ${p:lin2.bias})"
+    table.insert(a.ops, 1, pick)
+    for k, o in ipairs({ rnn, out, last }) do table.insert(a.ops, 3 + k, o) end
+    local dec, why = splitter.decompose(a)
+    expect.truthy(dec, why and table.concat(why, "; "))
+    expect.same(dec.subgraphs[1].ops, { "pick", "lin", "relu" }, "x[0] alone would return its input's memory")
+    expect.same(dec.subgraphs[2].ops, { "rnn", "out" }, "rnn[0] stays with the tuple's maker")
+    expect.eq(dec.subgraphs[2].fusion, "recurrent with its epilogue")
+    expect.same(dec.subgraphs[3].ops, { "last", "lin2", "relu2", "add" })
+  end)
+
+  it("merges subgraphs where a view of a subgraph's input would cross: no subgraph returns its input's memory", function()
+    local a = analysis()
+    local xv = op("xv", { op = "view", category = "view", shape = { 4, 16 }, inputs = { "x" }, expr = "${v:x}.view(4, 16)" })
+    a.ops[1].inputs, a.ops[1].expr = { "xv" }, "torch.nn.functional.linear(${v:xv}, ${p:lin.weight}, ${p:lin.bias})"
+    table.insert(a.ops, 1, xv)
+    local dec, why = splitter.decompose(a)
+    expect.truthy(dec, why and table.concat(why, "; "))
+    expect.eq(#dec.subgraphs, 2, "xv is read by its own subgraph only")
+    a.ops[6].inputs, a.ops[6].expr = { "relu2", "xv" }, "(${v:relu2} + ${v:xv})"  -- the residual reads x's view
+    dec, why = splitter.decompose(a)
+    expect.truthy(dec, why and table.concat(why, "; "))
+    expect.eq(#dec.subgraphs, 1, "x.view would leave the first subgraph as its input's memory")
+  end)
+
   it("merges subgraphs a tuple would cross, and says why a graph without a functional form cannot be split", function()
     local a = analysis()
     a.ops[2].tensor = false  -- `relu` a tuple, read by lin2 and add

@@ -340,24 +340,33 @@ function pool:sanitize(job) end
 ---  (`ERUN: ...` for an exception in the problem or candidate, or the sandbox's `ECRASH`,
 ---  `ETIMEDOUT`); a refused request is `{ok = false, stage = "request", error = "EBADREQ: ..."}`.
 ---  - `kind = "problem"` (default; `job.problem`): the `Model` traced with `torch.fx`
----    (`symbolic_trace`, ops nothing reads removed) and run once on the worker's device on the
----    problem's inputs. `{traced, trace_error, control_flow, decomposable, unsupported = {{node,
----    reason}}, inputs = {{name, shape, dtype, mean, std}}, placeholders = {{name, tensor}}, ops,
----    outputs (value names), output_expr, params = {qualname = {shape, dtype, mean, std | min,
+---    (`symbolic_trace`, ops nothing reads removed; torch.nn's Transformer layers traced through)
+---    and run once on the worker's device on the problem's inputs. Where that trace fails, or the
+---    problem's `get_inputs` leaves forward arguments to their defaults, the concrete trace runs the
+---    forward on the real inputs while recording it and answers what reads only metadata (shape,
+---    dtype, device, `requires_grad`) with the real value, so loops and branches on shapes and
+---    devices are followed at the problem's shapes (`trace = "plain"|"concrete"` says which
+---    traced; a branch on tensor data stays untraceable). `{traced, trace, trace_error,
+---    control_flow, decomposable, unsupported = {{node, reason}}, inputs = {{name, shape, dtype,
+---    mean, std}}, placeholders = {{name, tensor}}, ops, outputs (value names), output_expr, params = {qualname = {shape, dtype, mean, std | min,
 ---    max, kind = "parameter"|"buffer"}}, used_params, folded, module_types, param_bytes,
 ---    param_count, functional_check}`. Each op: `{name, op (label: layer class, function or
 ---    method name), kind (call_module|call_function|call_method), category (gemm, conv,
 ---    conv_transpose, attention, norm, softmax, pool, reduction, activation, elementwise, view,
----    other), expr, params (qualnames it reads), inputs (value names it reads), shape, dtype,
----    tensor (false for a tuple of tensors: then items = {{shape, dtype}}), mean, std,
----    module_ctor?}`. `expr` is the op's functional form, a Python expression in which
+---    other, recurrent), expr, params (qualnames it reads), inputs (value names it reads), shape,
+---    dtype, tensor (false for a tuple of tensors, possibly nested or holding None: then items =
+---    {{shape, dtype}}), mean, std, module_ctor?}`. `expr` is the op's functional form, a Python expression in which
 ---    `${v:name}` is a value (a graph input or another op's result), `${p:qualname}` a parameter
 ---    or buffer of the model and `${m}` the op's parameter-free layer built by `module_ctor`:
 ---    layers with parameters become `torch.nn.functional` calls (Linear, Conv/ConvTranspose 1-3d,
 ---    BatchNorm, InstanceNorm, LayerNorm, GroupNorm, RMSNorm, PReLU, Embedding; batch and instance
----    norm in training mode on batch statistics), in-place ops are written out of place, and
----    Python values computed from shapes are folded into constants (`folded`). The program
----    assembled from the forms must reproduce the model's outputs on the same inputs
+---    norm in training mode on batch statistics), LSTM/GRU/RNN on batched inputs become
+---    `torch.lstm`/`torch.gru`/`torch.rnn_tanh`/`torch.rnn_relu` with their flat weights (their
+---    initial states as given, or the zeros the layer would make), MultiheadAttention
+---    `torch.nn.functional.multi_head_attention_forward` (its dropout inactive), in-place ops are
+---    written out of place, and Python values computed from shapes are folded into constants
+---    (`folded`); a device the concrete trace read is written as the op's tensor input's device,
+---    and a constant of more than one number is moved there. The program assembled from the forms must reproduce the model's outputs on the same inputs
 ---    (`functional_check = true`, dtype tolerances), and the traced graph the model's.
 ---    `decomposable` is true only when both hold and `unsupported` is empty; it lists what has no
 ---    faithful form (a layer with parameters and no form here or called with more than its input,
@@ -367,7 +376,8 @@ function pool:sanitize(job) end
 ---    still filled. A tensor constant the trace made (`torch.tensor(0.5)` in a forward) of at most
 ---    16 elements is written out as a literal where it is used. `job.shrink = true` lowers the
 ---    problem's size constants first (its batch to 2, other extents to 16, else 32, else only the
----    batch: the first setting at which the model runs) and says `shrunk = {name = {from, to}}`;
+---    batch; each also with one, then every, extent equal to a constructor argument left as it is:
+---    the first setting at which the model runs) and says `shrunk = {name = {from, to}}`;
 ---    the shapes are then those of the smaller problem.
 ---  - `kind = "inductor"` (`job.problem`: a subgraph problem, a `Model` without parameters;
 ---    `job.library = "allow"|"deny"`, `job.layout = "inductor"|"eager"`): the problem compiled by

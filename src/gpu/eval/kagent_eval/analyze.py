@@ -28,7 +28,7 @@ import operator
 import os
 import time
 
-from . import analyze_problem, child_common, inductor_kernel, integrate, loader, sandbox
+from . import analyze_problem, child_common, fx_trace, inductor_kernel, integrate, loader, sandbox
 from . import source_merge
 from .request import BadRequest
 
@@ -145,6 +145,7 @@ def trace_forward(torch, ch, spec):
             return type(m).__module__ == own_module or super().is_leaf_module(m, qualname)
 
     ch.stage("trace")
+    fx_trace.unpack_compat(torch)  # `a, b = kernel(...)` unpacks the call's proxy
     try:
         graph = OwnLeaves(autowrap_functions=funcs).trace(model)
     except Exception as e:

@@ -4,7 +4,7 @@ import contextlib
 import math
 import operator
 
-from . import child_common, compare, inputs, loader
+from . import child_common, compare, fx_trace, inputs, loader
 from .fx_forms import Unsupported, literal, target_label, writes_read_value
 from .fx_graph import Graph
 
@@ -27,21 +27,22 @@ def analyze(torch, ch, spec):
     if shrunk:
         result["shrunk"] = shrunk
     ch.stage("trace")
-    _fx_unpack_compat(torch)
-    try:
-        # buffers are traced as values (torch 2's default; torch 1 read them as constants, so
-        # `self.mask.sum()` became a tensor computed while tracing)
-        tracer = torch.fx.Tracer()
-        tracer.proxy_buffer_attributes = True
-        with _constants_on_traced_devices(torch):
-            graph = tracer.trace(model)
-        gm = torch.fx.GraphModule(tracer.root, graph, type(model).__name__)
-    except Exception as e:  # data-dependent control flow, untraceable calls
-        text = "%s: %s" % (type(e).__name__, str(e).splitlines()[0][:300] if str(e) else "")
+    fx_trace.unpack_compat(torch)
+    # torch.fx's own trace first; where it cannot trace (branches on shapes, arguments left to
+    # their defaults), the concrete trace (fx_trace.py)
+    gm = None
+    for mode in (("concrete",) if fx_trace.needs_concrete(model, args) else ("plain", "concrete")):
+        try:
+            with _constants_on_traced_devices(torch):
+                gm = fx_trace.plain(torch, model) if mode == "plain" else fx_trace.concrete(torch, model, args)
+            break
+        except Exception as e:  # data-dependent control flow, untraceable calls
+            text = "%s: %s" % (type(e).__name__, str(e).splitlines()[0][:300] if str(e) else "")
+    if gm is None:
         result["trace_error"] = text
         result["control_flow"] = "control flow" in text
         return result
-    result["traced"] = True
+    result["traced"], result["trace"] = True, mode
     # an in-place op is written out of place below, which is the same only when nothing else
     # reads the value it writes; found before dead code goes (an in-place op's own result is
     # often unused)
@@ -79,10 +80,9 @@ def analyze(torch, ch, spec):
 
 # the smaller settings tried, in order: batch-like constants to 2, every other extent to 16, then
 # 32, then only the batch (a model whose layers fix an extent, as a Linear after a flatten does,
-
-
-# runs only at its own); each first with every extent, then leaving those equal to a constructor
-# argument as they are
+# runs only at its own); each first with every extent, then leaving one extent equal to a
+# constructor argument as it is (channels = embed_dim, where the image side happens to equal it
+# too), then all such extents
 _SHRINK_STEPS = ((2, 16), (2, 32), (2, None))
 
 
@@ -95,11 +95,14 @@ def shrink(torch, problem, spec, dtype, device):
     except Exception:
         init_values = set()
     tried = []
-    for (batch, other), keep in [(step, keep) for step in _SHRINK_STEPS for keep in (False, True)]:
+    tied = [name for name, value in sorted(sizes.items())
+            if value in init_values and "batch" not in name.lower()]
+    keeps = [set()] + [{name} for name in tied] + [set(tied)]
+    for (batch, other), keep in [(step, keep) for step in _SHRINK_STEPS for keep in keeps]:
         new = {}
         for name, value in sizes.items():
             cap = batch if "batch" in name.lower() else other
-            if keep and value in init_values and "batch" not in name.lower():
+            if name in keep:
                 continue
             if cap is not None and value > cap:
                 new[name] = cap
@@ -141,30 +144,6 @@ def _constants_on_traced_devices(torch):
         torch.tensor = real
 
 
-def _fx_unpack_compat(torch):
-    """torch.fx before 2.0 finds the instruction that unpacks a proxy (`b, c, h, w = x.shape`) by
-    f_lasti // 2 among dis's instructions, which Python 3.11's inline caches put off (an
-    IndexError): on that pairing the instruction is looked up by its offset, as later torch does."""
-    import dis
-    import inspect
-    import sys
-    proxy = torch.fx.proxy.Proxy
-    if sys.version_info < (3, 11) or int(torch.__version__.split(".")[0]) >= 2 or getattr(proxy, "_kagent_compat", False):
-        return
-
-    def __iter__(self):
-        calling_frame = inspect.currentframe().f_back
-        for inst in dis.get_instructions(calling_frame.f_code):
-            if inst.offset == calling_frame.f_lasti:
-                if inst.opname == "UNPACK_SEQUENCE":
-                    return (self[i] for i in range(inst.argval))
-                break
-        return self.tracer.iter(self)
-
-    proxy.__iter__ = __iter__
-    proxy._kagent_compat = True
-
-
 class _Recorder:
     """Runs the traced module node by node (torch.fx.Interpreter) and keeps a description of
     every value: shape, dtype and spread for tensors, the value itself for small Python ones."""
@@ -197,12 +176,24 @@ def describe(torch, value):
         elif value.dtype != torch.bool:
             d["min"], d["max"] = int(value.min().item()), int(value.max().item())
         return d
-    if isinstance(value, (tuple, list)) and value and all(isinstance(v, torch.Tensor) for v in value):
+    if isinstance(value, (tuple, list)) and value and _tensor_tree(torch, value):
+        # a layer's tuple of results: (output, (h, c)) of an LSTM, (output, None) of an attention
         return {"tensor": False, "tuple": True, "items": [describe(torch, v) for v in value]}
     try:
         return {"tensor": False, "value": literal(torch, value), "literal": True}
     except Unsupported:
         return {"tensor": False, "literal": False, "type": type(value).__name__}
+
+
+def _tensor_tree(torch, value):
+    """True for a tuple or list of tensors, Nones and such tuples, with a tensor somewhere."""
+    def leaves(v):
+        if isinstance(v, (tuple, list)):
+            return [x for item in v for x in leaves(item)]
+        return [v]
+    items = leaves(value)
+    return any(isinstance(v, torch.Tensor) for v in items) and all(
+        v is None or isinstance(v, torch.Tensor) for v in items)
 
 
 def _finite(x):

@@ -8,6 +8,7 @@ import operator
 # labels -> category, for the router's features (agents/roles/router.lua reads categories)
 CATEGORIES = [
     ("attention", {"scaled_dot_product_attention", "MultiheadAttention"}),
+    ("recurrent", {"LSTM", "GRU", "RNN"}),
     ("conv_transpose", {"ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d", "conv_transpose1d",
                         "conv_transpose2d", "conv_transpose3d"}),
     ("conv", {"Conv1d", "Conv2d", "Conv3d", "conv1d", "conv2d", "conv3d"}),
@@ -33,7 +34,8 @@ CATEGORIES = [
               "unsqueeze", "squeeze", "expand", "expand_as", "getitem", "split", "chunk", "narrow",
               "unflatten", "Unflatten", "view_as", "reshape_as", "Identity", "clone", "movedim",
               "unbind", "select", "repeat", "cat", "stack", "to", "type_as", "float", "half",
-              "bfloat16", "Dropout", "dropout", "Dropout1d", "Dropout2d", "Dropout3d"}),
+              "bfloat16", "Dropout", "dropout", "Dropout1d", "Dropout2d", "Dropout3d", "unfold",
+              "diagonal", "swapaxes", "swapdims", "as_strided"}),
 ]
 CATEGORY = {label: cat for cat, labels in CATEGORIES for label in labels}
 

@@ -2,6 +2,7 @@
 functional form (fx_forms.py) and its output expression."""
 import operator
 
+from . import fx_module_calls
 from .fx_forms import (CATEGORY, ELEMENTWISE, INFIX, INFIX_LABEL, META_ATTRS, META_METHODS,
                        Unsupported, dropout_active, function_name, inplace_method, literal,
                        module_ctor, module_form, nodes_in, small_constant, target_label,
@@ -18,6 +19,11 @@ class Graph:
         self.folded = {}      # node name -> literal source
         self.params_of = {}   # get_attr node name -> qualname
         self.unsupported = []
+        self._tensor_in = None  # the tensor input of the op being written (_form)
+        self.on_device = set()  # folded constants of more than 0 dimensions
+        self._device_from = None  # the input an op without tensor inputs takes its device from
+        self._first_input = next((n for n in gm.graph.nodes if n.op == "placeholder"
+                                  and meta.get(n.name, {}).get("tensor")), None)
         self.inputs, self.ops, self.placeholders = [], [], []
         for n in gm.graph.nodes:
             m = meta.get(n.name, {})
@@ -37,12 +43,15 @@ class Graph:
                     # torch.tensor(2.0) in a forward is traced into a constant of the module:
                     # a few numbers are written out where they are used
                     self.folded[n.name] = const
+                    if meta.get(n.name, {}).get("shape"):
+                        self.on_device.add(n.name)
                 else:
                     self._refuse(n, "tensor `%s` is neither a parameter nor a buffer of the model "
                                  "(a constant, or computed from one while tracing)" % n.target)
             elif n.op in ("call_module", "call_function", "call_method"):
                 self._op(n, m)
             elif n.op == "output":
+                self._tensor_in = None
                 try:
                     self.output_expr = self._render(n.args[0])
                     self.outputs = [a.name for a in nodes_in(n.args[0]) if a.name not in self.folded]
@@ -74,7 +83,7 @@ class Graph:
             op["tensor"] = False
             op["items"] = [value_meta(x) for x in m.get("items", [])]
         op["category"] = CATEGORY.get(op["op"], "elementwise" if op["op"] in ELEMENTWISE else "other")
-        refs = []
+        refs = [self._device_from.name] if self._device_from is not None else []
         for a in nodes_in((n.args, n.kwargs)):
             if a.name not in self.folded and a.name not in self.params_of and a.name not in refs:
                 refs.append(a.name)
@@ -94,11 +103,21 @@ class Graph:
         """Source of an argument: ${v:..} for values, ${p:..} for parameters, literals."""
         torch = self.torch
         if isinstance(a, torch.fx.Node):
+            if a.name in self.on_device and self._tensor_in is not None:
+                # a constant of more than one number (`torch.zeros(b, 6, device=x.device)` the
+                # concrete trace ran) is made on the op's input's device: only a 0-d CPU tensor
+                # combines with tensors on another device
+                return "%s.to(%s.device)" % (self.folded[a.name], self._render(self._tensor_in))
             if a.name in self.folded:
                 return self.folded[a.name]
             if a.name in self.params_of:
                 return "${p:%s}" % self.params_of[a.name]
             return "${v:%s}" % a.name
+        if isinstance(a, torch.device) and self._tensor_in is not None:
+            # a device the concrete trace read (`h.to(x.device)`): every value of the traced run
+            # is on one device, so it is written as the op's own input's, which holds wherever
+            # the subgraph runs
+            return "%s.device" % self._render(self._tensor_in)
         if isinstance(a, tuple):
             items = [self._render(x) for x in a]
             return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
@@ -110,6 +129,11 @@ class Graph:
             return "slice(%s, %s, %s)" % (self._render(a.start), self._render(a.stop), self._render(a.step))
         return literal(torch, a)
 
+    def _shape_of(self, a):
+        if isinstance(a, self.torch.fx.Node) and self.meta.get(a.name, {}).get("tensor"):
+            return self.meta[a.name]["shape"]
+        return None
+
     def _call_args(self, args, kwargs):
         parts = [self._render(a) for a in args]
         parts += ["%s=%s" % (k, self._render(v)) for k, v in kwargs.items()]
@@ -117,15 +141,32 @@ class Graph:
 
     def _form(self, n):
         torch = self.torch
+        self._tensor_in = next((a for a in nodes_in((n.args, n.kwargs)) if a.name not in self.folded
+                                and (a.name in self.params_of or self.meta.get(a.name, {}).get("tensor"))), None)
+        self._device_from = None
+        if self._tensor_in is None and self._first_input is not None and any(
+                isinstance(a, torch.device) for a in _leaves((n.args, n.kwargs))):
+            # a tensor made from sizes on the device the model runs on (`torch.ones(T, T,
+            # device=x.device)`): it takes the device of the model's first input, which it reads
+            self._tensor_in = self._device_from = self._first_input
         if n.op == "call_module":
             mod = self.gm.get_submodule(n.target)
             label = type(mod).__name__
+            if fx_module_calls.is_module_call(torch, mod):
+                expr, label, params = fx_module_calls.form(
+                    torch, mod, n.target, n.args, n.kwargs, self._render, self._shape_of)
+                # the layer's own parameters, then those passed to it (an LSTM's state buffers)
+                params += [q for q in self._params_in(n) if q not in params]
+                return {"op": label, "kind": "call_module", "target": n.target, "expr": expr,
+                        "params": params}
             if len(n.args) != 1 or n.kwargs:
                 if any(True for _ in mod.parameters()) or any(True for _ in mod.buffers()):
                     raise Unsupported("layer `%s` (%s) is called with more than its input" % (n.target, label))
             x = self._render(n.args[0]) if n.args else ""
             expr, params = module_form(torch, mod, n.target, x)
             if expr is not None:
+                # the layer's own parameters, then those passed to it (an LSTM's state buffers)
+                params += [q for q in self._params_in(n) if q not in params]
                 return {"op": label, "kind": "call_module", "target": n.target, "expr": expr,
                         "params": params}
             ctor = module_ctor(torch, mod)
@@ -178,3 +219,11 @@ class Graph:
                 "outputs": getattr(self, "outputs", []),
                 "output_expr": getattr(self, "output_expr", "None"), "used_params": used,
                 "folded": sorted(self.folded)}
+
+
+def _leaves(arg):
+    if isinstance(arg, (tuple, list)):
+        return [x for a in arg for x in _leaves(a)]
+    if isinstance(arg, dict):
+        return [x for a in arg.values() for x in _leaves(a)]
+    return [arg]
