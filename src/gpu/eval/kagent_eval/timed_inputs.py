@@ -43,13 +43,19 @@ def call_positions(numel, full, sample_seed, count=CALL_SAMPLE):
     """(indices into a digest's data, flat positions in the tensor) of the per-call sample of
     a tensor output with that many elements, travelling whole (full) or sampled. Child and
     worker derive the same positions; they lie among the digest's, so the reference's value at
-    each one is known."""
-    data_len = numel if full else len(digest.sample_positions(numel, sample_seed))
+    each one is known. One seeded pick in each of `count` equal strata of the digest: sorted and
+    distinct by construction, in O(count) (a draw without replacement shuffled the whole
+    million-element digest: 12 ms, for every output of every set the worker checks)."""
+    positions = None if full else digest.sample_positions(numel, sample_seed)
+    data_len = numel if full else len(positions)
     k = min(count, data_len)
-    rng = np.random.RandomState((sample_seed ^ _SUB_SEED) % (2 ** 32))
-    sub = np.sort(rng.choice(data_len, size=k, replace=False)) if k else np.zeros(0, np.int64)
-    sub = sub.astype(np.int64)
-    flat = sub if full else digest.sample_positions(numel, sample_seed)[sub]
+    if k == data_len:
+        sub = np.arange(data_len, dtype=np.int64)
+    else:
+        rng = np.random.RandomState((sample_seed ^ _SUB_SEED) % (2 ** 32))
+        bounds = (np.arange(k + 1, dtype=np.float64) * (data_len / k)).astype(np.int64)
+        sub = bounds[:-1] + (rng.random_sample(k) * np.diff(bounds)).astype(np.int64)
+    flat = sub if full else positions[sub]
     return sub, flat
 
 

@@ -1,6 +1,7 @@
 """The worker's checks of a candidate's timing (jobs.py): the benchmark report against the
 worker's own clock and the fresh-input probe, every timed call's output against its input set's
 reference, and the baselines and speedups a trusted timing gets."""
+import functools
 import math
 
 import numpy as np
@@ -179,6 +180,15 @@ def _off_counts(rows, calls, expected, rtol, atol):
     return off
 
 
+@functools.lru_cache(maxsize=64)
+def _call_index(numel, full, sample_seed):
+    """The per-call sample's indices into a digest (timed_inputs.call_positions), once per output
+    shape and seed: the worker reads them for every input set and every job of a problem."""
+    idx, _ = timed_inputs.call_positions(numel, full, sample_seed)
+    idx.setflags(write=False)
+    return idx
+
+
 def _sampled(metas, layout, sample_seed):
     """One row of a trial's output values at the per-call sample's positions, or None."""
     if not metas:
@@ -189,7 +199,7 @@ def _sampled(metas, layout, sample_seed):
         if not m or m.get("kind") != "tensor" or m.get("data") is None or \
                 int(m.get("numel") or -1) != int(e["numel"]) or bool(m.get("full")) != e["full"]:
             return None
-        idx, _ = timed_inputs.call_positions(int(e["numel"]), e["full"], sample_seed)
+        idx = _call_index(int(e["numel"]), bool(e["full"]), sample_seed)
         parts.append(np.asarray(m["data"], dtype=np.float64)[idx])
     return np.concatenate(parts) if parts else None
 
