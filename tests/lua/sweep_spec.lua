@@ -153,7 +153,7 @@ describe("sweep plan", function()
 
   it("shares TorchInductor's compile workers out among the runs at once", function()
     if os.getenv("TORCHINDUCTOR_COMPILE_THREADS") then return end -- the user's value is kept
-    local cores = require("kagent.gpu").auto_workers_per_gpu({ gpus = 1, memory_bytes = 1 }).cores
+    local cores = require("kagent.gpu").auto_workers_per_gpu({ gpus = 1 }).cores
     expect.eq(next(local_run.run_env(1)), nil)
     local n = cores + 1 -- more runs than cores: each still gets one
     expect.eq(local_run.run_env(n).TORCHINDUCTOR_COMPILE_THREADS, "1")

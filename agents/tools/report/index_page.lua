@@ -6,6 +6,7 @@ local charts = require("agents.tools.report.charts")
 local run_data = require("agents.tools.report.run_data")
 local figures = require("agents.tools.sweep.figures")
 local confirm = require("agents.search.confirm")
+local baselines = require("agents.lib.baselines")
 
 local M = {}
 
@@ -142,7 +143,7 @@ function M.aggregate_rows(agg)
   local function add(k, v) rows[#rows + 1] = { figure = k, value = v } end
   local function pct(v) return type(v) == "number" and string.format("%.0f%%", 100 * v) or "not measured" end
   add("correct", string.format("%d of %d (%s)", agg.correct or 0, agg.problems or 0, pct(agg.correctness_rate)))
-  for _, b in ipairs(figures.BASELINES) do
+  for _, b in ipairs(baselines.REPORTED) do
     local f = agg.fast_p and agg.fast_p[b] or {}
     add("fast_1.0 / fast_1.2 vs " .. b, pct(f["1.0"]) .. " / " .. pct(f["1.2"]))
   end

@@ -9,8 +9,6 @@ local baselines = require("agents.lib.baselines")
 local M = {}
 
 M.THRESHOLDS = { 1.0, 1.2 }
--- the baselines a run's summary reports: those its start kernel is timed beside
-M.BASELINES = baselines.REPORTED  -- the sweep's figures: every reported kernel's references
 
 M.DEFINITIONS = {
   problems = "problems in the sweep, finished or not",
@@ -122,7 +120,7 @@ function M.aggregate(rows, extra)
   local speedups = { eager = {}, compile = {}, input = {} }
   local missing = { eager = 0, compile = 0 }
   local fast = {}
-  for _, b in ipairs(M.BASELINES) do
+  for _, b in ipairs(baselines.REPORTED) do
     fast[b] = {}
     for _, p in ipairs(M.THRESHOLDS) do fast[b][string.format("%.1f", p)] = 0 end
   end
@@ -143,7 +141,7 @@ function M.aggregate(rows, extra)
         local s = r.speedup[name]
         if s and s > 0 then list[#list + 1] = s elseif missing[name] then missing[name] = missing[name] + 1 end
       end
-      for _, b in ipairs(M.BASELINES) do
+      for _, b in ipairs(baselines.REPORTED) do
         local s = r.speedup[b]
         for _, p in ipairs(M.THRESHOLDS) do
           if s and s > p then
@@ -155,7 +153,7 @@ function M.aggregate(rows, extra)
     end
   end
   local fast_p = {}
-  for _, b in ipairs(M.BASELINES) do
+  for _, b in ipairs(baselines.REPORTED) do
     fast_p[b] = {}
     for k, c in pairs(fast[b]) do
       -- with no problem measuring this baseline there is no figure, not a zero

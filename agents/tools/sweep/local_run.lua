@@ -43,7 +43,7 @@ end
 -- user set is kept.
 function M.run_env(n)
   if os.getenv("TORCHINDUCTOR_COMPILE_THREADS") or n <= 1 then return {} end
-  local cores = gpu.auto_workers_per_gpu({ gpus = 1, memory_bytes = 1 }).cores
+  local cores = gpu.auto_workers_per_gpu({ gpus = 1 }).cores
   return { TORCHINDUCTOR_COMPILE_THREADS = tostring(math.max(1, math.floor(cores / n))) }
 end
 

@@ -1,10 +1,10 @@
 """Trusted child: runs only the problem's reference Model (never candidate code).
 
 Sends, per trial, the digests of the inputs and of the reference outputs (regular trials,
-property trials and resized problems, see ``trial_plan``) and, for bf16/fp16 jobs, of the
-outputs' fp32 shadow (shadow.py), the roofline's inputs (FLOPs,
-parameter bytes, the GPU's measured peaks), and on request the eager / torch.compile baseline
-timings measured with the same Timer the candidate gets.
+property trials and resized problems, see ``trial_plan``) and, for bf16/fp16 jobs and an fp32
+job's all-zero trials, of the outputs' shadow at a higher precision (shadow.py), the roofline's
+inputs (FLOPs, parameter bytes, the GPU's measured peaks), and on request the eager /
+torch.compile baseline timings measured with the same Timer the candidate gets.
 """
 from . import child_common, digest, extra_trials, inputs, loader, shadow, timed_inputs
 from .timing import bench_options, do_bench_mean
@@ -43,8 +43,8 @@ def run(ch, spec):
     model = loader.build_model(torch, problem.Model, init_inputs, spec["seed"], dtype, device)
     contract = None
     if spec.get("want_outputs"):
-        fp32 = shadow.Shadow(torch, problem, init_inputs, model, spec)
-        fp32.start()
+        precise = shadow.Shadow(torch, problem, init_inputs, model, spec)
+        precise.start()
         contract = inputs.input_contract(torch, problem, device)
         finite = None  # per output: finite in every regular trial so far
         for entry in trial_plan(spec, problem):
@@ -96,18 +96,19 @@ def run(ch, spec):
             if entry["trial"] == 0:
                 msg["input_contract"] = contract
             shadow_arrays = []
-            if fp32.wants(dist):
-                # every kind of trial: inputs of one sign (the "negative" property) give a
-                # convolution's output an offset as large against its variation as small ones do
+            if precise.wants(dist):
+                # bf16/fp16: every kind of trial (inputs of one sign, the "negative" property,
+                # give a convolution's output an offset as large against its variation as small
+                # ones do); fp32: the all-zero trial (shadow.FP64_DISTS)
                 ch.stage("shadow")
-                metas, shadow_arrays, note = fp32.digest(args, out_metas, spec["sample_seed"])
+                metas, shadow_arrays, note = precise.digest(args, out_metas, spec["sample_seed"])
                 if metas is not None:
                     msg["shadow"] = metas
                 elif note:
                     msg["shadow_note"] = note
             ch.send(msg, in_arrays + out_arrays + shadow_arrays)
             del args
-        fp32.close()  # its memory back before the baselines are timed
+        precise.close()  # its memory back before the baselines are timed
         if device != "cpu":
             # The roofline's inputs, once per problem: the FLOP counter's first use costs
             # seconds, and the figures are the reference's, so candidates neither pay for them

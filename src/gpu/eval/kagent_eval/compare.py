@@ -266,8 +266,8 @@ def judge_by_shadow(got, exp, shadow, rtol, atol):
         res["reason"] = "non-finite values where the reference is finite"
         return res
     cand_err, ref_err = np.abs(cg - cs), np.abs(ce - cs)
-    res.update(cand_err_norm=float(norm(cand_err)),
-               ref_err_norm=float(norm(ref_err)), shadow_norm=float(norm(cs)))
+    res.update(cand_err_norm=norm(cand_err),
+               ref_err_norm=norm(ref_err), shadow_norm=norm(cs))
     if not res["shadow_norm"] or res["ref_err_norm"] > SHADOW_MAX_REL * res["shadow_norm"]:
         res["reason"] = "the reference is %.3g off its shadow (relative L2, over %g): too " \
             "ill-conditioned at this dtype to judge any candidate" % (
@@ -331,8 +331,8 @@ def _within_shadow(got, exp, shadow, g64, e64, s64, judged, rtol, atol):
                 return None
     cand_err, ref_err = np.abs(cg - cs), np.abs(e64[judged] - cs)
     return {"ok": True, "reason": None, "rule": "tolerance", "ref_mismatches": 0,
-            "compared": int(judged.sum()), "cand_err_norm": float(norm(cand_err)),
-            "ref_err_norm": float(norm(ref_err)), "shadow_norm": float(norm(cs))}
+            "compared": int(judged.sum()), "cand_err_norm": norm(cand_err),
+            "ref_err_norm": norm(ref_err), "shadow_norm": norm(cs)}
 
 
 def compare_outputs(got_list, exp_list, rtol, atol, sample_seed, shadows=None):
