@@ -85,6 +85,7 @@ local function main(argv)
     model_ms_before = a.model_ms_before or json.null, model_ms_after = a.model_ms_after or json.null,
     in_model_speedup = a.in_model_speedup or json.null, standalone_speedup = a.standalone_speedup or json.null,
     standalone_faster_model_slower = a.standalone_faster_model_slower == true, max_abs_diff = a.max_abs_diff or json.null,
+    judged_by_fp32 = a.judged_by_fp32 or json.null,
     shrunk = a.shrunk or json.null, reason = a.reason or json.null, error = (not a.ok) and tostring(a.error) or json.null,
     wall_s = ktime.now() - t0, created = os.date("!%Y-%m-%dT%H:%M:%SZ") }
   local dir = fs.join(opts.out, "integrate_" .. os.date("!%Y%m%d-%H%M%S") .. string.format("_%04x", math.random(0, 0xffff)))

@@ -3,6 +3,7 @@ a bound tied to the reference's own error, through a real CPU-mode worker; and t
 on digests, in-process."""
 import os
 import sys
+import types
 import unittest
 
 import numpy as np
@@ -10,7 +11,7 @@ import numpy as np
 from worker_client import CpuWorkerTest, ROOT, fixture, fixture_text
 
 sys.path.insert(0, os.path.join(ROOT, "src", "gpu", "eval"))
-from kagent_eval import compare  # noqa: E402
+from kagent_eval import compare, shadow, shadow_judge  # noqa: E402
 
 PROBLEM = "conv_bn_relu_problem.py"
 CORRECT = ("fp32_once", "bf16_conv")
@@ -42,9 +43,9 @@ class IllConditionedTrialTest(CpuWorkerTest):
                     # passed against the shadow: within the rule's bounds, and only where the
                     # reference is itself off its shadow by more than the candidate
                     self.assertLessEqual(judged["cand_err_norm"],
-                                         compare.SHADOW_FACTOR * judged["ref_err_norm"])
+                                         shadow_judge.SHADOW_FACTOR * judged["ref_err_norm"])
                     self.assertLess(judged["ref_err_norm"],
-                                    compare.SHADOW_MAX_REL * judged["shadow_norm"])
+                                    shadow_judge.SHADOW_MAX_REL * judged["shadow_norm"])
                     self.assertGreater(judged["ref_mismatches"], 0)
 
     def test_wrong_candidates_are_refused(self):
@@ -93,7 +94,7 @@ def _digest(values, full=True, stats=True):
 
 
 class ShadowRuleTest(unittest.TestCase):
-    """compare.judge_by_shadow on hand-made digests: a shadow s, a reference e = s plus a
+    """shadow_judge.judge_by_shadow on hand-made digests: a shadow s, a reference e = s plus a
     rounding-like error, candidates around s."""
 
     def setUp(self):
@@ -103,7 +104,7 @@ class ShadowRuleTest(unittest.TestCase):
 
     def judge(self, got, ref=None, full=True):
         ref = self.s + self.noise if ref is None else ref
-        return compare.judge_by_shadow(_digest(got, full), _digest(ref, full),
+        return shadow_judge.judge_by_shadow(_digest(got, full), _digest(ref, full),
                                        _digest(self.s, full), 1e-2, 1e-2)
 
     def test_a_well_conditioned_reference_leaves_the_verdict_alone(self):
@@ -149,7 +150,7 @@ class ShadowRuleTest(unittest.TestCase):
     def test_sampled_outputs_are_held_to_the_shadows_sums(self):
         got = _digest(self.s + np.roll(self.noise, 1), full=False)
         got["stats"]["sum"] += 0.5 * got["stats"]["abs_sum"]  # elements outside the sample
-        r = compare.judge_by_shadow(got, _digest(self.s + self.noise, False),
+        r = shadow_judge.judge_by_shadow(got, _digest(self.s + self.noise, False),
                                     _digest(self.s, False), 1e-2, 1e-2)
         self.assertFalse(r["ok"])
         self.assertIn("whole-tensor sum", r["reason"])
@@ -170,6 +171,94 @@ class ShadowRuleTest(unittest.TestCase):
         ok, summary = compare.compare_outputs([wrong_shape], [ref], 1e-2, 1e-2, 0, [shadow])
         self.assertFalse(ok)
         self.assertEqual(summary["check"], "shape")
+
+
+def _digest64(values):
+    arr = np.asarray(values, dtype=np.float64)
+    return {"kind": "tensor", "dtype": "float64", "shape": [arr.size], "plain": True,
+            "numel": arr.size, "full": True, "data": arr}
+
+
+class ConstantShadowTest(unittest.TestCase):
+    """An fp32 job's fp64 shadow that is constant to fp64's rounding where the reference varies
+    by its own (shadow_judge._reference_is_noise): the true output is that constant."""
+
+    def setUp(self):
+        rng = np.random.RandomState(5)
+        self.s = np.full(4096, 1.0 / 96) + rng.choice([0.0, 1.7e-18], size=4096)
+        self.e = (self.s + rng.randn(4096) * 3e-8).astype(np.float32)
+
+    def judge(self, got, shadow=None):
+        shadow = self.s if shadow is None else shadow
+        return shadow_judge.judge_by_shadow(_digest(got), _digest(self.e), _digest64(shadow), 1e-4, 1e-4)
+
+    def test_the_constant_passes(self):
+        got = np.full(4096, 1.0 / 96, dtype=np.float32)
+        ok, summary = compare.compare_outputs([_digest(got)], [_digest(self.e)], 1e-4, 1e-4, 0)
+        self.assertFalse(ok, "the reference alone refuses a constant")
+        self.assertIn("constant output", summary["reason"])
+        r = self.judge(got)
+        self.assertTrue(r["ok"], r)
+        self.assertEqual(r["rule"], "tolerance")
+
+    def test_another_constant_is_refused(self):
+        r = self.judge(np.full(4096, 1.0 / 95, dtype=np.float32))
+        self.assertTrue(r is None or not r["ok"], r)
+
+    def test_a_true_output_that_varies_keeps_the_rule(self):
+        shadow = np.linspace(0.0104, 0.0105, 4096)
+        self.e = (shadow + 3e-8).astype(np.float32)
+        self.assertIsNone(self.judge(np.full(4096, 0.01045, dtype=np.float32), shadow))
+
+
+def _tf32(x, seed):
+    """x rounded as TF32 rounds (10-bit mantissa: a relative error up to 2**-11), an algorithm's
+    own way (seed)."""
+    return x * (1 + np.random.RandomState(seed).uniform(-1, 1, x.size) * 2.0 ** -11)
+
+
+class Tf32ShadowTest(unittest.TestCase):
+    """An fp32 reference computed in TF32 (PyTorch's default for a GPU's fp32 convolutions)
+    against its fp64 shadow: off it beyond fp32's 1e-4, so another TF32 algorithm for the same
+    convolution was refused against it (shadow_judge.judge_by_shadow, shadow.py)."""
+
+    def setUp(self):
+        self.s = np.random.RandomState(11).randn(4096)
+        self.e = _tf32(self.s, 1).astype(np.float32)
+
+    def judge(self, got):
+        return shadow_judge.judge_by_shadow(_digest(got), _digest(self.e), _digest64(self.s), 1e-4, 1e-4)
+
+    def test_another_tf32_algorithm_passes(self):
+        got = _tf32(self.s, 2).astype(np.float32)
+        ok, _ = compare.compare_outputs([_digest(got)], [_digest(self.e)], 1e-4, 1e-4, 0)
+        self.assertFalse(ok, "off the reference beyond fp32's tolerance")
+        r = self.judge(got)
+        self.assertTrue(r["ok"], r)
+        self.assertEqual(r["rule"], "ratio")
+
+    def test_full_fp32_passes(self):
+        self.assertTrue(self.judge(self.s.astype(np.float32))["ok"])
+
+    def test_an_error_beyond_tf32s_is_refused(self):
+        got = (self.s * (1 + np.random.RandomState(3).uniform(-1, 1, 4096) * 2.0 ** -8)).astype(np.float32)
+        r = self.judge(got)
+        self.assertFalse(r["ok"])
+
+    def test_only_an_fp32_job_on_a_gpu_that_allows_tf32_shadows_every_trial(self):
+        def torch_with(tf32):
+            cudnn = types.SimpleNamespace(allow_tf32=tf32)
+            cuda = types.SimpleNamespace(matmul=types.SimpleNamespace(allow_tf32=False))
+            return types.SimpleNamespace(float64="f64", float32="f32",
+                                         backends=types.SimpleNamespace(cudnn=cudnn, cuda=cuda))
+
+        def wants(torch, dtype, device, dist):
+            return shadow.Shadow(torch, None, [], None, {"dtype": dtype, "device": device}).wants(dist)
+        self.assertTrue(wants(torch_with(True), "fp32", "cuda:0", "normal"))
+        self.assertFalse(wants(torch_with(False), "fp32", "cuda:0", "normal"))
+        self.assertFalse(wants(torch_with(True), "fp32", "cpu", "normal"))
+        self.assertTrue(wants(torch_with(False), "fp32", "cpu", "zeros"))
+        self.assertTrue(wants(torch_with(False), "bf16", "cuda:0", "normal"))
 
 
 class ShadowDigestTest(unittest.TestCase):
@@ -231,7 +320,7 @@ class ShadowDigestTest(unittest.TestCase):
 
 
 class Fp64ShadowTest(CpuWorkerTest):
-    """fp32 jobs' all-zero trials have an fp64 shadow (shadow.py, compare.judge_by_shadow): it
+    """fp32 jobs' all-zero trials have an fp64 shadow (shadow.py, shadow_judge.judge_by_shadow): it
     judges only where the fp32 reference is itself rounding noise around the true output."""
 
     def test_an_exact_batch_norm_passes_where_the_reference_is_noise(self):
@@ -241,6 +330,16 @@ class Fp64ShadowTest(CpuWorkerTest):
             # only the all-zero trial is shadowed, and the reference was off its shadow there
             self.assertEqual(judged["distribution"], "zeros")
             self.assertGreater(judged["ref_err_norm"], judged["cand_err_norm"])
+
+    def test_a_constant_true_output_passes_where_the_reference_varies_by_rounding(self):
+        # the true softmax is exactly uniform on all-zero inputs (the fp64 shadow is constant to
+        # its rounding), the fp32 reference varies by 1e-6: the exact candidate's constant output
+        # was refused as "constant output where the reference varies"
+        r = self.w.job("verify", "bn_softmax_problem.py", fixture("eval", "bn_softmax_exact.py"))
+        self.assertTrue(r["ok"], r.get("error"))
+        judged = r.get("shadow_judged") or []
+        self.assertTrue(judged, "the all-zero trial was judged by its shadow")
+        self.assertEqual({j["distribution"] for j in judged}, {"zeros"})
 
     def test_a_small_true_output_keeps_the_magnitude_check(self):
         # the reference agrees with its fp64 shadow: zeros for a true 1e-6 offset are refused

@@ -41,7 +41,7 @@ class ElementwiseErrorsTest(unittest.TestCase):
 
     def assert_same(self, g, e, rtol, atol):
         g64, e64 = g.astype(np.float64), e.astype(np.float64)
-        fast = compare._errors_finite(g64, e64, rtol, atol)
+        fast = compare.errors_finite(g64, e64, rtol, atol)
         slow = compare._errors_masked(g64, e64, rtol, atol)
         np.testing.assert_array_equal(fast[0], slow[0])
         np.testing.assert_array_equal(fast[1], slow[1])

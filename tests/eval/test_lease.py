@@ -139,6 +139,10 @@ class LeaseTest(unittest.TestCase):
         self.assertTrue(result["ok"], result.get("error"))
         exclusive = pool.times("granted", "exclusive")
         self.assertEqual(len(exclusive), 3, pool.events)
+        # the reference's process starts and computes its outputs under shared, and asks for
+        # exclusive only at the gate before its baselines
+        self.assertEqual(pool.events[0][:2], ("acquire", "shared"), pool.events)
+        self.assertLess(pool.times("granted", "shared")[0], exclusive[0])
         gate_grant = exclusive[1]
         at = result["stage_at"]
         self.assertLess(at["gate"], gate_grant, "the child stopped at its gate before the grant")
@@ -152,6 +156,10 @@ class LeaseTest(unittest.TestCase):
         # after its timed stages the child gives exclusive back and asks for shared (its exit)
         self.assertGreater(pool.times("acquire", "shared")[-1], exclusive[1],
                            "the candidate asked for shared again after its timed stages")
+        # the re-measure's fresh process starts and builds the candidate under shared, and asks
+        # for exclusive only at its gate (remeasure.py)
+        build = [t for t in pool.times("granted", "shared") if exclusive[1] < t < exclusive[2]]
+        self.assertGreaterEqual(len(build), 2, (build, pool.events))
 
     def test_exclusive_covers_only_the_timed_stages(self):
         # a warm-up long enough to see (CPU mode: calls, not seconds), then the timing: the

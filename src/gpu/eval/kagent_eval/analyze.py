@@ -29,6 +29,7 @@ import os
 import time
 
 from . import analyze_problem, child_common, fx_trace, inductor_kernel, integrate, loader, sandbox
+from . import unleased_compile
 from . import source_merge
 from .request import BadRequest
 
@@ -87,9 +88,15 @@ def handle(ev, job):
     timeouts = {}
     if job.get("timeout"):
         timeouts = {k: float(job["timeout"]) for k in ("load", "trace", "run", "check", "time")}
-    # the traced forward runs on the GPU and nothing of it is timed; integrate times a model
+    # the traced forward runs on the GPU and nothing of it is timed; integrate times a model.
+    # Inductor's compile gives the lease up (unleased_compile.py), unless it times kernels
+    gate = None
+    if kind == "inductor" and spec["library"] == "allow" and ev.cuda:
+        gate = unleased_compile.follow(ev.lease)
+        if timeouts:
+            timeouts[unleased_compile.STAGE] = timeouts["run"]
     with (ev.lease.timed() if kind == "integrate" else ev.lease.shared()):
-        out = sandbox.run_child(_child, (spec,), timeouts, ev.close_fds)
+        out = sandbox.run_child(_child, (spec,), timeouts, ev.close_fds, gate=gate)
     res, _ = out.first("analysis")
     if res is None:
         err, _ = out.first("error")

@@ -71,6 +71,8 @@ def run(ch, spec, state=None):
     ch.stage("load")
     if state is None or state["device"] != device or state["threads"] != spec.get("threads"):
         state = prepare(device, spec.get("threads"), warm=False)
+        if getattr(ch, "gate_fd", None) is not None:  # forked with a gate (remeasure.py)
+            state["gate"] = ch.gate
     if spec.get("op") == "compare":
         from . import interleave
         interleave.run(ch, spec, state)

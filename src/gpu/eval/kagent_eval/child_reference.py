@@ -6,7 +6,7 @@ job's all-zero trials, of the outputs' shadow at a higher precision (shadow.py),
 inputs (FLOPs, parameter bytes, the GPU's measured peaks), and on request the eager /
 torch.compile baseline timings measured with the same Timer the candidate gets.
 """
-from . import child_common, digest, extra_trials, inputs, loader, shadow, timed_inputs
+from . import child_common, digest, extra_trials, inputs, loader, shadow, timed_inputs, unleased_compile
 from .timing import bench_options, do_bench_mean
 
 
@@ -117,12 +117,15 @@ def run(ch, spec):
             ch.send({"type": "flops", "value": _flops(torch, problem, model, spec, dtype, device),
                      "param_bytes": _param_bytes(model), "peaks": spec.get("peaks")})
     if spec.get("baselines"):
+        # with a gate (reference.py), the lease turns exclusive only now: the outputs, the FLOP
+        # count and the process's start ran under the lease shared
+        ch.gate(child_common.EXCLUSIVE)
         ch.stage("baseline")
         # the timed input sets are the trials' own inputs, made by the same contract
         if contract is None:
             contract = inputs.input_contract(torch, problem, device)
         ch.send({"type": "baselines", "result": baselines(
-            torch, problem, model, dict(spec, input_contract=contract), dtype, device)})
+            torch, problem, model, dict(spec, input_contract=contract), dtype, device, ch)})
 
 
 def _drawn_text(drawn):
@@ -156,7 +159,7 @@ def _param_bytes(model):
         return 0
 
 
-def baselines(torch, problem, model, spec, dtype, device):
+def baselines(torch, problem, model, spec, dtype, device, ch=None):
     bench = spec.get("bench") or {}
     timer = child_common.timer(torch, device, traced=False)
     # the input sets the candidate's timed calls rotate through, in the same order, so a
@@ -174,8 +177,12 @@ def baselines(torch, problem, model, spec, dtype, device):
                 if not hasattr(torch, "compile"):
                     res[name + "_error"] = "ENOTSUP: torch %s has no torch.compile" % torch.__version__
                     continue
-                mode = "max-autotune" if name == "compile_max_autotune" else None
-                fn = torch.compile(model, mode=mode) if mode else torch.compile(model)
+                if name == "compile_max_autotune":  # its compile times kernels: under the lease
+                    fn = torch.compile(model, mode="max-autotune")
+                elif device.startswith("cuda"):  # Inductor's backend, compiled with the lease given up
+                    fn = torch.compile(model, backend=unleased_compile.backend(torch, ch, child_common.EXCLUSIVE))
+                else:
+                    fn = torch.compile(model)
             else:
                 res[name + "_error"] = "EBADREQ: unknown baseline"
                 continue

@@ -4,6 +4,7 @@ Runs in the worker, which never executes candidate code, on arrays sent by the t
 """
 import numpy as np
 
+from . import shadow_judge
 from .digest import sample_positions
 
 # Named tolerances, (rtol, atol) per dtype (docs/lua-api.md, job field `tolerance`). "strict" is
@@ -57,11 +58,11 @@ def _errors(g64, e64, rtol, atol):
     sample per output in the worker, so the common all-finite case skips the masks: a third of
     the passes over the data."""
     if np.isfinite(g64).all() and np.isfinite(e64).all():
-        return _errors_finite(g64, e64, rtol, atol)
+        return errors_finite(g64, e64, rtol, atol)
     return _errors_masked(g64, e64, rtol, atol)
 
 
-def _errors_finite(g64, e64, rtol, atol):
+def errors_finite(g64, e64, rtol, atol):
     """_errors where both arrays are finite."""
     diff = np.subtract(g64, e64)
     np.abs(diff, out=diff)
@@ -185,7 +186,7 @@ def compare_tensor(got, exp, rtol, atol, sample_seed):
         if es.get("abs_sum") is not None:
             for key in ("sum", "abs_sum"):
                 a, b = gs.get(key), es.get(key)
-                if a is None or abs(a - b) > _stat_allowance(es, exp, rtol, atol):
+                if a is None or abs(a - b) > stat_allowance(es, exp, rtol, atol):
                     res["check"] = "magnitude"
                     res["reason"] = "whole-tensor %s %.6g, expected %.6g" % (key, a or 0.0, b)
                     return res
@@ -195,7 +196,7 @@ def compare_tensor(got, exp, rtol, atol, sample_seed):
     return res
 
 
-def _stat_allowance(stats, meta, rtol, atol):
+def stat_allowance(stats, meta, rtol, atol):
     """How far a whole-tensor sum may be from the expected one."""
     return NORM_FACTOR * rtol * stats["abs_sum"] + atol * meta["numel"] * 1e-3
 
@@ -207,132 +208,6 @@ def _num(x):
     if np.isinf(x):
         return "inf" if x > 0 else "-inf"
     return x
-
-
-# Ill-conditioned trials at low precision (src/gpu/eval/README.md, "Correctness"): a bf16/fp16
-# reference can itself be off its fp32 shadow by more than the tolerance (training-mode batch
-# norm after a convolution on small inputs turns one rounding step into a tenth of the output),
-# so two valid implementations disagree there. Such a trial judges the candidate against the
-# shadow, and allows it no more error than SHADOW_FACTOR times the reference's own, in L2 and at
-# each of SHADOW_QUANTILES; a reference off its shadow by more than SHADOW_MAX_REL (relative L2)
-# says nothing of any candidate and the trial rejects as before. Where the reference is itself
-# within the tolerance of its shadow, a candidate off the reference but within the tolerance of
-# the shadow at every element is as right as the reference (both are within tolerance of the fp32
-# result; they differ from each other by up to twice it): it passes too, listed as rule
-# "tolerance". A candidate that rounds once in fp32 where the reference rounds at every bf16 step
-# is such a one.
-# An fp32 reference has an fp64 shadow on its all-zero-input trials (shadow.py), and there the
-# shadow judges only where the reference is itself off it by more than the magnitude check allows
-# a candidate (_reference_is_noise): its output is then rounding noise around the true one. Where
-# the reference agrees with its shadow, the first verdict stands: a small true output keeps the
-# magnitude check, and a candidate of zeros for it is refused as before.
-SHADOW_FACTOR = 2.0
-SHADOW_MAX_REL = 0.25
-SHADOW_QUANTILES = (0.5, 0.9, 0.99, 0.999, 1.0)
-
-
-def judge_by_shadow(got, exp, shadow, rtol, atol):
-    """A candidate output that failed against the reference output `exp`, judged against the
-    reference's shadow of it (fp32 for a low-precision reference, fp64 for an fp32 one on its
-    all-zero trials: the same model and inputs upcast, digested at the same positions). None
-    where the shadow cannot judge: none usable, or an fp64 shadow the reference agrees with.
-    Where the reference passes the elementwise test against its shadow, the candidate must too
-    (within_shadow). Otherwise
-    {ok, reason, rule: "ratio", ref_mismatches, compared, cand_err_norm, ref_err_norm,
-    shadow_norm}."""
-    if not shadow or shadow.get("kind") != "tensor":
-        return None
-    g, e, s = got.get("data"), exp.get("data"), shadow.get("data")
-    if g is None or e is None or s is None or not g.shape == e.shape == s.shape or \
-            shadow["shape"] != exp["shape"] or shadow.get("full") != exp.get("full"):
-        return None
-    g64, e64, s64 = g.astype(np.float64), e.astype(np.float64), s.astype(np.float64)
-    judged = np.isfinite(e64) & np.isfinite(s64)
-    if shadow.get("dtype") == "float64" and not _reference_is_noise(e64[judged], s64[judged], rtol):
-        return None
-    ref_bad = int(_errors_finite(e64[judged], s64[judged], rtol, atol)[1].sum())
-    if not ref_bad:
-        return _within_shadow(got, exp, shadow, g64, e64, s64, judged, rtol, atol)
-    res = {"ok": False, "rule": "ratio", "ref_mismatches": ref_bad, "compared": int(judged.sum())}
-    # where the reference or its shadow is not finite the reference decides, as before
-    rg, re_ = g64[~judged], e64[~judged]
-    with np.errstate(invalid="ignore"):
-        same = (np.isnan(rg) & np.isnan(re_)) | (rg == re_) | (np.abs(rg - re_) <= atol + rtol * np.abs(re_))
-    if not same.all():
-        res["reason"] = "a non-finite element of the reference differs"
-        return res
-    cg, ce, cs = g64[judged], e64[judged], s64[judged]
-    if not np.isfinite(cg).all():
-        res["reason"] = "non-finite values where the reference is finite"
-        return res
-    cand_err, ref_err = np.abs(cg - cs), np.abs(ce - cs)
-    res.update(cand_err_norm=norm(cand_err),
-               ref_err_norm=norm(ref_err), shadow_norm=norm(cs))
-    if not res["shadow_norm"] or res["ref_err_norm"] > SHADOW_MAX_REL * res["shadow_norm"]:
-        res["reason"] = "the reference is %.3g off its shadow (relative L2, over %g): too " \
-            "ill-conditioned at this dtype to judge any candidate" % (
-                res["ref_err_norm"] / max(res["shadow_norm"], 1e-300), SHADOW_MAX_REL)
-        return res
-    if res["cand_err_norm"] > SHADOW_FACTOR * res["ref_err_norm"]:
-        res["reason"] = "L2 error %.4g against the shadow, over %g x the reference's own %.4g" \
-            % (res["cand_err_norm"], SHADOW_FACTOR, res["ref_err_norm"])
-        return res
-    cq = np.quantile(cand_err, SHADOW_QUANTILES)
-    rq = np.quantile(ref_err, SHADOW_QUANTILES)
-    for q, c, r in zip(SHADOW_QUANTILES, cq, rq):
-        if c > SHADOW_FACTOR * r + atol:
-            res["reason"] = "error quantile %g against the shadow %.4g, over %g x the " \
-                "reference's own %.4g + atol" % (q, c, SHADOW_FACTOR, r)
-            return res
-    if np.ptp(cs) > 0 and np.ptp(cg) == 0:
-        res["reason"] = "constant output where the reference varies"
-        return res
-    if not exp.get("full"):
-        gs, es, ss = got.get("stats") or {}, exp.get("stats") or {}, shadow.get("stats") or {}
-        if gs.get("nonfinite") != es.get("nonfinite"):
-            res["reason"] = "non-finite count %s, expected %s" % (gs.get("nonfinite"), es.get("nonfinite"))
-            return res
-        for key in ("sum", "abs_sum"):
-            a, r, b = gs.get(key), es.get(key), ss.get(key)
-            if a is None or r is None or b is None or abs(a - b) > _stat_allowance(
-                    ss, exp, rtol, atol) + SHADOW_FACTOR * abs(r - b):
-                res["reason"] = "whole-tensor %s %.6g against the shadow's %.6g" % (
-                    key, a or 0.0, b or 0.0)
-                return res
-    res.update(ok=True, reason=None)
-    return res
-
-
-def _reference_is_noise(e64, s64, rtol):
-    """The reference off its (fp64) shadow by more than the magnitude check allows a candidate
-    off the reference (relative L2 over NORM_FACTOR * rtol), or off a shadow that is all zero."""
-    err, size = norm(e64 - s64), norm(s64)
-    return err > NORM_FACTOR * rtol * size if size else err > 0
-
-
-def _within_shadow(got, exp, shadow, g64, e64, s64, judged, rtol, atol):
-    """The reference is within tolerance of its shadow at every judged element: the candidate
-    passes when it is too, where the reference or the shadow is not finite it matches the
-    reference, and (digests of a sample) its whole-tensor sums are within the same allowance of
-    the shadow's. None when it is not (the first verdict stands)."""
-    rg, re_ = g64[~judged], e64[~judged]
-    with np.errstate(invalid="ignore"):
-        same = (np.isnan(rg) & np.isnan(re_)) | (rg == re_) | (np.abs(rg - re_) <= atol + rtol * np.abs(re_))
-    cg, cs = g64[judged], s64[judged]
-    if not same.all() or not np.isfinite(cg).all() or _errors_finite(cg, cs, rtol, atol)[1].any():
-        return None
-    if not exp.get("full"):
-        gs, ss = got.get("stats") or {}, shadow.get("stats") or {}
-        if gs.get("nonfinite") != (exp.get("stats") or {}).get("nonfinite"):
-            return None
-        for key in ("sum", "abs_sum"):
-            a, b = gs.get(key), ss.get(key)
-            if a is None or b is None or abs(a - b) > _stat_allowance(ss, exp, rtol, atol):
-                return None
-    cand_err, ref_err = np.abs(cg - cs), np.abs(e64[judged] - cs)
-    return {"ok": True, "reason": None, "rule": "tolerance", "ref_mismatches": 0,
-            "compared": int(judged.sum()), "cand_err_norm": norm(cand_err),
-            "ref_err_norm": norm(ref_err), "shadow_norm": norm(cs)}
 
 
 def compare_outputs(got_list, exp_list, rtol, atol, sample_seed, shadows=None):
@@ -358,7 +233,7 @@ def compare_outputs(got_list, exp_list, rtol, atol, sample_seed, shadows=None):
         if not r["ok"]:
             judged = None
             if shadows and i < len(shadows) and r.get("check") in ("values", "magnitude"):
-                judged = judge_by_shadow(g, e, shadows[i], rtol, atol)
+                judged = shadow_judge.judge_by_shadow(g, e, shadows[i], rtol, atol)
             if judged is not None and judged["ok"]:
                 del judged["ok"], judged["reason"]
                 judged.update(output_index=i, dtype_reason=r["reason"])

@@ -10,7 +10,7 @@ from . import spare as spare_mod
 from .lease import EXCLUSIVE, SHARED, Lease
 from .reference import ReferenceCache
 
-# the lease mode a spare's child waits for at each of its gates (spare.GATE_STAGES)
+# the lease mode a spare's child waits for at each of its gates (sandbox.GATE_STAGES)
 LEASE_AT_GATE = {"gate": EXCLUSIVE, "gate_shared": SHARED}
 
 

@@ -8,14 +8,15 @@ the GPU work of a job, in one of two modes:
              correctness trials (before its timed stages) and its late trials (after them),
              the reference's outputs, an analysis. Any number of workers at once.
   exclusive  timed or profiled work: the candidate's timed and profiled stages, the baselines,
-             the hardened re-measure, sanitize, peaks. Nobody else holds the lease meanwhile.
+             the hardened re-measure's timing, sanitize, peaks. Nobody else holds the lease
+             meanwhile.
              A candidate's warm-up before its timed loop, and the analysis of the loop's trace
              and the digests of its outputs after it, run shared (child_candidate.py).
 
 What runs nothing on the GPU holds no lease: a spare sandbox preparing (a CUDA context, the
 timer's buffers, CUPTI and Triton set up, no kernel), the problem's module loading, a Triton
-compile (compile_gate.py), a candidate's process exiting after its GPU work (stage gpu_done), the
-worker's checks.
+compile (compile_gate.py), TorchInductor's compile of a whole model (unleased_compile.py), a
+candidate's process exiting after its GPU work (stage gpu_done), the worker's checks.
 
     worker -> pool   {"id": <job id>, "lease": "acquire", "mode": "shared"|"exclusive"}
     pool -> worker   {"lease": "granted", "mode": ...}

@@ -14,7 +14,7 @@ import hashlib
 import json
 import os
 
-from . import child_reference, roofline, sandbox, trust, verdict
+from . import child_reference, roofline, sandbox, trust, unleased_compile, verdict
 from .lease import EXCLUSIVE, SHARED
 
 ITEMSIZE = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2, "int64": 8, "int32": 4,
@@ -109,10 +109,13 @@ class ReferenceCache:
                      baselines=list(bench["baselines"]) if want_base else None)
         if want_outputs and self.cuda:
             rspec["peaks"] = self.device_peaks()
-        with self.lease.held(EXCLUSIVE if want_base else SHARED):
+        # the child holds the lease shared until its baselines, which it times behind a gate
+        # under the lease exclusive; their torch.compile compiles with the lease given up
+        # (unleased_compile.py)
+        with self.lease.held(SHARED):
             out = sandbox.run_child(child_reference.run, (rspec,), spec["timeouts"],
-                                    self.close_fds)
-        if not want_base and self.lease.enabled and self.cuda and out.out_of_gpu_memory():
+                                    self.close_fds, gate=unleased_compile.follow(self.lease))
+        if self.lease.enabled and self.cuda and out.out_of_gpu_memory():
             # out of GPU memory beside the other workers' processes: again, alone on the GPU
             with self.lease.held(EXCLUSIVE):
                 out = sandbox.run_child(child_reference.run, (rspec,), spec["timeouts"],

@@ -29,8 +29,7 @@ def confirm_figures(ev, spec, result, trial0, checked):
                  bench=dict(spec["bench"] or {}, reps=max(10, min(200, first.get("n") or 50))))
     result["trust"]["remeasured"] = True
     for attempt in range(1, trust.HARDENED_TRIES + 1):
-        with ev.lease.timed():
-            probe = hardened_measure(ev, hspec, trial0, checked)
+        probe = hardened_measure(ev, hspec, trial0, checked)
         if probe.get("error"):
             return not trust.fail_without_figures(
                 result, probe["stage"], probe["code"],
@@ -60,9 +59,23 @@ def confirm_figures(ev, spec, result, trial0, checked):
 
 
 def hardened_measure(ev, hspec, trial0, checked):
-    """One hardened timing in a fresh process: a probe result with time_ms, or failed."""
+    """One hardened timing in a fresh process: a probe result with time_ms, or failed. The
+    process stops at the gates a spare has (jobs.follow_stage): it loads and builds the candidate
+    under the lease shared (its Triton compiles under none) and holds it exclusive from its
+    gate before the timing to its exit, so the seconds of its start and build hold back no
+    other job's timing."""
+    from .jobs import follow_stage  # jobs imports this module's callers
     window = host_load.Window()
-    out = sandbox.run_child(child_candidate.run, (hspec,), hspec["timeouts"], ev.close_fds)
+    try:
+        out = sandbox.run_child(child_candidate.run, (hspec,), hspec["timeouts"], ev.close_fds,
+                                gate=lambda name: follow_stage(ev.lease, name))
+    finally:
+        ev.lease.release()
+    if ev.lease.enabled and ev.cuda and out.out_of_gpu_memory():
+        # it built beside the other workers' processes: once more with the GPU to itself
+        window = host_load.Window()
+        with ev.lease.timed():
+            out = sandbox.run_child(child_candidate.run, (hspec,), hspec["timeouts"], ev.close_fds)
     loaded = window.loaded()
     probe = {"checks": {}, "flags": [], "audit": {}}
     b, arrays = out.first("benchmark")

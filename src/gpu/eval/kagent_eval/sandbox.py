@@ -19,15 +19,28 @@ from . import jail, process_watch, reaper, wire
 _PR_SET_PDEATHSIG = 1
 DEFAULT_TIMEOUTS = {"start": 60.0, "gate": 60.0, "gate_shared": 60.0, "load": 120.0,
                     "build": 120.0, "compile": 180.0, "compile_host": 180.0, "run": 120.0,
-                    "audit": 120.0, "benchmark": 300.0, "profile": 600.0, "baseline": 900.0}
+                    "audit": 120.0, "benchmark": 300.0, "profile": 600.0, "baseline": 900.0,
+                    "compile_unleased": 600.0}
+# the stage a child announces at a gate (Channel.gate), by the lease mode it waits for
+GATE_STAGES = {"shared": "gate_shared", "exclusive": "gate"}
 
 
 class Channel:
     """The child's end: stage announcements and result frames."""
 
-    def __init__(self, fd):
+    def __init__(self, fd, gate_fd=None):
         self.fd = fd
+        self.gate_fd = gate_fd  # where the worker opens this child's gates, or None: none
         self.last_stage = None  # what a stage interrupted by a gate announces again after it
+
+    def gate(self, mode):
+        """Stops until the worker holds the GPU's lease in `mode` for this child (run_child's
+        gate); False, at once, for a child that has no gate."""
+        if self.gate_fd is None:
+            return False
+        self.stage(GATE_STAGES[mode])
+        wire.recv(self.gate_fd)
+        return True
 
     def stage(self, name):
         wire.send(self.fd, {"type": "stage", "stage": name})
@@ -63,7 +76,7 @@ def fork_child(child_main, *child_args):
     return pid
 
 
-def _child_main(fd, close_fds, target, args, job_dir, role, reads=None):
+def _child_main(fd, close_fds, target, args, job_dir, role, reads=None, gate_fd=None):
     """reads: the files the job may read besides the system's, or None to leave reads open
     until the child narrows them itself (a spare, when its job arrives)."""
     code = 0
@@ -83,7 +96,7 @@ def _child_main(fd, close_fds, target, args, job_dir, role, reads=None):
         jail.enter(role, job_dir)
         if reads is not None:
             jail.narrow_reads(reads)
-        target(Channel(fd), *args)
+        target(Channel(fd, gate_fd), *args)
         wire.send(fd, {"type": "done"})
     except BaseException as e:  # report any failure, including SystemExit from the candidate
         try:
@@ -150,19 +163,37 @@ def role_of(target):
     return "trusted" if name in TRUSTED_TARGETS else "candidate"
 
 
-def run_child(target, args=(), timeouts=None, close_fds=(), stage_names=None):
+def run_child(target, args=(), timeouts=None, close_fds=(), stage_names=None, gate=None):
     """Fork, run target(channel, *args) in the child, collect its frames until it exits. The
-    child may read the files its job names (jail.job_files of the first dict in args)."""
+    child may read the files its job names (jail.job_files of the first dict in args).
+    gate(stage) -> bool, if given, runs for every stage the child announces; where it says True
+    the child waits at a gate (Channel.gate) and is let go on (unleased_compile.follow)."""
     role = role_of(target)
     job_dir = jail.new_job_dir(role)
     rfd, wfd = wire.pipe()
+    gate_r = gate_w = None
+    if gate is not None:
+        gate_r, gate_w = os.pipe()
+        PARENT_ONLY_FDS.add(gate_w)
     spec = next((a for a in args if isinstance(a, dict)), {})
+    on_stage = None
+    if gate is not None:
+        def on_stage(name):
+            if gate(name):
+                try:
+                    wire.send(gate_w, {"go": True})
+                except OSError:
+                    pass  # the child is gone; collect reports how
     try:
         pid = fork_child(_in_child, rfd, wfd, close_fds, target, args, job_dir, role,
-                         jail.job_files(spec))
+                         jail.job_files(spec), gate_r)
         os.close(wfd)
-        return collect(pid, rfd, timeouts, job_dir=job_dir, role=role)
+        return collect(pid, rfd, timeouts, on_stage, job_dir=job_dir, role=role)
     finally:
+        if gate is not None:
+            PARENT_ONLY_FDS.discard(gate_w)
+            os.close(gate_r)
+            os.close(gate_w)
         jail.remove_job_dir(job_dir)
 
 

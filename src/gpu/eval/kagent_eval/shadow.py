@@ -4,13 +4,18 @@ For bf16 and fp16 jobs the reference child also runs the problem's Model in fp32
 inputs upcast, with the low-precision model's own weights upcast (exact), and sends the digest
 of that output beside the reference's. The worker uses it only where a candidate fails a trial
 and the low-precision reference itself fails the same check against its shadow: a trial that
-is ill-conditioned at that dtype (compare.judge_by_shadow).
+is ill-conditioned at that dtype (shadow_judge.judge_by_shadow).
 
-For fp32 jobs the shadow is fp64, on the trials of all-zero inputs only (FP64_DISTS): there a
+For fp32 jobs the shadow is fp64, on the trials of all-zero inputs (FP64_DISTS): there a
 normalization divides the rounding noise of an exactly constant value by its epsilon, so the
 fp32 reference's output is that noise while the true output is a constant, and a candidate that
-computes the constant exactly failed for it. The worker judges by an fp64 shadow only where the
-reference is itself that far off it (compare.judge_by_shadow).
+computes the constant exactly failed for it. On a GPU where PyTorch lets fp32 convolutions or
+matmuls run in TF32 (torch.backends.cudnn.allow_tf32 is on by default), on every trial too: the
+reference is then itself off the fp32 result by about TF32's precision, far beyond fp32's 1e-4,
+and any other algorithm or memory layout for the same convolution (TorchInductor's channels-last
+one) differed from it by as much. The worker judges by an fp64 shadow only where the reference
+is itself off it: beyond the elementwise tolerance, or by more than the magnitude check allows
+(shadow_judge.judge_by_shadow).
 
 The shadow model is built on first use, so it costs nothing where no trial asks for one, and a
 shadow that would not fit in the memory left (FREE_SHARE) or that fails is skipped with a note; the trial is then judged as without one.
@@ -34,6 +39,8 @@ class Shadow:
         self.label = "fp64" if spec["dtype"] == "fp32" else "fp32"
         self.width = 8 if spec["dtype"] == "fp32" else 4  # bytes per element
         self.source = model  # the low-precision model, whose state the shadow copies at build
+        # an fp32 reference on a GPU that may compute in TF32: every trial gets its fp64 shadow
+        self.tf32 = spec["dtype"] == "fp32" and self.device.startswith("cuda") and tf32_allowed(torch)
         self.model = None
         self.note = None  # why no shadow model exists, once building it failed
 
@@ -67,7 +74,7 @@ class Shadow:
 
     def wants(self, dist):
         """Whether a trial of inputs `dist` gets a shadow."""
-        return self.enabled and (self.label == "fp32" or dist in FP64_DISTS)
+        return self.enabled and (self.label == "fp32" or self.tf32 or dist in FP64_DISTS)
 
     def digest(self, args, out_metas, sample_seed):
         """(shadow metas, arrays, None) for one trial's inputs, or (None, [], note)."""
@@ -119,6 +126,19 @@ class Shadow:
     def _free(self):
         if self.device.startswith("cuda"):
             self.torch.cuda.empty_cache()
+
+
+def tf32_allowed(torch):
+    """Whether this torch lets fp32 convolutions or matmuls run in TF32 (its defaults, or what the
+    problem set)."""
+    for b in (getattr(getattr(torch.backends, "cuda", None), "matmul", None),
+              getattr(torch.backends, "cudnn", None)):
+        try:
+            if b is not None and b.allow_tf32:
+                return True
+        except Exception:
+            pass
+    return False
 
 
 class _no_tf32:

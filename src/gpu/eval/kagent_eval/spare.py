@@ -121,10 +121,6 @@ def _spare_main(ch, spec_fd, prepare, target, prep_args):
     target(ch, obj["spec"], state)
 
 
-# the stage a child announces at a gate, by the lease mode it waits for
-GATE_STAGES = {"shared": "gate_shared", "exclusive": "gate"}
-
-
 def _wait_gate(ch, fd, mode):
-    ch.stage(GATE_STAGES[mode])
+    ch.stage(sandbox.GATE_STAGES[mode])
     wire.recv(fd)

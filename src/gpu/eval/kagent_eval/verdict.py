@@ -34,7 +34,7 @@ def reference_trials(outcome):
 
 def note_shadow(result, summary, trial, dist):
     """Lists in result["shadow_judged"] each output that passed only against the reference's
-    shadow (an ill-conditioned trial, compare.judge_by_shadow), with the error norms that
+    shadow (an ill-conditioned trial, shadow_judge.judge_by_shadow), with the error norms that
     let it pass, so a reader of the result sees why."""
     for entry in summary.get("shadow") or []:
         result.setdefault("shadow_judged", []).append(dict(entry, trial=trial, distribution=dist))
