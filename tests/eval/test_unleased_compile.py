@@ -70,6 +70,21 @@ class ChildGate(unittest.TestCase):
         self.assertEqual(lease.log, [])
 
 
+class JobTimeouts(unittest.TestCase):
+    def test_a_jobs_timeout_leaves_the_baselines_compile_its_own_limit(self):
+        # a job's timeout is sized for a candidate; torch.compile's compile of the reference
+        # keeps the limit the baselines had when it ran inside them
+        from kagent_eval import job_spec
+        ev = types.SimpleNamespace(device="cpu", threads=1, sample_seed=1, replay_seed=2)
+        spec = job_spec.normalize(ev, "verify", {
+            "problem": os.path.join(ROOT, "tests", "fixtures", "eval", "relu_problem.py"),
+            "candidate": "x", "timeout": 30})
+        self.assertEqual(spec["timeouts"]["run"], 30.0)
+        self.assertNotIn(unleased_compile.STAGE, spec["timeouts"])
+        self.assertGreaterEqual(sandbox.DEFAULT_TIMEOUTS[unleased_compile.STAGE],
+                                sandbox.DEFAULT_TIMEOUTS["baseline"])
+
+
 class FakeChannel:
     def __init__(self, log, gate_fd=7):
         self.log, self.gate_fd, self.last_stage = log, gate_fd, "baseline"

@@ -20,7 +20,7 @@ _PR_SET_PDEATHSIG = 1
 DEFAULT_TIMEOUTS = {"start": 60.0, "gate": 60.0, "gate_shared": 60.0, "load": 120.0,
                     "build": 120.0, "compile": 180.0, "compile_host": 180.0, "run": 120.0,
                     "audit": 120.0, "benchmark": 300.0, "profile": 600.0, "baseline": 900.0,
-                    "compile_unleased": 600.0}
+                    "compile_unleased": 900.0}
 # the stage a child announces at a gate (Channel.gate), by the lease mode it waits for
 GATE_STAGES = {"shared": "gate_shared", "exclusive": "gate"}
 
