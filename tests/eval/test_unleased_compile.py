@@ -1,11 +1,12 @@
 """TorchInductor compiles with the GPU's lease given up (unleased_compile.py), without a GPU: the
 gate of a child forked on demand (sandbox.run_child, real forks), the worker's answer to the
 stages it announces, and the child's backend wrapper against a FAKE torch whose "inductor" backend
-records its calls (tests/gpu/host_lease_gpu_check.py and the Level 3 sweep run the real one)."""
+records its calls (tests/gpu/levels23_gpu_check.sh runs the real one)."""
 import os
 import sys
 import types
 import unittest
+from unittest import mock
 
 from worker_client import ROOT
 
@@ -116,17 +117,10 @@ class Backend(unittest.TestCase):
         """A FAKE torch module tree: only what backend() imports, put in sys.modules for the test."""
         torch, inductor, registry = fake_torch(log, fail)
         names = ("torch", "torch._dynamo", "torch._dynamo.backends", "torch._dynamo.backends.registry")
-        saved = {n: sys.modules.get(n) for n in names}
         mods = [torch, types.ModuleType(names[1]), types.ModuleType(names[2]), registry]
-        sys.modules.update(dict(zip(names, mods)))
-
-        def restore():
-            for n, m in saved.items():
-                if m is None:
-                    sys.modules.pop(n, None)
-                else:
-                    sys.modules[n] = m
-        self.addCleanup(restore)
+        patch = mock.patch.dict(sys.modules, dict(zip(names, mods)))
+        patch.start()
+        self.addCleanup(patch.stop)
         return torch, inductor
 
     def test_compile_runs_between_giving_the_lease_up_and_the_gate(self):

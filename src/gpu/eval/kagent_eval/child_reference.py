@@ -1,8 +1,9 @@
 """Trusted child: runs only the problem's reference Model (never candidate code).
 
 Sends, per trial, the digests of the inputs and of the reference outputs (regular trials,
-property trials and resized problems, see ``trial_plan``) and, for bf16/fp16 jobs and an fp32
-job's all-zero trials, of the outputs' shadow at a higher precision (shadow.py), the roofline's
+property trials and resized problems, see ``trial_plan``) and, where shadow.Shadow.wants it
+(bf16/fp16 jobs; an fp32 job's all-zero trials, and every trial on a GPU that allows TF32), of
+the outputs' shadow at a higher precision (shadow.py), the roofline's
 inputs (FLOPs, parameter bytes, the GPU's measured peaks), and on request the eager /
 torch.compile baseline timings measured with the same Timer the candidate gets.
 """
@@ -99,7 +100,8 @@ def run(ch, spec):
             if precise.wants(dist):
                 # bf16/fp16: every kind of trial (inputs of one sign, the "negative" property,
                 # give a convolution's output an offset as large against its variation as small
-                # ones do); fp32: the all-zero trial (shadow.FP64_DISTS)
+                # ones do); fp32: the all-zero trial (shadow.FP64_DISTS), and every trial where
+                # the reference may compute in TF32
                 ch.stage("shadow")
                 metas, shadow_arrays, note = precise.digest(args, out_metas, spec["sample_seed"])
                 if metas is not None:
@@ -159,7 +161,7 @@ def _param_bytes(model):
         return 0
 
 
-def baselines(torch, problem, model, spec, dtype, device, ch=None):
+def baselines(torch, problem, model, spec, dtype, device, ch):
     bench = spec.get("bench") or {}
     timer = child_common.timer(torch, device, traced=False)
     # the input sets the candidate's timed calls rotate through, in the same order, so a

@@ -10,8 +10,8 @@ from . import spare as spare_mod
 from .lease import EXCLUSIVE, SHARED, Lease
 from .reference import ReferenceCache
 
-# the lease mode a spare's child waits for at each of its gates (sandbox.GATE_STAGES)
-LEASE_AT_GATE = {"gate": EXCLUSIVE, "gate_shared": SHARED}
+# the lease mode a spare's child waits for at each of its gates
+LEASE_AT_GATE = {stage: mode for mode, stage in sandbox.GATE_STAGES.items()}
 
 
 def follow_stage(lease, name):

@@ -128,13 +128,18 @@ class Shadow:
             self.torch.cuda.empty_cache()
 
 
+def _tf32_switches(torch):
+    """The backends whose allow_tf32 lets fp32 matmuls and convolutions run in TF32."""
+    return [b for b in (getattr(torch.backends, "cuda", None) and torch.backends.cuda.matmul,
+                        getattr(torch.backends, "cudnn", None)) if b is not None]
+
+
 def tf32_allowed(torch):
     """Whether this torch lets fp32 convolutions or matmuls run in TF32 (its defaults, or what the
     problem set)."""
-    for b in (getattr(getattr(torch.backends, "cuda", None), "matmul", None),
-              getattr(torch.backends, "cudnn", None)):
+    for b in _tf32_switches(torch):
         try:
-            if b is not None and b.allow_tf32:
+            if b.allow_tf32:
                 return True
         except Exception:
             pass
@@ -146,8 +151,7 @@ class _no_tf32:
     for fp32 convolutions by default), restored after."""
 
     def __init__(self, torch):
-        self.backends = [b for b in (getattr(torch.backends, "cuda", None) and torch.backends.cuda.matmul,
-                                     getattr(torch.backends, "cudnn", None)) if b is not None]
+        self.backends = _tf32_switches(torch)
         self.saved = []
 
     def __enter__(self):

@@ -16,11 +16,13 @@ backend(): Inductor's own backend (what torch.compile(model) uses), around which
      works in, then announces again the stage it was in; the compiled graph runs only after that.
 
 Only where nothing of the compile itself runs on the GPU: not max-autotune, whose compile times
-its candidate kernels (those compiles keep the lease). A child without a gate (a worker alone on
-a CPU device) compiles as before.
+its candidate kernels (those compiles keep the lease). A child without a gate (a reference run
+again alone on the GPU after it ran out of memory) compiles under the lease it holds.
 """
+from . import sandbox
+
 STAGE = "compile_unleased"
-MODES = {"gate": "exclusive", "gate_shared": "shared"}  # sandbox.GATE_STAGES, inverted
+MODES = {stage: mode for mode, stage in sandbox.GATE_STAGES.items()}  # a gate's stage -> its mode
 
 
 def backend(torch, ch, mode):
