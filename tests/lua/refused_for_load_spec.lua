@@ -1,0 +1,34 @@
+-- The specs' allowance for a loaded machine (tests/fixtures/agent/fake_session.lua refused_for_load):
+-- a run left unconfirmed only by the refusals noise raises is let through; any other refusal or
+-- exit is not.
+package.path = kagent.root .. "/tests/fixtures/agent/?.lua;" .. package.path
+local fake = require("fake_session")
+
+local DISAGREE = "EUNTRUSTED: a fresh hardened re-measure disagrees with the first"
+local SPREAD = "EUNTRUSTED: the timed calls vary too much (p90/p10 above the limit)"
+local STREAM = "EUNTRUSTED: device work ran outside the timed events (on another stream or after the call returned)"
+
+local function summary(...)
+  local tried = {}
+  for i, t in ipairs({ ... }) do tried[i] = { id = "r1w" .. i, ok = false, stage = t[1], error = t[2] } end
+  return { status = "unconfirmed", confirmation = tried }
+end
+
+describe("refused_for_load", function()
+  it("lets through a run every finalist of which was refused for noise", function()
+    expect.truthy(fake.refused_for_load({ code = 5 }, summary({ "timing", DISAGREE })))
+    expect.truthy(fake.refused_for_load({ code = 5 }, summary({ "timing", SPREAD }, { "timing", DISAGREE })))
+    expect.truthy(fake.refused_for_load({ code = 5 }, summary({ "timing", (DISAGREE:gsub("first$", "first; the timed calls vary too much (p90/p10 above the limit)")) })))
+  end)
+
+  it("not a refusal a cheat or a failure raises, nor another exit", function()
+    expect.falsy(fake.refused_for_load({ code = 5 }, summary({ "timing", STREAM })))
+    expect.falsy(fake.refused_for_load({ code = 5 }, summary({ "timing", DISAGREE .. "; " .. (STREAM:gsub("^EUNTRUSTED: ", "")) })))
+    expect.falsy(fake.refused_for_load({ code = 5 }, summary({ "timing", DISAGREE }, { "correctness", "EMISMATCH: output 0 differs" })))
+    expect.falsy(fake.refused_for_load({ code = 5 }, summary({ "timing", "ESTALE: a timed call returned a stale output" })))
+    expect.falsy(fake.refused_for_load({ code = 5 }, summary()))
+    expect.falsy(fake.refused_for_load({ code = 1 }, summary({ "timing", DISAGREE })))
+    expect.falsy(fake.refused_for_load({ code = 5 }, nil))
+    expect.falsy(fake.refused_for_load({ code = 0 }, { status = "done" }))
+  end)
+end)
