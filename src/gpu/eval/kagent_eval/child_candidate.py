@@ -4,6 +4,8 @@
 Everything it sends may be forged by candidate code running here; the worker compares outputs
 against the reference child's and sanity-checks timings with its own clock.
 """
+import os
+import sys
 import threading
 from dataclasses import dataclass
 from typing import Any
@@ -19,6 +21,7 @@ def prepare(device, threads, warm=True):
     job arrives. Nothing here runs on the GPU (a spare prepares without its GPU's lease); what
     does is kept in state["device_warm"] for warmup.on_device once the job holds the lease."""
     t0 = _perf_counter()
+    one_compile_thread()
     torch = child_common.setup_torch(device, threads)
     timer = child_common.timer(torch, device)
     state = {"torch": torch, "device": device, "threads": threads, "timer": timer,
@@ -28,6 +31,19 @@ def prepare(device, threads, warm=True):
         warmed, state["device_warm"] = warmup.host(torch)
         state["warmed"].update(warmed)
     return state
+
+
+def one_compile_thread():
+    """TorchInductor compiles in the thread that asks, in a candidate's process: with more than
+    one compile thread it starts a pool of compile workers, whose threads are counted as the
+    candidate's (threads_started sets off a hardened re-measure of every file Inductor emitted:
+    20-44 s each on a GPU host), and whose compiles in other processes the compile gate
+    (compile_gate.py) does not see. The environment for a config not yet read, the config for one
+    that was."""
+    os.environ["TORCHINDUCTOR_COMPILE_THREADS"] = "1"
+    config = sys.modules.get("torch._inductor.config")
+    if config is not None:
+        config.compile_threads = 1
 
 
 def times_anything(spec):

@@ -46,14 +46,20 @@ def make(torch, ch, spec):
         out, codes = run_and_get_code(compiled, *args)
     if not codes:
         return {"ok": False, "error": "EINDUCTOR: Inductor emitted no code for the subgraph"}
-    code = codes[-1]
+    n_out = len(out) if isinstance(out, (tuple, list)) else 1
+    return standalone(codes[-1], len(args), n_out, torch.__version__, spec)
+
+
+def standalone(code, n_args, n_out, torch_version, spec):
+    """The kernel file of Inductor's emitted module `code` for a subgraph of n_args inputs and
+    n_out outputs: the module without its benchmark harness, and a `kernel_function` that passes
+    the inputs to `call`."""
     cut = _HARNESS.search(code)
     if cut:
         code = code[:cut.start()]
     if "def call(" not in code:
         return {"ok": False, "error": "EINDUCTOR: the emitted module has no call(args)"}
-    n_out = len(out) if isinstance(out, (tuple, list)) else 1
-    names = ["x%d" % i for i in range(len(args))]
+    names = ["x%d" % i for i in range(n_args)]
     tail = [
         "",
         "",
@@ -64,7 +70,7 @@ def make(torch, ch, spec):
     ]
     head = ("# First kernel (agents/flows/first_kernel.lua, inductor): the code TorchInductor %s emitted for\n"
             "# this subgraph, made standalone; library kernels %s%s.\n") % (
-                torch.__version__, "allowed" if spec.get("library") != "deny" else "denied (Triton templates)",
+                torch_version, "allowed" if spec.get("library") != "deny" else "denied (Triton templates)",
                 "; eager's layouts kept" if spec.get("layout") == "eager" else "")
     return {"ok": True, "source": head + code.rstrip() + "\n" + "\n".join(tail),
             "extern_calls": len(re.findall(r"extern_kernels\.", code)),
