@@ -2,7 +2,7 @@
 """What the worker's comparison of a job's trials costs (verdict._compare_side_by_side), and
 whether the BLAS library's thread pool slows the compare threads down.
 
-    python3 bench/compare_cost.py [--trials 9] [--reps 5]
+    python3 bench/compare_cost.py [--trials 9] [--reps 5] [--before DIR]
 
 Each trial is a million-element sample of an fp32 output and its reference (the digest the
 worker compares, compare.compare_outputs). Prints, median seconds per job: the trials compared
@@ -10,17 +10,23 @@ one after another, then on the worker's compare threads; and, side by side on th
 a sum of squares through BLAS (np.dot) against the BLAS-free one the comparison uses
 (compare.sum_sq): a ratio well above 1 means the BLAS pool contends with the threads. Run it on
 the machine whose worker is slow (bench/eval_latency.py's `worker check: trials`).
+--before DIR: also the trials one after another with another copy of the evaluator (DIR holds its
+kagent_eval, e.g. a checkout's src/gpu/eval), each copy in a process of its own, taking turns,
+on the same trials, and the ratio before/after.
 """
 import argparse
 import os
 import statistics
+import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "src", "gpu", "eval"))
+# KAGENT_EVAL_PYTHONPATH: another copy of the evaluator (--before's processes)
+sys.path.insert(0, os.environ.get("KAGENT_EVAL_PYTHONPATH")
+                or os.path.join(os.path.dirname(__file__), "..", "src", "gpu", "eval"))
 from kagent_eval import compare, verdict  # noqa: E402
 
 N = 1 << 20
@@ -42,19 +48,50 @@ def timed(fn, reps):
     return statistics.median(out)
 
 
+def trial_pairs(n):
+    rng = np.random.default_rng(0)
+    pairs = []
+    for _ in range(n):
+        e = rng.standard_normal(N, dtype=np.float32)
+        g = e + np.float32(1e-6) * rng.standard_normal(N, dtype=np.float32)
+        pairs.append(([meta(g)], [meta(e)], None))
+    return pairs
+
+
+def serial_in(path, trials):
+    """Seconds of one job's trials compared one after another by the evaluator at `path`, in a
+    process of its own."""
+    env = dict(os.environ, KAGENT_EVAL_PYTHONPATH=path)
+    out = subprocess.run([sys.executable, __file__, "--serial-once", "--trials", str(trials)],
+                         env=env, check=True, capture_output=True, text=True).stdout
+    return float(out.split()[-1])
+
+
+def before_after(before, trials, reps):
+    here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src", "gpu", "eval")
+    times = {"before": [], "after": []}
+    for _ in range(reps):
+        times["before"].append(serial_in(before, trials))
+        times["after"].append(serial_in(here, trials))
+    b, a = statistics.median(times["before"]), statistics.median(times["after"])
+    print("  one after another, %d processes each, taking turns: before %.3f s, after %.3f s, "
+          "before/after %.2f" % (reps, b, a, b / a))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--trials", type=int, default=9)
     ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--before", help="another copy's src/gpu/eval, timed side by side")
+    ap.add_argument("--serial-once", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args()
-    rng = np.random.default_rng(0)
-    pairs = []
-    for _ in range(a.trials):
-        e = rng.standard_normal(N, dtype=np.float32)
-        g = e + np.float32(1e-6) * rng.standard_normal(N, dtype=np.float32)
-        pairs.append(([meta(g)], [meta(e)], None))
+    pairs = trial_pairs(a.trials)
+    if a.serial_once:  # one figure for before_after: the trials once to warm up, then timed
+        print(timed(lambda: [compare.compare_outputs(p[0], p[1], 1e-4, 1e-4, 7) for p in pairs], 3))
+        return
     serial = timed(lambda: [compare.compare_outputs(p[0], p[1], 1e-4, 1e-4, 7) for p in pairs], a.reps)
     threaded = timed(lambda: list(verdict._compare_side_by_side(pairs, 1e-4, 1e-4, 7)), a.reps)
+    rng = np.random.default_rng(1)
     vecs = [rng.standard_normal(N) for _ in range(a.trials)]
     with ThreadPoolExecutor(max_workers=verdict.COMPARE_THREADS) as pool:
         blas = timed(lambda: list(pool.map(lambda v: [float(np.dot(v, v)) for _ in range(6)], vecs)), a.reps)
@@ -65,6 +102,8 @@ def main():
     print("  compared on the threads      %7.3f s" % threaded)
     print("  6 sums of squares per trial on the threads: BLAS %.4f s, BLAS-free %.4f s, ratio %.2f" % (
         blas, free, blas / free if free else float("nan")))
+    if a.before:
+        before_after(a.before, a.trials, a.reps)
 
 
 if __name__ == "__main__":

@@ -77,6 +77,52 @@ class ElementwiseErrorsTest(unittest.TestCase):
         self.assertFalse(compare.compare_tensor(got, exp, 1e-4, 1e-4, 0)["ok"])
 
 
+class CompareTensorFiguresTest(unittest.TestCase):
+    """compare_tensor reuses what the elementwise pass found (the largest error, the reference's
+    sum of squares); its figures and verdicts stay those of the data, at float64's edges too."""
+
+    @staticmethod
+    def tensor(values, dtype=np.float32):
+        a = np.asarray(values, dtype=dtype)
+        return {"kind": "tensor", "plain": True, "dtype": str(a.dtype), "shape": [a.size],
+                "numel": a.size, "full": True, "data": a}
+
+    def test_the_error_figures_are_the_datas(self):
+        rng = np.random.default_rng(3)
+        e = rng.standard_normal(10_000).astype(np.float32)
+        g = e + np.float32(1e-6) * rng.standard_normal(10_000).astype(np.float32)
+        r = compare.compare_tensor(self.tensor(g), self.tensor(e), 1e-4, 1e-4, 0)
+        self.assertTrue(r["ok"], r)
+        d = np.abs(g.astype(np.float64) - e.astype(np.float64))
+        e_norm, d_norm = np.sqrt((e.astype(np.float64) ** 2).sum()), np.sqrt((d ** 2).sum())
+        self.assertAlmostEqual(r["rel_l2_err"], d_norm / e_norm, delta=1e-12)
+        self.assertAlmostEqual(r["err_peak"], d.max() / (d_norm / np.sqrt(d.size)), delta=1e-9)
+        self.assertEqual(r["max_abs_err"], d.max())
+
+    def test_an_overflowing_difference_fails_and_gives_no_l2_figure(self):
+        e = self.tensor([-1.5e308, 1.0, 2.0], np.float64)
+        r = compare.compare_tensor(self.tensor([1.5e308, 1.0, 2.0], np.float64), e, 1e-4, 1e-4, 0)
+        self.assertFalse(r["ok"])
+        self.assertIn("outside", r["reason"])
+        self.assertNotIn("rel_l2_err", r)
+
+    def test_a_reference_whose_squares_overflow_still_compares(self):
+        big = [1e200, -1e200, 3e200]
+        self.assertTrue(compare.compare_tensor(self.tensor(big, np.float64), self.tensor(big, np.float64),
+                                               1e-4, 1e-4, 0)["ok"])
+        off = [1e200, -1e200, 6e200]
+        self.assertFalse(compare.compare_tensor(self.tensor(off, np.float64), self.tensor(big, np.float64),
+                                                1e-4, 1e-4, 0)["ok"])
+
+    def test_a_constant_output_where_the_reference_varies_is_refused(self):
+        e = 1.0 + np.linspace(0.0, 1e-6, 1000)
+        r = compare.compare_tensor(self.tensor(np.ones(1000)), self.tensor(e), 1e-4, 1e-4, 0)
+        self.assertFalse(r["ok"])
+        self.assertIn("constant output", r["reason"])
+        flat = np.full(1000, 0.5)
+        self.assertTrue(compare.compare_tensor(self.tensor(flat), self.tensor(flat), 1e-4, 1e-4, 0)["ok"])
+
+
 class SideBySideTest(unittest.TestCase):
     def test_results_come_back_in_trial_order(self):
         def tensor(values):

@@ -35,9 +35,18 @@ def sum_sq(x):
     return float(np.einsum("i,i->", x, x))
 
 
-def norm(x):
-    """The L2 norm of a float64 array's elements (sum_sq)."""
-    return float(np.sqrt(sum_sq(x)))
+def norm(x, x_sum_sq=None):
+    """The L2 norm of a float64 array's elements (sum_sq; x_sum_sq: that sum, where the caller
+    has it). Where the sum of squares overflows though every element is finite (magnitudes
+    above 1e154), the norm of the elements scaled by the largest: an infinite norm would let
+    every error through the tolerance and the magnitude check that scale with it."""
+    s = sum_sq(x) if x_sum_sq is None else x_sum_sq
+    if np.isfinite(s) or not x.size:
+        return float(np.sqrt(s))
+    top = float(np.max(np.abs(x)))
+    if not np.isfinite(top) or top == 0.0:
+        return float(np.sqrt(s))  # a non-finite element: the norm is not finite either
+    return top * float(np.sqrt(sum_sq(x / top)))
 
 
 def _positions(meta, sample_seed):
@@ -52,25 +61,28 @@ def _unravel(flat_index, shape):
     return [int(i) for i in np.unravel_index(int(flat_index), tuple(shape))]
 
 
-def _errors(g64, e64, rtol, atol):
+def _errors(g64, e64, rtol, atol, e_sum_sq=None):
     """(diff, bad, ok_vals, max_abs_err, max_rel_err) of two float64 arrays. ok_vals masks the
     reference's finite elements, or is None when all are. Every trial compares a million-element
     sample per output in the worker, so the common all-finite case skips the masks: a third of
-    the passes over the data."""
-    if np.isfinite(g64).all() and np.isfinite(e64).all():
-        return errors_finite(g64, e64, rtol, atol)
+    the passes over the data. e_sum_sq: sum_sq(e64), where the caller has it: finite, it says
+    e64 is (a sum that overflowed only sends finite values the masked way, which agrees)."""
+    e_finite = np.isfinite(e_sum_sq) if e_sum_sq is not None else np.isfinite(e64).all()
+    if e_finite and np.isfinite(g64).all():
+        return errors_finite(g64, e64, rtol, atol, e_sum_sq)
     return _errors_masked(g64, e64, rtol, atol)
 
 
-def errors_finite(g64, e64, rtol, atol):
+def errors_finite(g64, e64, rtol, atol, e_sum_sq=None):
     """_errors where both arrays are finite."""
-    diff = np.subtract(g64, e64)
+    with np.errstate(over="ignore"):  # a difference past float64's range is infinite: bad
+        diff = np.subtract(g64, e64)
     np.abs(diff, out=diff)
     abs_e = np.abs(e64)
     # an element is also right when its error is small against the tensor's RMS: signed
     # inputs make long reductions cancel to near-zero outputs whose rounding error is set by
     # the magnitude of the terms, not of the result (a 1M-long bf16 dot product, for one)
-    scale = float(np.sqrt(sum_sq(e64) / e64.size)) if e64.size else 0.0
+    scale = norm(e64, e_sum_sq) / np.sqrt(e64.size) if e64.size else 0.0
     allowed = abs_e * rtol
     allowed += atol
     np.maximum(allowed, rtol * scale, out=allowed)
@@ -88,13 +100,15 @@ def errors_finite(g64, e64, rtol, atol):
 def _errors_masked(g64, e64, rtol, atol):
     """_errors where either array holds NaN or infinity: equal non-finite values agree."""
     nan_g, nan_e = np.isnan(g64), np.isnan(e64)
-    diff = np.abs(g64 - e64)
+    with np.errstate(over="ignore", invalid="ignore"):  # inf - inf: NaN, set right below
+        diff = np.abs(g64 - e64)
     diff[nan_g & nan_e] = 0.0
     with np.errstate(invalid="ignore"):
         same_inf = np.isinf(g64) & np.isinf(e64) & (g64 == e64)
     diff[same_inf] = 0.0
     finite_e = np.isfinite(e64)
-    scale = float(np.sqrt(np.mean(np.square(e64[finite_e])))) if finite_e.any() else 0.0
+    n_finite = int(finite_e.sum())
+    scale = norm(e64[finite_e]) / np.sqrt(n_finite) if n_finite else 0.0
     allowed = np.maximum(atol + rtol * np.abs(e64), rtol * scale)
     bad = (diff > allowed) | (nan_g != nan_e) | np.isnan(diff)
     finite = np.isfinite(diff)
@@ -140,21 +154,31 @@ def compare_tensor(got, exp, rtol, atol, sample_seed):
         return res
     res["check"] = "values"
     g64, e64 = g.astype(np.float64), e.astype(np.float64)
-    diff, bad, ok_vals, res["max_abs_err"], res["max_rel_err"] = _errors(g64, e64, rtol, atol)
+    e_sum_sq = sum_sq(e64)  # the tolerance's scale and the reference's norm, where all is finite
+    diff, bad, ok_vals, res["max_abs_err"], res["max_rel_err"] = _errors(g64, e64, rtol, atol,
+                                                                          e_sum_sq)
     # the relative L2 error over the elements where both are finite: what a precision (TF32,
     # bf16) leaves on a whole output, where the largest elementwise ratio only finds the output
     # nearest zero (likely_cause.py reads it)
     e_ok, d_ok = (e64, diff) if ok_vals is None else (e64[ok_vals], diff[ok_vals])
     g_ok = g64 if ok_vals is None else g64[ok_vals]
-    finite_d = np.isfinite(d_ok)
-    all_finite = bool(finite_d.all())
-    ref_norm = norm(e_ok)
+    if ok_vals is None:
+        # both finite: the errors are too, unless a difference overflowed, and then their max
+        # is infinite; the largest error is the one _errors found
+        d_max = res["max_abs_err"]
+        all_finite = bool(np.isfinite(d_max))
+        finite_d = None if all_finite else np.isfinite(d_ok)
+    else:
+        finite_d = np.isfinite(d_ok)
+        all_finite = bool(finite_d.all())
+        d_max = float(d_ok.max()) if all_finite and d_ok.size else None
+    ref_norm = norm(e_ok, e_sum_sq if ok_vals is None else None)
     err_norm = norm(d_ok) if all_finite else norm(d_ok[finite_d])
     if all_finite and ref_norm > 0 and d_ok.size:
         res["rel_l2_err"] = err_norm / ref_norm
         # the largest error over the errors' RMS: a few for a rounding spread over the output,
         # sqrt(n) for one wrong element
-        res["err_peak"] = float(d_ok.max()) / (err_norm / np.sqrt(d_ok.size)) if err_norm else 1.0
+        res["err_peak"] = d_max / (err_norm / np.sqrt(d_ok.size)) if err_norm else 1.0
     if bad.any():
         first = int(np.argmax(bad))
         pos = _positions(exp, sample_seed)
@@ -171,9 +195,9 @@ def compare_tensor(got, exp, rtol, atol, sample_seed):
         res["reason"] = "relative L2 error %.3g > %.3g (output too far from a small true output)" % (
             err_norm / ref_norm, NORM_FACTOR * rtol)
         return res
-    e_spread = float(np.ptp(e_ok)) if e_ok.size else 0.0
+    # the reference's spread is read only for a constant output (most outputs vary)
     g_spread = float(np.ptp(g_ok)) if g_ok.size else 0.0
-    if e_spread > 0 and g_spread == 0:
+    if g_spread == 0 and e_ok.size and float(np.ptp(e_ok)) > 0:
         res["check"] = "magnitude"
         res["reason"] = "constant output where the reference varies"
         return res
