@@ -47,6 +47,7 @@ describe("a policy that requires the old module names", function()
       local _, count = r.stderr:gsub(pattern, "")
       expect.eq(count, 1, "one deprecation line for " .. name .. "\n" .. r.stderr:sub(-2000))
     end
+    assert(s, "no summary.json")
     expect.truthy(s.status == "done" or s.status == "unconfirmed", "the run finished: " .. tostring(s.status))
     expect.eq(s.policy, dir .. "/old_tune.lua", "with the old-style policy")
   end, { timeout = 900 })

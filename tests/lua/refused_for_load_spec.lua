@@ -3,6 +3,7 @@
 -- exit is not.
 package.path = kagent.root .. "/tests/fixtures/agent/?.lua;" .. package.path
 local fake = require("fake_session")
+local json, proc = kagent.json, kagent.proc
 
 local DISAGREE = "EUNTRUSTED: a fresh hardened re-measure disagrees with the first"
 local SPREAD = "EUNTRUSTED: the timed calls vary too much (p90/p10 above the limit)"
@@ -19,6 +20,19 @@ describe("refused_for_load", function()
     expect.truthy(fake.refused_for_load({ code = 5 }, summary({ "timing", DISAGREE })))
     expect.truthy(fake.refused_for_load({ code = 5 }, summary({ "timing", SPREAD }, { "timing", DISAGREE })))
     expect.truthy(fake.refused_for_load({ code = 5 }, summary({ "timing", (DISAGREE:gsub("first$", "first; the timed calls vary too much (p90/p10 above the limit)")) })))
+  end)
+
+  it("knows the evaluator's noise refusals as the evaluator words them", function()
+    local r = assert(proc.run({ spec.python, "-c", "import json; from kagent_eval import trust; "
+      .. "print(json.dumps(sorted(trust.TRUST_RULES[f][1] for f in trust.NOISE_FLAGS)))" },
+      { env = { PYTHONPATH = kagent.root .. "/src/gpu/eval" }, timeout = 60 }))
+    expect.eq(r.code, 0, r.stderr)
+    local known = {}
+    for _, reason in ipairs(fake.LOAD_REFUSALS) do known[reason] = true end
+    for _, reason in ipairs(json.decode(r.stdout)) do
+      expect.truthy(known[reason], "fake_session.LOAD_REFUSALS lacks: " .. reason)
+    end
+    expect.eq(#fake.LOAD_REFUSALS, #json.decode(r.stdout), "one entry per noise flag")
   end)
 
   it("not a refusal a cheat or a failure raises, nor another exit", function()
