@@ -5,8 +5,10 @@ whether the BLAS library's thread pool slows the compare threads down.
     python3 bench/compare_cost.py [--trials 9] [--reps 5] [--before DIR]
 
 Each trial is a million-element sample of an fp32 output and its reference (the digest the
-worker compares, compare.compare_outputs). Prints, median seconds per job: the trials compared
-one after another, then on the worker's compare threads; and, side by side on those threads,
+worker compares, compare.compare_outputs), and of its input before and after the call
+(compare.same_digest, in the worker's own thread). Prints, median seconds per job: the trials
+compared one after another (outputs and inputs), then the outputs on the worker's compare
+threads; and, side by side on those threads,
 a sum of squares through BLAS (np.dot) against the BLAS-free one the comparison uses
 (compare.sum_sq): a ratio well above 1 means the BLAS pool contends with the threads. Run it on
 the machine whose worker is slow (bench/eval_latency.py's `worker check: trials`).
@@ -58,6 +60,20 @@ def trial_pairs(n):
     return pairs
 
 
+def one_by_one(pairs, inputs):
+    """Each trial's outputs against the reference's, then its input after the call against the
+    one given (verdict.check_trials's work, one trial after another). inputs: (given, after)
+    digests per trial."""
+    for (got, exp, _), (given, after) in zip(pairs, inputs):
+        compare.compare_outputs(got, exp, 1e-4, 1e-4, 7)
+        compare.same_digest(after, given)
+
+
+def trial_inputs(pairs):
+    """An input per trial as given and, a copy of it, as left after the call."""
+    return [(exp[0], dict(exp[0], data=exp[0]["data"].copy())) for _, exp, _ in pairs]
+
+
 def serial_in(path, trials):
     """Seconds of one job's trials compared one after another by the evaluator at `path`, in a
     process of its own."""
@@ -86,10 +102,11 @@ def main():
     ap.add_argument("--serial-once", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args()
     pairs = trial_pairs(a.trials)
+    inputs = trial_inputs(pairs)
     if a.serial_once:  # one figure for before_after: the trials once to warm up, then timed
-        print(timed(lambda: [compare.compare_outputs(p[0], p[1], 1e-4, 1e-4, 7) for p in pairs], 3))
+        print(timed(lambda: one_by_one(pairs, inputs), 3))
         return
-    serial = timed(lambda: [compare.compare_outputs(p[0], p[1], 1e-4, 1e-4, 7) for p in pairs], a.reps)
+    serial = timed(lambda: one_by_one(pairs, inputs), a.reps)
     threaded = timed(lambda: list(verdict._compare_side_by_side(pairs, 1e-4, 1e-4, 7)), a.reps)
     rng = np.random.default_rng(1)
     vecs = [rng.standard_normal(N) for _ in range(a.trials)]

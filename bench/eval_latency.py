@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Per-candidate evaluation latency: a warm evaluator worker vs a fresh interpreter per candidate.
 
-    python3 bench/eval_latency.py [--n 5] [--cpu] [--nospare] [--nosandbox] [--gap S]
-        [--stop ci|time] [--min-time S]
+    python3 bench/eval_latency.py [--n 5] [--cpu [--sampled]] [--nospare] [--nosandbox] [--gap S]
+        [--stop ci|time] [--min-time S] [--before DIR]
 
 Each candidate is verified (5 trials) and benchmarked (no baselines; the timed loop by the
 default rule, or with --stop time a fixed loop of --min-time seconds, 0.1 by default). Warm: one
@@ -13,6 +13,10 @@ process per candidate (interpreter start, imports, CUDA context, reference outpu
 what running each candidate as its own script costs. Overhead = wall time minus the timed loop.
 Prints a table, then where a warm job's time goes (the worker's phases and the candidate's stages,
 medians) and the harness overhead: wall minus compile minus the timed loop; writes JSON to $OUT/eval_latency.json when OUT is set.
+--sampled (with --cpu): a ReLU over 8 Mi elements instead of 16 Ki, whose outputs and inputs
+travel and are compared as samples, as the GPU fixture's are. --before DIR: only the warm jobs,
+on a worker of another copy of the evaluator (DIR: its src/gpu/eval) and on one of this tree's,
+taking turns, their phases side by side.
 """
 import argparse
 import json
@@ -42,8 +46,12 @@ ID_BASE = 0
 BENCH = {"min_time": 0.1, "baselines": []}
 
 
+# the CPU problem (--sampled: one whose outputs travel as samples)
+CPU_PROBLEM = ["relu_problem.py"]
+
+
 def job(i, cpu):
-    prob = "relu_problem.py" if cpu else "gpu_relu_problem.py"
+    prob = CPU_PROBLEM[0] if cpu else "gpu_relu_problem.py"
     return {"problem": os.path.join(ROOT, "tests/fixtures/eval", prob), "candidate": candidate_text(i, cpu),
             "bench": dict(BENCH)}
 
@@ -121,6 +129,42 @@ def print_phases(label, rows):
     return dict(table, harness_overhead=wall - compile_s - loop_s)
 
 
+def before_after(device, cpu, n, before):
+    """n warm jobs each on a worker of the evaluator at `before` (another copy's src/gpu/eval)
+    and on one of this tree's, taking turns (the order swapped every job, each worker warmed up
+    by a job first): the phases' medians side by side, and before/after."""
+    here = os.path.join(ROOT, "src", "gpu", "eval")
+    saved = os.environ.get("KAGENT_EVAL_PYTHONPATH")
+    workers = {}
+    try:
+        for name, path in (("before", before), ("after", here)):
+            os.environ["KAGENT_EVAL_PYTHONPATH"] = path  # worker_client starts the worker on it
+            workers[name] = Worker(device)
+    finally:
+        if saved is None:
+            os.environ.pop("KAGENT_EVAL_PYTHONPATH", None)
+        else:
+            os.environ["KAGENT_EVAL_PYTHONPATH"] = saved
+    rows = {name: [] for name in workers}
+    for i in range(n + 1):
+        order = list(workers) if i % 2 == 0 else list(workers)[::-1]
+        for k, name in enumerate(order):
+            r = one(workers[name], 500 + 2 * i + k, cpu)
+            if i:  # the first job of each warms it up
+                rows[name].append(r)
+    for w in workers.values():
+        w.close()
+    tables = {name: dict(phase_table(r), wall=statistics.median(x["wall_s"] for x in r))
+              for name, r in rows.items()}
+    print("side by side, %d warm jobs each, taking turns (median s):" % n)
+    print("  %-44s %8s %8s %8s" % ("phase", "before", "after", "ratio"))
+    b, a = tables["before"], tables["after"]
+    for k in sorted(set(b) & set(a), key=lambda k: -b[k]):
+        if max(b[k], a[k]) >= 0.005:
+            print("  %-44s %8.3f %8.3f %8.2f" % (k, b[k], a[k], b[k] / a[k] if a[k] else float("nan")))
+    return tables
+
+
 def stage_medians(rows):
     keys = sorted({k for r in rows for k in (r["stage_s"] or {})})
     return {k: round(statistics.median((r["stage_s"] or {}).get(k, 0.0) for r in rows), 3)
@@ -131,6 +175,11 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=5)
     ap.add_argument("--cpu", action="store_true")
+    ap.add_argument("--before", metavar="DIR",
+                    help="only compare with another copy of the evaluator (its src/gpu/eval), "
+                         "jobs taking turns")
+    ap.add_argument("--sampled", action="store_true",
+                    help="with --cpu: a problem whose outputs travel as samples (8 Mi elements)")
     ap.add_argument("--gap", type=float, default=0.0,
                     help="also time jobs sent this many seconds apart (a paced, warm worker)")
     ap.add_argument("--fresh", type=int, default=None,
@@ -147,9 +196,19 @@ def main():
     ap.add_argument("--min-time", type=float, default=0.1, help="the fixed loop's seconds")
     args = ap.parse_args()
     BENCH.update(stop=args.stop, min_time=args.min_time)
+    if args.sampled:
+        if not args.cpu:
+            ap.error("--sampled is a CPU-mode problem: add --cpu")
+        CPU_PROBLEM[0] = "relu_sampled_problem.py"
     global ID_BASE
     ID_BASE = args.id_base
     device = "cpu" if args.cpu else 0
+    if args.before:
+        tables = before_after(device, args.cpu, args.n, args.before)
+        if os.environ.get("OUT"):
+            with open(os.path.join(os.environ["OUT"], "eval_latency_before_after%s.json" % args.tag), "w") as f:
+                json.dump(tables, f, indent=1)
+        return
     w = Worker(device)
     first = one(w, 0, args.cpu)  # reference outputs and Triton's disk cache warm up here
     print("first job: %.3f s %s" % (first["wall_s"], first.get("stage_s")), flush=True)

@@ -123,6 +123,31 @@ class CompareTensorFiguresTest(unittest.TestCase):
         self.assertTrue(compare.compare_tensor(self.tensor(flat), self.tensor(flat), 1e-4, 1e-4, 0)["ok"])
 
 
+class SameDigestTest(unittest.TestCase):
+    """Inputs before and after a call: the same values, NaN and signed zeros included, whichever
+    way the comparison takes (the same bits, or value by value)."""
+
+    @staticmethod
+    def digest(values, dtype=np.float32):
+        a = np.asarray(values, dtype=dtype)
+        return {"kind": "tensor", "dtype": str(a.dtype), "shape": [a.size], "data": a,
+                "stats": {"sum": float(np.nansum(a))}}
+
+    def test_the_same_values_are_the_same(self):
+        for values in ([1.0, np.nan, -np.inf, 2.5], [0.0, -0.0, 1.0]):
+            self.assertTrue(compare.same_digest(self.digest(values), self.digest(values)))
+        # a signed zero's other sign is the same value: not a changed input
+        self.assertTrue(compare.same_digest(self.digest([0.0, 1.0]), self.digest([-0.0, 1.0])))
+        self.assertTrue(compare.same_digest(self.digest([3, 4], np.int16), self.digest([3, 4], np.int16)))
+
+    def test_a_changed_value_is_seen(self):
+        self.assertFalse(compare.same_digest(self.digest([1.0, np.nan, 2.0]), self.digest([1.0, np.nan, 2.5])))
+        self.assertFalse(compare.same_digest(self.digest([1.0, 2.0]), self.digest([1.0, np.nan])))
+        a, b = self.digest([1.0, 2.0]), self.digest([1.0, 2.0 + 2 ** -22])
+        b["stats"] = a["stats"]  # a change too small for the sum: the data still tells
+        self.assertFalse(compare.same_digest(a, b))
+
+
 class SideBySideTest(unittest.TestCase):
     def test_results_come_back_in_trial_order(self):
         def tensor(values):

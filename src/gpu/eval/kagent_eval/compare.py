@@ -287,5 +287,12 @@ def same_digest(a, b):
     if (a.get("stats") or {}).get("sum") != (b.get("stats") or {}).get("sum"):
         return False
     da, db = a.get("data"), b.get("data")
-    return da is not None and db is not None and da.shape == db.shape and bool(
-        np.array_equal(da, db, equal_nan=True))
+    if da is None or db is None or da.shape != db.shape:
+        return False
+    # the same bits are the same values (NaN included): one integer pass where inputs are left
+    # as given, the common case, instead of array_equal's NaN masks on every trial's inputs
+    if da.dtype == db.dtype and da.dtype.itemsize in (1, 2, 4, 8):
+        bits = "u%d" % da.dtype.itemsize
+        if np.array_equal(np.ascontiguousarray(da).view(bits), np.ascontiguousarray(db).view(bits)):
+            return True
+    return bool(np.array_equal(da, db, equal_nan=True))
