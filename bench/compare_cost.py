@@ -101,6 +101,8 @@ def main():
     ap.add_argument("--before", help="another copy's src/gpu/eval, timed side by side")
     ap.add_argument("--serial-once", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args()
+    if a.before and not os.path.isdir(os.path.join(a.before, "kagent_eval")):
+        ap.error("--before %s: no kagent_eval there (give a copy's src/gpu/eval)" % a.before)
     pairs = trial_pairs(a.trials)
     inputs = trial_inputs(pairs)
     if a.serial_once:  # one figure for before_after: the trials once to warm up, then timed

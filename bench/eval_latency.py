@@ -204,6 +204,8 @@ def main():
     ID_BASE = args.id_base
     device = "cpu" if args.cpu else 0
     if args.before:
+        if not os.path.isdir(os.path.join(args.before, "kagent_eval")):
+            ap.error("--before %s: no kagent_eval there (give a copy's src/gpu/eval)" % args.before)
         tables = before_after(device, args.cpu, args.n, args.before)
         if os.environ.get("OUT"):
             with open(os.path.join(os.environ["OUT"], "eval_latency_before_after%s.json" % args.tag), "w") as f:
