@@ -10,9 +10,6 @@ from . import spare as spare_mod
 from .lease import EXCLUSIVE, SHARED, Lease
 from .reference import ReferenceCache
 
-# the lease mode a spare's child waits for at each of its gates
-LEASE_AT_GATE = {stage: mode for mode, stage in sandbox.GATE_STAGES.items()}
-
 
 def follow_stage(lease, name):
     """What a spare's child asks of the worker's lease by announcing a stage; True when the child
@@ -21,8 +18,8 @@ def follow_stage(lease, name):
     a gate before it launches again (compile_gate.py), and at "gpu_done" its GPU work is over and
     it exits, so a shared hold is given back; an exclusive one never is: its timed stages may not
     be over."""
-    if name in LEASE_AT_GATE:
-        lease.acquire(LEASE_AT_GATE[name])
+    if name in sandbox.GATE_MODES:
+        lease.acquire(sandbox.GATE_MODES[name])
         return True
     if name in (compile_gate.STAGE, child_candidate.GPU_DONE) and lease.mode == SHARED:
         lease.release()

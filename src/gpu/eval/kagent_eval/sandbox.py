@@ -21,8 +21,10 @@ DEFAULT_TIMEOUTS = {"start": 60.0, "gate": 60.0, "gate_shared": 60.0, "load": 12
                     "build": 120.0, "compile": 180.0, "compile_host": 180.0, "run": 120.0,
                     "audit": 120.0, "benchmark": 300.0, "profile": 600.0, "baseline": 900.0,
                     "compile_unleased": 900.0}
-# the stage a child announces at a gate (Channel.gate), by the lease mode it waits for
+# the stage a child announces at a gate (Channel.gate), by the lease mode it waits for, and the
+# mode the worker takes the lease in at each such stage
 GATE_STAGES = {"shared": "gate_shared", "exclusive": "gate"}
+GATE_MODES = {stage: mode for mode, stage in GATE_STAGES.items()}
 
 
 class Channel:

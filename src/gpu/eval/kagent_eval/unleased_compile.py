@@ -22,7 +22,6 @@ again alone on the GPU after it ran out of memory) compiles under the lease it h
 from . import sandbox
 
 STAGE = "compile_unleased"
-MODES = {stage: mode for mode, stage in sandbox.GATE_STAGES.items()}  # a gate's stage -> its mode
 
 
 def backend(torch, ch, mode):
@@ -54,8 +53,8 @@ def follow(lease):
         if name == STAGE:
             lease.release()
             return False
-        if name in MODES:
-            lease.acquire(MODES[name])
+        if name in sandbox.GATE_MODES:
+            lease.acquire(sandbox.GATE_MODES[name])
             return True
         return False
     return gate
