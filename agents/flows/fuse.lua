@@ -239,8 +239,9 @@ local function finish(run, st, best, failures)
 end
 
 -- first_row(run, st) -> what became of the LLM-free first program: {verified, stage, reason,
--- time_ms, eager_ms, compile_ms, compile_max_autotune_ms, speedup_vs_eager, speedup_vs_compile,
--- own_time_frac, kernels = {{dir, source, label, verified, time_ms, error, passed_over}}}
+-- time_ms, eager_ms, compile_ms, compile_max_autotune_ms, baseline_errors, speedup_vs_eager,
+-- speedup_vs_compile, own_time_frac, kernels = {{dir, source, label, verified, time_ms, error,
+-- passed_over}}}
 -- (docs/sweeps.md)
 function M.first_row(run, st)
   if run.opts.first == "none" then return json.null end
@@ -270,6 +271,8 @@ function M.first_row(run, st)
     row.path = "first/compose/composed_kernel.py"
     row.eager_ms, row.compile_ms = r.eager_ms or json.null, r.compile_ms or json.null
     row.compile_max_autotune_ms = r.compile_max_autotune_ms or json.null
+    -- why a baseline has no figure ({compile = "ERUN: ..."}): a missing ratio says why
+    row.baseline_errors = type(r.baseline_errors) == "table" and next(r.baseline_errors) and r.baseline_errors or json.null
     row.speedup_vs_eager = r.eager_ms and r.eager_ms / r.time_ms.median or json.null
     row.speedup_vs_compile = r.compile_ms and r.compile_ms / r.time_ms.median or json.null
     row.own_time_frac = audit.applicable and audit.own_time_frac or json.null

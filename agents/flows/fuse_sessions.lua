@@ -35,9 +35,14 @@ end
 -- before the one kept did not verify
 local function first(run, u, path, out)
   local tried, results = {}, {}
-  for _, src in ipairs(first_kernel.order(run)) do
+  local order = first_kernel.order(run)
+  for _, src in ipairs(order) do
     local code, why
-    if not first_kernel.worth(src, u, results) then goto next_source end
+    local worth, why_not = first_kernel.worth(src, u, results, order)
+    if not worth then
+      if why_not then tried[#tried + 1] = src .. ": " .. why_not end
+      goto next_source
+    end
     if src == "reference" then code = first_kernel.reference(u)
     else
       code, why = first_kernel.inductor(run, u, path, run.opts.first_library,

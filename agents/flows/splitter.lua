@@ -9,9 +9,9 @@
 -- adjustments keep every subgraph a problem of its own: views at the end of an epilogue move to
 -- the next subgraph (a transposed or sliced value would cross the border with strides its kernel
 -- was not made for) unless they take a tuple apart, and subgraphs are merged where a tuple or a
--- view of a subgraph's own input would still cross a border (tuples stay with the ops that take
--- them apart; a subgraph may not return its input's memory). As subgraphs are runs of consecutive ops, each reads only from earlier
--- ones: no cycle can arise.
+-- view of a subgraph's own input (a parameter included) would still cross a border (tuples stay
+-- with the ops that take them apart; a subgraph may not return its input's memory). As subgraphs
+-- are runs of consecutive ops, each reads only from earlier ones: no cycle can arise.
 local decomposition = require("agents.lib.decomposition")
 
 local M = {}
@@ -75,15 +75,16 @@ end
 local COPIES = { cat = true, stack = true, repeat_ = true, clone = true }
 
 -- aliases_input(g, owner, k, v) -> true when value v, made in group k, may be its input's memory:
--- a chain of views inside group k back to a value from outside it (as the subgraph's output it
--- would share memory with the subgraph's input, which a verified kernel must not)
+-- a chain of views inside group k back to a value from outside it, or to a parameter (the
+-- subgraph problem takes its parameters as inputs: `rearrange(self.B, ...)` in KernelBench Level 3
+-- #48); as the subgraph's output it would share memory with the subgraph's input, which a
+-- verified kernel must not
 local function aliases_input(g, owner, k, v)
   local val = g.values[v]
   while val and val.producer and owner[val.producer] == k do
     local op = g.op[val.producer]
-    if op.category ~= "view" or COPIES[op.op == "repeat" and "repeat_" or op.op] or not (op.inputs or {})[1] then
-      return false
-    end
+    if op.category ~= "view" or COPIES[op.op == "repeat" and "repeat_" or op.op] then return false end
+    if not (op.inputs or {})[1] then return #(op.params or {}) > 0 end
     val = g.values[op.inputs[1]]
   end
   return val ~= nil

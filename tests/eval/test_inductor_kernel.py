@@ -41,28 +41,80 @@ if __name__ == "__main__":
 '''
 
 
+def load(source, calls):
+    """The standalone file's names, imported against a FAKE of Inductor's compile whose every
+    Triton kernel adds its two arguments (and notes its name in `calls`)."""
+    class AsyncCompile:
+        def triton(self, name, source):
+            return lambda a, b: calls.append(name) or a + b
+
+        def wait(self, scope):
+            pass
+
+    fake = types.ModuleType("torch._inductor.async_compile")
+    fake.AsyncCompile = AsyncCompile
+    scope = {"__name__": "candidate"}
+    with mock.patch.dict(sys.modules, {"torch._inductor.async_compile": fake}):
+        exec(compile(source, "candidate.py", "exec"), scope)
+    return scope
+
+
 class Standalone(unittest.TestCase):
     def test_the_file_is_the_module_without_its_harness_behind_a_kernel_function(self):
         made = inductor_kernel.standalone(EMITTED, 2, 1, "2.x", {"library": "allow"})
         self.assertTrue(made["ok"], made)
         calls = []
-
-        class AsyncCompile:  # FAKE: Inductor's compile, returning an adding kernel
-            def triton(self, name, source):
-                return lambda a, b: calls.append(name) or a + b
-
-            def wait(self, scope):
-                pass
-
-        fake = types.ModuleType("torch._inductor.async_compile")
-        fake.AsyncCompile = AsyncCompile
-        scope = {"__name__": "candidate"}
-        with mock.patch.dict(sys.modules, {"torch._inductor.async_compile": fake}):
-            exec(compile(made["source"], "candidate.py", "exec"), scope)
+        scope = load(made["source"], calls)
         self.assertEqual(scope["kernel_function"](2, 3), 5)
         self.assertEqual(calls, ["triton_poi_fused_add_0"])
         self.assertNotIn("benchmark_compiled_module", scope)
         self.assertEqual(static_checks.scan(made["source"]), [], "the evaluator's static checks pass it")
+
+    def test_an_input_with_other_strides_reaches_call_contiguous(self):
+        # call() asserts the strides it was compiled for, a contiguous input's (as Inductor's
+        # assert_size_stride does); the composed program may pass a transposed view
+        import torch
+        emitted = EMITTED.replace("    a, b = args\n", "    a, b = args\n    assert a.is_contiguous() and b.is_contiguous()\n")
+        made = inductor_kernel.standalone(emitted, 2, 1, "2.x", {})
+        scope = load(made["source"], [])
+        a = torch.arange(12.0).reshape(3, 4).t()  # a view with strides (1, 4)
+        b = torch.ones(4, 3)
+        self.assertFalse(a.is_contiguous())
+        self.assertTrue(torch.equal(scope["kernel_function"](a, b), a + 1))
+        self.assertEqual(static_checks.scan(made["source"]), [])
+
+    def test_call_takes_the_inputs_in_the_compiled_graphs_order(self):
+        # TorchDynamo makes a graph input where the forward first uses an argument: a batch norm
+        # reads its running statistics before its weight, so call() may take (x0, p2, p0, p1)
+        class Node:  # FAKE: an FX placeholder with TorchDynamo's source of it
+            def __init__(self, name, local=None):
+                self.op, self.name = "placeholder", name
+                self.meta = {"grapharg": types.SimpleNamespace(source=types.SimpleNamespace(local_name=local))} \
+                    if local else {}
+
+        class Graph:  # FAKE: the graph module TorchDynamo hands a backend
+            def __init__(self, nodes):
+                self.graph = types.SimpleNamespace(nodes=nodes)
+
+        seen, names = [], ["x0", "p0_weight", "p1_bias", "p2_running_mean"]
+        backend = inductor_kernel.recording(lambda gm, ex: "compiled", seen)
+        nodes = [Node("l_x0_", "x0"), Node("l_p2_running_mean_", "p2_running_mean"),
+                 Node("l_p0_weight_"), Node("l_p1_bias_", "p1_bias")]
+        self.assertEqual(backend(Graph(nodes), []), "compiled")
+        self.assertEqual(seen, ["x0", "p2_running_mean", "p0_weight", "p1_bias"])
+        order = inductor_kernel.call_order(seen, names)
+        self.assertEqual(order, [0, 3, 1, 2])
+        made = inductor_kernel.standalone(EMITTED, 4, 1, "2.x", {}, order)
+        self.assertIn("outs = call([_dense(x0), _dense(x3), _dense(x1), _dense(x2)])", made["source"])
+        # an input that is no argument, or one taken twice: passed as they come
+        self.assertIsNone(inductor_kernel.call_order(["x0", "self_w"], names))
+        self.assertIsNone(inductor_kernel.call_order(["x0", "x0"], names))
+        self.assertIsNone(inductor_kernel.call_order([], names))
+        # items of a traced *args
+        self.assertEqual(inductor_kernel.call_order(["#1", "#0"], names), [1, 0])
+        self.assertIsNone(inductor_kernel.call_order(["#7"], names))
+        made = inductor_kernel.standalone(EMITTED, 2, 1, "2.x", {}, None)
+        self.assertIn("outs = call([_dense(x0), _dense(x1)])", made["source"])
 
     def test_the_harness_is_cut_and_the_counts_reported(self):
         made = inductor_kernel.standalone(EMITTED, 2, 1, "2.x", {"library": "deny", "layout": "eager"})

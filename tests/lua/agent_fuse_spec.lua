@@ -198,6 +198,23 @@ describe("the FX splitter", function()
     expect.eq(#dec.subgraphs, 1, "x.view would leave the first subgraph as its input's memory")
   end)
 
+  it("merges subgraphs where a view of a parameter would cross: the subgraph takes it as an input", function()
+    local a = analysis()
+    local wv = op("wv", { op = "view", category = "view", shape = { 4, 16 }, inputs = {}, params = { "lin.bias" },
+      expr = "${p:lin.bias}.expand(4, 16)" })
+    local neg = op("neg", { op = "neg", category = "elementwise", shape = { 4, 16 }, inputs = { "x" }, expr = "(-${v:x})" })
+    a.ops[1].inputs, a.ops[1].expr = { "neg" }, "torch.nn.functional.linear(${v:neg}, ${p:lin.weight}, ${p:lin.bias})"
+    table.insert(a.ops, 1, wv)
+    table.insert(a.ops, 2, neg)
+    local dec, why = splitter.decompose(a)
+    expect.truthy(dec, why and table.concat(why, "; "))
+    expect.eq(#dec.subgraphs, 3, "wv is read inside the prologue only")
+    a.ops[7].inputs, a.ops[7].expr = { "relu2", "wv" }, "(${v:relu2} + ${v:wv})"  -- the residual reads the view
+    dec, why = splitter.decompose(a)
+    expect.truthy(dec, why and table.concat(why, "; "))
+    expect.eq(#dec.subgraphs, 1, "lin.bias's view would leave the prologue as its input's memory")
+  end)
+
   it("merges subgraphs a tuple would cross, and says why a graph without a functional form cannot be split", function()
     local a = analysis()
     a.ops[2].tensor = false  -- `relu` a tuple, read by lin2 and add
@@ -237,6 +254,20 @@ describe("the FX splitter", function()
     expect.falsy(first_kernel.worth("inductor_eager_layout", gemm, { inductor = { code = "EMISMATCH" } }))
     expect.truthy(first_kernel.worth("reference", gemm, {}))
     expect.eq(first_kernel.label("inductor_eager_layout", false), "TorchInductor Triton (eager's layouts)")
+  end)
+
+  it("leaves Inductor out for a recurrent layer where the reference ops come after it", function()
+    local lstm = { function_body = "def kernel_function(x0, p0):\n    v0 = torch.lstm(x0, (h, c), [p0], True, 1, 0.0, False, False, True)" }
+    local gemm = { function_body = "def kernel_function(x0, p0):\n    return x0 @ p0" }
+    local allow = { "inductor", "inductor_eager_layout", "reference" }
+    local ok, why = first_kernel.worth("inductor", lstm, {}, allow)
+    expect.falsy(ok)
+    expect.match(why, "recurrent layer")
+    expect.falsy(first_kernel.worth("inductor_eager_layout", lstm, {}, allow), "Inductor was not tried")
+    expect.truthy(first_kernel.worth("reference", lstm, {}, allow))
+    expect.truthy(first_kernel.worth("inductor", gemm, {}, allow))
+    -- with library kernels denied there is nothing after Inductor: it is still tried
+    expect.truthy(first_kernel.worth("inductor", lstm, {}, { "inductor", "inductor_eager_layout" }))
   end)
 end)
 

@@ -1,15 +1,16 @@
 -- The layers and forwards KernelBench Level 3 brings (recurrent layers with their states,
--- MultiheadAttention with (q, k, v), torch.nn's Transformer layers, control flow on shapes), on
--- small fixtures (tests/fixtures/fuse/problems/): agents/split.lua decomposes each validly, and
--- agents/fuse.lua with no LLM verifies a first program of the subgraphs' reference ops against
--- the model, so each subgraph problem computes what its part of the model computes. Needs torch
--- (KAGENT_PYTHON); no timing is asserted.
+-- MultiheadAttention with (q, k, v), torch.nn's Transformer layers, control flow on shapes, a
+-- parameter's `.T`), on small fixtures (tests/fixtures/fuse/problems/): agents/split.lua
+-- decomposes each validly, and agents/fuse.lua with no LLM verifies a first program of the
+-- subgraphs' reference ops against the model, so each subgraph problem computes what its part
+-- of the model computes. Needs torch (KAGENT_PYTHON); no timing is asserted.
 package.path = kagent.root .. "/tests/fixtures/agent/?.lua;" .. package.path
 local fs, json = kagent.fs, kagent.json
 local fake = require("fake_session")
 local cpu = fake.cpu()
 local dir_of = kagent.root .. "/tests/fixtures/fuse/problems/"
-local FIXTURES = { "lstm_state", "gru_hidden", "attention_qkv", "transformer_layer", "shape_control_flow" }
+local FIXTURES = { "lstm_state", "gru_hidden", "attention_qkv", "transformer_layer", "shape_control_flow",
+  "weight_transpose" }
 
 local function read_json(path) return json.decode(assert(fs.read(path), "cannot read " .. path)) end
 
@@ -32,6 +33,7 @@ describe("Level 3 layers", function()
     end
     expect.eq(by["lstm_state.py"].subgraphs, 2, "the LSTM with the views of its tuple, then the Linear")
     expect.eq(by["transformer_layer.py"].subgraphs, 7)
+    expect.eq(by["weight_transpose.py"].subgraphs, 1, "`self.weight.T` is a view: it stays with the matmul")
   end, { timeout = 600 })
 
   it("fuse.lua with no LLM verifies a first program for each against the model", function()

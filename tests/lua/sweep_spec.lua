@@ -80,6 +80,24 @@ describe("sweep figures", function()
     expect.eq(plain.first_passed_over, nil)
   end)
 
+  it("say, under a fuse table, why a verified program's baseline has no figure", function()
+    local fuse_rows = require("agents.tools.sweep.fuse_rows")
+    local function fuse_row(name, fp) return { name = name, status = "done", fuse = fuse_rows.row({ mode = "fuse",
+      subgraphs = { count = 1 }, first_program = fp }) } end
+    local rows = {
+      fuse_row("45_gemm", { verified = true, time_ms = 2.0, eager_ms = 2.0,
+        baseline_errors = { compile = "ERUN: InductorError: out of resource" } }),
+      fuse_row("81_gemm", { verified = true, time_ms = 2.0, eager_ms = 2.0 }),
+      fuse_row("1_conv", { verified = true, time_ms = 1.0, eager_ms = 2.0, compile_ms = 1.0 }),
+    }
+    local text = fuse_rows.table_text(rows, fuse_rows.aggregate(rows))
+    expect.match(text, "%- 45_gemm: compile: ERUN: InductorError: out of resource")
+    expect.match(text, "%- 81_gemm: compile: no figure and no reason recorded")
+    expect.no_match(text, "%- 1_conv:")
+    local agg = fuse_rows.aggregate({ rows[3] })
+    expect.no_match(fuse_rows.table_text({ rows[3] }, agg), "baselines not measured")
+  end)
+
   it("give no fast_p for a baseline that no problem measured", function()
     local agg = figures.aggregate({ row("a", true, 1.5, nil) })
     expect.eq(agg.fast_p.compile["1.0"], json.null)

@@ -43,6 +43,7 @@ function M.row(s)
       compile = r.first_ms and r.compile_ms and r.compile_ms / r.first_ms,
       max_autotune = r.first_ms and r.max_autotune_ms and r.max_autotune_ms / r.first_ms }
     r.own_time_frac = num(fp.own_time_frac)
+    r.baseline_errors = type(fp.baseline_errors) == "table" and fp.baseline_errors or nil
     local sources, passed = {}, {}
     for _, k in ipairs(type(fp.kernels) == "table" and fp.kernels or {}) do
       if k.source and k.source ~= json.null then sources[k.source] = true end
@@ -123,6 +124,25 @@ function M.table_text(rows, fagg)
     fagg.first_verified, fagg.problems)
   out[#out + 1] = string.format("first program x eager: %s, %s; x compile: %s, %s; x max-autotune: %s",
     g("eager"), fp("eager"), g("compile"), fp("compile"), g("max_autotune"))
+  -- a verified program whose baseline has no figure: the reason, or that none was recorded
+  local missing = {}
+  for _, r in ipairs(rows) do
+    local x = r.fuse
+    if x and x.first_verified then
+      for _, b in ipairs({ "eager", "compile" }) do
+        if not x[b .. "_ms"] then
+          local why = x.baseline_errors and x.baseline_errors[b]
+          missing[#missing + 1] = string.format("- %s: %s: %s", r.name, b,
+            cell(tostring(why or "no figure and no reason recorded"):sub(1, 300)))
+        end
+      end
+    end
+  end
+  if #missing > 0 then
+    out[#out + 1] = ""
+    out[#out + 1] = "baselines not measured for verified programs (their ratios are left out of the geomeans):"
+    for _, line in ipairs(missing) do out[#out + 1] = line end
+  end
   return table.concat(out, "\n")
 end
 

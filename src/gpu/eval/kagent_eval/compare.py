@@ -234,10 +234,12 @@ def _num(x):
     return x
 
 
-def compare_outputs(got_list, exp_list, rtol, atol, sample_seed, shadows=None):
+def compare_outputs(got_list, exp_list, rtol, atol, sample_seed, shadows=None,
+                    property_trial=False):
     """Compare every output of a call; returns (ok, summary dict). `shadows`: the reference's
     shadow digests of exp_list (shadow.py), used only where a value check fails
-    (judge_by_shadow); an output it passes is listed in summary["shadow"]."""
+    (judge_by_shadow, told whether this is a property trial); an output it passes is listed in
+    summary["shadow"]."""
     summary = {"max_abs_err": 0.0, "max_rel_err": 0.0, "rel_l2_err": None, "err_peak": None}
     if len(got_list) != len(exp_list):
         summary.update(reason="%d outputs, expected %d" % (len(got_list), len(exp_list)),
@@ -257,7 +259,8 @@ def compare_outputs(got_list, exp_list, rtol, atol, sample_seed, shadows=None):
         if not r["ok"]:
             judged = None
             if shadows and i < len(shadows) and r.get("check") in ("values", "magnitude"):
-                judged = shadow_judge.judge_by_shadow(g, e, shadows[i], rtol, atol)
+                judged = shadow_judge.judge_by_shadow(g, e, shadows[i], rtol, atol,
+                                                      property_trial)
             if judged is not None and judged["ok"]:
                 del judged["ok"], judged["reason"]
                 judged.update(output_index=i, dtype_reason=r["reason"])

@@ -51,6 +51,8 @@ INFIX_LABEL = {operator.add: "add", operator.sub: "sub", operator.mul: "mul",
 META_METHODS = {"size", "dim", "numel", "stride", "nelement", "ndimension", "element_size",
                  "is_contiguous", "get_device"}
 META_ATTRS = {"shape", "ndim", "dtype", "is_cuda", "device"}
+# attributes that are views of their tensor (`self.weight.T`): category "view", like `.t()`
+VIEW_ATTRS = {"T", "mT", "H", "mH", "real", "imag"}
 
 
 class Unsupported(Exception):

@@ -6,7 +6,7 @@ from . import fx_module_calls
 from .fx_forms import (CATEGORY, ELEMENTWISE, INFIX, INFIX_LABEL, META_ATTRS, META_METHODS,
                        Unsupported, dropout_active, function_name, inplace_method, literal,
                        module_ctor, module_form, nodes_in, small_constant, target_label,
-                       value_meta)
+                       value_meta, VIEW_ATTRS)
 
 class Graph:
     """The traced graph as the agents see it: values, ops with functional forms, the output."""
@@ -83,6 +83,8 @@ class Graph:
             op["tensor"] = False
             op["items"] = [value_meta(x) for x in m.get("items", [])]
         op["category"] = CATEGORY.get(op["op"], "elementwise" if op["op"] in ELEMENTWISE else "other")
+        if n.op == "call_function" and n.target is getattr and len(n.args) > 1 and n.args[1] in VIEW_ATTRS:
+            op["category"] = "view"
         refs = [self._device_from.name] if self._device_from is not None else []
         for a in nodes_in((n.args, n.kwargs)):
             if a.name not in self.folded and a.name not in self.params_of and a.name not in refs:

@@ -13,6 +13,7 @@ then picks other algorithms, whose fp32 results, computed in TF32 by PyTorch's d
 from eager's by more than an fp32 tolerance). The file is untrusted from here on: the evaluator
 verifies it as any candidate.
 """
+import inspect
 import re
 
 from . import child_common, inputs, loader, unleased_compile
@@ -41,19 +42,66 @@ def make(torch, ch, spec):
     torch._dynamo.reset()
     # max-autotune times its candidate kernels while it compiles: that compile keeps the lease
     be = "inductor" if spec.get("library") == "deny" else unleased_compile.backend(torch, ch, child_common.SHARED)
+    graph_inputs = []
     with config.patch(patches), torch.no_grad():
-        compiled = torch.compile(model, backend=be, fullgraph=True, dynamic=False)
+        compiled = torch.compile(model, backend=recording(be, graph_inputs), fullgraph=True, dynamic=False)
         out, codes = run_and_get_code(compiled, *args)
     if not codes:
         return {"ok": False, "error": "EINDUCTOR: Inductor emitted no code for the subgraph"}
     n_out = len(out) if isinstance(out, (tuple, list)) else 1
-    return standalone(codes[-1], len(args), n_out, torch.__version__, spec)
+    names = list(inspect.signature(problem.Model.forward).parameters)[1:]
+    return standalone(codes[-1], len(args), n_out, torch.__version__, spec,
+                      call_order(graph_inputs, names))
 
 
-def standalone(code, n_args, n_out, torch_version, spec):
+def recording(backend, graph_inputs):
+    """`backend` (a torch.compile backend or its name), noting in graph_inputs the forward
+    argument each input of the compiled graph is. TorchDynamo makes a graph input of an argument
+    where the forward first uses it, so call(args) takes them in that order, not the signature's
+    (a batch norm reads its running statistics before its weight): KernelBench Level 3 #14's
+    subgraphs failed call()'s size assertions when given them positionally."""
+    def record(gm, example_inputs, **kwargs):
+        inner = backend
+        if isinstance(inner, str):
+            from torch._dynamo.backends.registry import lookup_backend
+            inner = lookup_backend(inner)
+        graph_inputs[:] = [local_name(n) for n in gm.graph.nodes if n.op == "placeholder"]
+        return inner(gm, example_inputs, **kwargs)
+    return record
+
+
+def local_name(node):
+    """The forward's argument a graph input node stands for: its TorchDynamo source's local name
+    (or "#k" for item k of a traced `*args`), else the one in the node's name (`l_x0_` for the
+    argument x0), else None."""
+    source = getattr((getattr(node, "meta", None) or {}).get("grapharg"), "source", None)
+    name = getattr(source, "local_name", None)
+    if isinstance(name, str):
+        return name
+    index = getattr(source, "index", None)
+    if getattr(getattr(source, "base", None), "local_name", None) == "args" and isinstance(index, int):
+        return "#%d" % index
+    m = re.match(r"^l_(\w+)_$", str(getattr(node, "name", "")))
+    return m.group(1) if m else None
+
+
+def call_order(graph_inputs, names):
+    """Positions among the forward's arguments `names` of the compiled graph's inputs, in the
+    order call(args) takes them; None where one is not an argument, or one is taken twice (then
+    the arguments are passed as they come, which fits a graph that uses them in order)."""
+    pos = [int(g[1:]) if isinstance(g, str) and re.match(r"^#\d+$", g) else
+           (names.index(g) if g in names else None) for g in graph_inputs]
+    if not pos or any(p is None or p >= len(names) for p in pos) or len(set(pos)) != len(pos):
+        return None
+    return pos
+
+
+def standalone(code, n_args, n_out, torch_version, spec, order=None):
     """The kernel file of Inductor's emitted module `code` for a subgraph of n_args inputs and
     n_out outputs: the module without its benchmark harness, and a `kernel_function` that passes
-    the inputs to `call`."""
+    the inputs to `call` (in `order`, positions of the inputs, where given: call_order), each
+    made contiguous where it is not (KernelBench Level 3 #38: the composed program's LSTM output,
+    a transposed view, failed call()'s stride assertion)."""
     cut = _HARNESS.search(code)
     if cut:
         code = code[:cut.start()]
@@ -63,8 +111,16 @@ def standalone(code, n_args, n_out, torch_version, spec):
     tail = [
         "",
         "",
+        "# Inductor compiled call() for the subgraph problem's inputs, which are contiguous, and",
+        "# asserts their strides; inside a composed program an input may be a view with others",
+        "# (a batch-first LSTM's output is a transposed one): it is given a contiguous copy",
+        "def _dense(x):",
+        "    return x.contiguous() if hasattr(x, 'is_contiguous') and not x.is_contiguous() else x",
+        "",
+        "",
         "def kernel_function(%s):" % ", ".join(names),
-        "    outs = call([%s])" % ", ".join(names),
+        "    outs = call([%s])" % ", ".join("_dense(%s)" % names[i] for i in (
+            order if order is not None else range(n_args))),
         "    return outs[0]" if n_out == 1 else "    return tuple(outs[:%d])" % n_out,
         "",
     ]

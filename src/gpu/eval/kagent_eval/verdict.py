@@ -53,14 +53,15 @@ def _changed_inputs(after, ref_inputs):
 
 
 def _compare_side_by_side(pairs, rtol, atol, sample_seed, also=None):
-    """compare_outputs of each (outputs, expected[, shadow]) pair, in order, computed on a
-    few threads; each item is (ok, summary, {name: ok}) with the outcome at each of `also`'s
-    tolerances ({name: (rtol, atol)}).
+    """compare_outputs of each (outputs, expected[, shadow[, property trial]]) pair, in order,
+    computed on a few threads; each item is (ok, summary, {name: ok}) with the outcome at each of
+    `also`'s tolerances ({name: (rtol, atol)}).
     Each trial's comparison reads a million-element sample per output in float64 (tens of ms);
     numpy leaves the interpreter lock while it does, so a job's eight or so trials take about
     the time of two instead of adding up on the path of every candidate."""
     def at(p, r, a):
-        return compare.compare_outputs(p[0], p[1], r, a, sample_seed, p[2] if len(p) > 2 else None)
+        return compare.compare_outputs(p[0], p[1], r, a, sample_seed, p[2] if len(p) > 2 else None,
+                                       len(p) > 3 and p[3])
 
     def one(p):
         ok, summary = at(p, rtol, atol)
@@ -140,8 +141,8 @@ def check_trials(result, ref_trials, cand_outcome, rtol, atol, sample_seed, nonf
         also = {name: compare.tolerances(kernelbench["dtype"], name=name)
                 for name in KERNELBENCH_OUTCOMES.values()}
     compared = _compare_side_by_side(
-        [(obj.get("outputs") or [], ref["outputs"], ref.get("shadow")) for _, obj, ref in trials
-         if not obj.get("error")],
+        [(obj.get("outputs") or [], ref["outputs"], ref.get("shadow"), ref.get("kind") == "property")
+         for _, obj, ref in trials if not obj.get("error")],
         rtol, atol, sample_seed, also)
     # every trial is looked at, past the first failure too: the KernelBench outcomes and the
     # largest errors are over all judged trials; the verdict is the first failure's
@@ -192,6 +193,12 @@ def check_trials(result, ref_trials, cand_outcome, rtol, atol, sample_seed, nonf
                 code = "EPROPERTY"
             failure = (code, "%s: %s" % (where, summary.get("reason")), None)
             continue
+        unjudged = [e for e in summary.get("shadow") or [] if e.get("rule") == "unjudged"]
+        if unjudged:  # shadow_judge._unjudged: listed with the trials the reference left out
+            result.setdefault("skipped_trials", []).append(
+                {"trial": i, "kind": ref.get("kind"), "distribution": ref.get("dist"),
+                 "reason": "output %d: %s" % (unjudged[0]["output_index"], unjudged[0]["note"])})
+            summary = dict(summary, shadow=[e for e in summary["shadow"] if e not in unjudged])
         note_shadow(result, summary, i, ref.get("dist"))
         changed = _changed_inputs(obj.get("inputs_after") or [], ref["inputs"])
         if changed:
@@ -209,7 +216,7 @@ def check_trials(result, ref_trials, cand_outcome, rtol, atol, sample_seed, nonf
             failure = ("EMISMATCH", "%s: an output shares memory with %s" % (where, what), None)
             continue
         if ref.get("kind") == "property":
-            properties += 1
+            properties += 0 if unjudged else 1
         else:
             passed += 1
     if kernelbench:
