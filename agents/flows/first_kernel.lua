@@ -49,19 +49,8 @@ function M.order(run)
   return { f }
 end
 
--- the calls a subgraph's ops make for a recurrent layer (fx_module_calls.py writes nn.LSTM, nn.GRU
--- and nn.RNN so)
-M.RECURRENT_CALLS = { "torch.lstm(", "torch.gru(", "torch.rnn_tanh(", "torch.rnn_relu(" }
 M.RECURRENT_WHY = "not tried: a recurrent layer, which TorchInductor unrolls over its sequence (its compile "
   .. "ran past the 600 s job timeout on every LSTM and GRU of KernelBench Level 3); the reference ops call cuDNN's"
-
-local function recurrent(u)
-  local body = tostring(u.function_body or "")
-  for _, c in ipairs(M.RECURRENT_CALLS) do
-    if body:find(c, 1, true) then return true end
-  end
-  return false
-end
 
 -- worth(source, u, tried, order) -> whether a source is worth a try after the ones tried ({source =
 -- the evaluator's result or why none}), and why not where that is worth saying:
@@ -69,7 +58,7 @@ end
 -- for its values (EMISMATCH, EPROPERTY), so never after an `inductor` not tried; no `inductor` for
 -- a recurrent layer when the reference ops come later in `order` (M.order's)
 function M.worth(source, u, tried, order)
-  if source == "inductor" and recurrent(u) then
+  if source == "inductor" and u.categories and u.categories.recurrent then
     for _, later in ipairs(order or {}) do
       if later == "reference" then return false, M.RECURRENT_WHY end
     end

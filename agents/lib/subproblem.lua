@@ -129,20 +129,25 @@ function M.build(a, sg, where)
 end
 
 -- dedupe(analysis, dec, problem) -> unique: array of {k, dir = "sg_<k>", signature, code,
--- occurrences = {subgraph ids}}; each subgraph gets .kernel (its unique's dir), .signature,
--- .args and .out_values. Unique subgraphs are numbered in execution order.
+-- occurrences = {subgraph ids}, categories = {the analysis's op categories in it = true}}; each
+-- subgraph gets .kernel (its unique's dir), .signature, .args and .out_values. Unique subgraphs
+-- are numbered in execution order.
 function M.dedupe(a, dec, problem)
   local unique, by_sig = {}, {}
-  local by_id = {}
+  local by_id, category = {}, {}
   for _, s in ipairs(dec.subgraphs) do by_id[s.id] = s end
+  for _, op in ipairs(a.ops or {}) do category[op.name] = op.category end
   for _, id in ipairs(dec.order) do
     local s = by_id[id]
     local b = M.build(a, s, { id = s.id, problem = problem })
     s.signature, s.args, s.out_values = b.signature, b.args, b.outputs
     local u = by_sig[b.signature]
     if not u then
-      u = { k = #unique + 1, signature = b.signature, code = b.code, occurrences = {} }
+      u = { k = #unique + 1, signature = b.signature, code = b.code, occurrences = {}, categories = {} }
       u.dir = "sg_" .. u.k
+      for _, name in ipairs(s.ops or {}) do
+        if category[name] then u.categories[category[name]] = true end
+      end
       unique[#unique + 1], by_sig[b.signature] = u, u
     end
     u.function_body = u.function_body or b.function_body

@@ -87,10 +87,12 @@ class Standalone(unittest.TestCase):
         # TorchDynamo makes a graph input where the forward first uses an argument: a batch norm
         # reads its running statistics before its weight, so call() may take (x0, p2, p0, p1)
         class Node:  # FAKE: an FX placeholder with TorchDynamo's source of it
-            def __init__(self, name, local=None):
+            def __init__(self, name, source):
                 self.op, self.name = "placeholder", name
-                self.meta = {"grapharg": types.SimpleNamespace(source=types.SimpleNamespace(local_name=local))} \
-                    if local else {}
+                self.meta = {"grapharg": types.SimpleNamespace(source=source)}
+
+        def local(name):  # FAKE: TorchDynamo's LocalSource
+            return types.SimpleNamespace(local_name=name)
 
         class Graph:  # FAKE: the graph module TorchDynamo hands a backend
             def __init__(self, nodes):
@@ -98,12 +100,15 @@ class Standalone(unittest.TestCase):
 
         seen, names = [], ["x0", "p0_weight", "p1_bias", "p2_running_mean"]
         backend = inductor_kernel.recording(lambda gm, ex: "compiled", seen)
-        nodes = [Node("l_x0_", "x0"), Node("l_p2_running_mean_", "p2_running_mean"),
-                 Node("l_p0_weight_"), Node("l_p1_bias_", "p1_bias")]
+        nodes = [Node("l_x0_", local("x0")), Node("l_p2_running_mean_", local("p2_running_mean")),
+                 Node("l_args_1_", types.SimpleNamespace(base=local("args"), index=1)),
+                 Node("l_p1_bias_", local("p1_bias"))]
         self.assertEqual(backend(Graph(nodes), []), "compiled")
-        self.assertEqual(seen, ["x0", "p2_running_mean", "p0_weight", "p1_bias"])
+        self.assertEqual(seen, ["x0", "p2_running_mean", 1, "p1_bias"])
         order = inductor_kernel.call_order(seen, names)
         self.assertEqual(order, [0, 3, 1, 2])
+        # a graph input TorchDynamo gives no source of: passed as they come
+        self.assertIsNone(inductor_kernel.local_name(Node("l_x0_", None)))
         made = inductor_kernel.standalone(EMITTED, 4, 1, "2.x", {}, order)
         self.assertIn("outs = call([_dense(x0), _dense(x3), _dense(x1), _dense(x2)])", made["source"])
         # an input that is no argument, or one taken twice: passed as they come
@@ -111,8 +116,8 @@ class Standalone(unittest.TestCase):
         self.assertIsNone(inductor_kernel.call_order(["x0", "x0"], names))
         self.assertIsNone(inductor_kernel.call_order([], names))
         # items of a traced *args
-        self.assertEqual(inductor_kernel.call_order(["#1", "#0"], names), [1, 0])
-        self.assertIsNone(inductor_kernel.call_order(["#7"], names))
+        self.assertEqual(inductor_kernel.call_order([1, 0], names), [1, 0])
+        self.assertIsNone(inductor_kernel.call_order([7], names))
         made = inductor_kernel.standalone(EMITTED, 2, 1, "2.x", {}, None)
         self.assertIn("outs = call([_dense(x0), _dense(x1)])", made["source"])
 

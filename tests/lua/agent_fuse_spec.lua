@@ -231,6 +231,7 @@ describe("the FX splitter", function()
   it("writes the reference kernel of a subgraph as a plain kernel_function of its ops", function()
     local dec = splitter.decompose(analysis())
     local unique = subproblem.dedupe(analysis(), dec, "p.py")
+    expect.same(unique[1].categories, { gemm = true, activation = true }, "the analysis's categories of its ops")
     local src = first_kernel.reference(unique[1])
     expect.match(src, "def kernel_function%(x0, p0_weight, p1_bias%):")
     expect.match(src, "v0 = torch.nn.functional.linear%(x0, p0_weight, p1_bias%)")
@@ -257,8 +258,8 @@ describe("the FX splitter", function()
   end)
 
   it("leaves Inductor out for a recurrent layer where the reference ops come after it", function()
-    local lstm = { function_body = "def kernel_function(x0, p0):\n    v0 = torch.lstm(x0, (h, c), [p0], True, 1, 0.0, False, False, True)" }
-    local gemm = { function_body = "def kernel_function(x0, p0):\n    return x0 @ p0" }
+    local lstm = { categories = { recurrent = true, view = true } }
+    local gemm = { categories = { gemm = true } }
     local allow = { "inductor", "inductor_eager_layout", "reference" }
     local ok, why = first_kernel.worth("inductor", lstm, {}, allow)
     expect.falsy(ok)

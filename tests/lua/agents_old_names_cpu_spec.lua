@@ -35,10 +35,7 @@ describe("a policy that requires the old module names", function()
     local r = fake.run_agent("tune.lua", { "--problem", cpu.problem, "--kernel", cpu.fx .. "tunable.py",
       "--policy", old_style_policy(dir), "--rounds", "1", "--tune-candidates", "1", "--devices", "cpu",
       "--out", dir .. "/runs" }, env, 600)
-    local run_dir
-    for _, n in ipairs(fs.list(dir .. "/runs") or {}) do
-      if fs.is_dir(dir .. "/runs/" .. n) then run_dir = dir .. "/runs/" .. n end
-    end
+    local run_dir = fake.newest_run(dir .. "/runs")
     local s = run_dir and json.decode(fs.read(run_dir .. "/summary.json") or "null")
     -- a loaded machine may refuse the final re-measure (exit 5): the policy ran all the same
     if r.code ~= 0 and not fake.refused_for_load(r, s) then error("tune.lua exited " .. r.code .. "\n" .. r.stderr:sub(-3000)) end

@@ -41,7 +41,11 @@ def make(torch, ch, spec):
         patches["layout_optimization"] = False
     torch._dynamo.reset()
     # max-autotune times its candidate kernels while it compiles: that compile keeps the lease
-    be = "inductor" if spec.get("library") == "deny" else unleased_compile.backend(torch, ch, child_common.SHARED)
+    if spec.get("library") == "deny":
+        from torch._dynamo.backends.registry import lookup_backend
+        be = lookup_backend("inductor")
+    else:
+        be = unleased_compile.backend(torch, ch, child_common.SHARED)
     graph_inputs = []
     with config.patch(patches), torch.no_grad():
         compiled = torch.compile(model, backend=recording(be, graph_inputs), fullgraph=True, dynamic=False)
@@ -55,42 +59,37 @@ def make(torch, ch, spec):
 
 
 def recording(backend, graph_inputs):
-    """`backend` (a torch.compile backend or its name), noting in graph_inputs the forward
+    """`backend` (a torch.compile backend), noting in graph_inputs the forward
     argument each input of the compiled graph is. TorchDynamo makes a graph input of an argument
     where the forward first uses it, so call(args) takes them in that order, not the signature's
-    (a batch norm reads its running statistics before its weight): KernelBench Level 3 #14's
-    subgraphs failed call()'s size assertions when given them positionally."""
+    (a batch norm reads its running statistics before its weight): the likely cause of the size
+    assertions KernelBench Level 3 #14's subgraphs failed when given them positionally."""
     def record(gm, example_inputs, **kwargs):
-        inner = backend
-        if isinstance(inner, str):
-            from torch._dynamo.backends.registry import lookup_backend
-            inner = lookup_backend(inner)
         graph_inputs[:] = [local_name(n) for n in gm.graph.nodes if n.op == "placeholder"]
-        return inner(gm, example_inputs, **kwargs)
+        return backend(gm, example_inputs, **kwargs)
     return record
 
 
 def local_name(node):
-    """The forward's argument a graph input node stands for: its TorchDynamo source's local name
-    (or "#k" for item k of a traced `*args`), else the one in the node's name (`l_x0_` for the
-    argument x0), else None."""
+    """The forward's argument a graph input node stands for, from TorchDynamo's source of it
+    (node.meta["grapharg"]): the local's name, the position k for item k of a traced `*args`,
+    else None."""
     source = getattr((getattr(node, "meta", None) or {}).get("grapharg"), "source", None)
     name = getattr(source, "local_name", None)
     if isinstance(name, str):
         return name
     index = getattr(source, "index", None)
     if getattr(getattr(source, "base", None), "local_name", None) == "args" and isinstance(index, int):
-        return "#%d" % index
-    m = re.match(r"^l_(\w+)_$", str(getattr(node, "name", "")))
-    return m.group(1) if m else None
+        return index
+    return None
 
 
 def call_order(graph_inputs, names):
     """Positions among the forward's arguments `names` of the compiled graph's inputs, in the
     order call(args) takes them; None where one is not an argument, or one is taken twice (then
     the arguments are passed as they come, which fits a graph that uses them in order)."""
-    pos = [int(g[1:]) if isinstance(g, str) and re.match(r"^#\d+$", g) else
-           (names.index(g) if g in names else None) for g in graph_inputs]
+    pos = [g if isinstance(g, int) else (names.index(g) if g in names else None)
+           for g in graph_inputs]
     if not pos or any(p is None or p >= len(names) for p in pos) or len(set(pos)) != len(pos):
         return None
     return pos

@@ -96,8 +96,8 @@ def judge_by_shadow(got, exp, shadow, rtol, atol, property_trial=False):
         return res
     if not exp.get("full"):
         gs, es, ss = got.get("stats") or {}, exp.get("stats") or {}, shadow.get("stats") or {}
-        if gs.get("nonfinite") != es.get("nonfinite"):
-            res["reason"] = "non-finite count %s, expected %s" % (gs.get("nonfinite"), es.get("nonfinite"))
+        res["reason"] = _nonfinite_count_differs(got, exp)
+        if res["reason"]:
             return res
         for key in ("sum", "abs_sum"):
             a, r, b = gs.get(key), es.get(key), ss.get(key)
@@ -120,10 +120,9 @@ def _unjudged(res, got, exp, shadow_max, atol):
     a wrong one, so it judges nothing: ok with rule "unjudged" and the reason, which the verdict
     lists among the skipped trials. The candidate must still be finite where the reference is
     (checked before) and, for a sample, have the reference's count of non-finite elements."""
-    if not exp.get("full") and (got.get("stats") or {}).get("nonfinite") != \
-            (exp.get("stats") or {}).get("nonfinite"):
-        res["reason"] = "non-finite count %s, expected %s" % (
-            (got.get("stats") or {}).get("nonfinite"), (exp.get("stats") or {}).get("nonfinite"))
+    why = None if exp.get("full") else _nonfinite_count_differs(got, exp)
+    if why:
+        res["reason"] = why
         return res
     res.update(ok=True, rule="unjudged", reason=None, note=(
         "the true output (fp64) is zero to the tolerance (largest magnitude %.3g, atol %g) and "
@@ -131,6 +130,13 @@ def _unjudged(res, got, exp, shadow_max, atol):
         "tell a right candidate from a wrong one" % (shadow_max, atol, res["ref_mismatches"],
                                                       res["compared"])))
     return res
+
+
+def _nonfinite_count_differs(got, exp):
+    """Why a sampled output's whole-tensor count of non-finite elements is not the reference's,
+    or None."""
+    g, e = (got.get("stats") or {}).get("nonfinite"), (exp.get("stats") or {}).get("nonfinite")
+    return None if g == e else "non-finite count %s, expected %s" % (g, e)
 
 
 def _reference_is_noise(e64, s64, rtol):
@@ -164,7 +170,7 @@ def _within_shadow(got, exp, shadow, g64, e64, s64, judged, rtol, atol):
         return None
     if not exp.get("full"):
         gs, ss = got.get("stats") or {}, shadow.get("stats") or {}
-        if gs.get("nonfinite") != (exp.get("stats") or {}).get("nonfinite"):
+        if _nonfinite_count_differs(got, exp):
             return None
         for key in ("sum", "abs_sum"):
             a, b = gs.get(key), ss.get(key)
