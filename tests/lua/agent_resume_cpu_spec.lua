@@ -29,7 +29,12 @@ local function run(dir, port, argv)
   local env = fake.env(port, { KAGENT_PYTHON = spec.python, KAGENT_DB = dir .. "/mem.db", OPENAI_BASE_URL = false,
     ANTHROPIC_BASE_URL = false })
   local r = fake.run_agent("beam.lua", a, env, 600)
-  if r.code ~= 0 then error("beam.lua " .. table.concat(argv, " ") .. " exited " .. r.code .. "\n" .. r.stderr:sub(-3000)) end
+  local rd = fake.newest_run(dir .. "/runs")
+  local s = rd and json.decode(fs.read(rd .. "/summary.json") or "null")
+  -- a loaded machine may leave no finalist confirmed (exit 5): the run and its resume are what is tested
+  if r.code ~= 0 and not fake.refused_for_load(r, s) then
+    error("beam.lua " .. table.concat(argv, " ") .. " exited " .. r.code .. "\n" .. r.stderr:sub(-3000))
+  end
   return r
 end
 
