@@ -1,8 +1,9 @@
 -- agents/integrate.lua: a verified kernel checked inside a whole model.
 --   kagent-rt agents/integrate.lua --kernel K --kernel-problem P --model M.py (--class NAME | --path a.b)
---       [--dtype fp32] [--devices cpu|0] [--shrink] [--reps 20] [--out runs]
+--       [--adapter A.py] [--dtype fp32] [--devices cpu|0] [--shrink] [--reps 20] [--out runs]
 -- Every submodule of the model of class NAME (or the one at the dotted path) that the kernel
--- computes — checked on the inputs the model gives it — is replaced by the kernel; the whole
+-- computes — checked on the inputs the model gives it — is replaced by the kernel (through the
+-- adapter's adapt(kernel, target) where the kernel was written for another layout); the whole
 -- model's output must stay the model's, and the model is timed before and after. The in-model
 -- speedup and each replaced submodule's standalone speedup go to summary.json and report.html: a
 -- kernel faster alone and slower in the model is reported so. The work is the evaluator's
@@ -19,6 +20,8 @@ local SPEC = {
   model = { type = "string", help = "the model: a KernelBench problem file (Model, get_inputs, get_init_inputs), e.g. a Level 3 problem" },
   class = { type = "string", help = "replace every submodule of this class name that the kernel computes" },
   path = { type = "string", help = "replace the submodule at this dotted path (e.g. layers.0.input_layernorm)" },
+  adapter = { type = "string", help = "a Python file whose adapt(kernel, target) returns what replaces each target, for a "
+    .. "kernel written for another layout or signature (examples/adapters/); its glue is timed with the kernel" },
   dtype = { type = "string", choices = { "fp32", "bf16", "fp16" }, default = "fp32", help = "dtype of the model and its inputs" },
   devices = { type = "string", help = "\"cpu\" or a GPU (\"0\"); default: the first GPU here, else cpu" },
   shrink = { type = "boolean", default = false, help = "run the model at small sizes (its batch and extents lowered) where it runs there" },
@@ -26,7 +29,7 @@ local SPEC = {
   out = { type = "string", default = "runs", help = "folder for the run folder integrate_<UTC time>" },
   ["job-timeout"] = { type = "number", above = 0, default = 900, help = "seconds the evaluator job may take" },
 }
-local HOW = { usage = "kagent-rt agents/integrate.lua --kernel K --kernel-problem P --model M.py (--class NAME | --path a.b)",
+local HOW = { usage = "kagent-rt agents/integrate.lua --kernel K --kernel-problem P --model M.py (--class NAME | --path a.b) [--adapter A.py]",
   about = "A verified kernel inside a whole model: matching submodules replaced, the model's output verified, "
     .. "the model timed before and after; the in-model speedup beside the standalone one.",
   epilog = "Exit status: 0 the integrated model verified, 1 it did not (or no submodule matched), 2 bad input.",
@@ -48,7 +51,9 @@ local function html(s)
   return table.concat({ "<!doctype html><html><head><meta charset=\"utf-8\"><title>integrate: ", esc(fs.basename(s.model)),
     "</title><style>body{font-family:sans-serif;margin:2em}td,th{padding:4px 10px;border-bottom:1px solid #ddd}</style></head><body>",
     "<h1>Kernel in the model</h1><p>kernel <code>", esc(s.kernel), "</code> (written for <code>", esc(s.kernel_problem),
-    "</code>) in <code>", esc(s.model), "</code>, matching ", esc(s.match), ", ", esc(s.dtype), " on ", esc(s.device), "</p>",
+    "</code>) in <code>", esc(s.model), "</code>, matching ", esc(s.match),
+    type(s.adapter) == "string" and (", through the adapter <code>" .. esc(s.adapter) .. "</code>") or "",
+    ", ", esc(s.dtype), " on ", esc(s.device), "</p>",
     "<p><b>", esc(verdict), "</b></p>",
     s.standalone_faster_model_slower and "<p><b>Faster standalone, slower in the model.</b></p>" or "",
     "<table><tr><th>submodule</th><th>class</th><th>outcome</th><th>standalone ref ms</th><th>kernel ms</th><th>standalone speedup</th></tr>",
@@ -58,8 +63,8 @@ end
 local function main(argv)
   local opts, _, code = run_lib.parse(PROG, argv, SPEC, HOW)
   if not opts then return code end
-  for _, k in ipairs({ "kernel", "kernel_problem", "model" }) do
-    if not opts[k] or not fs.exists(opts[k]) then
+  for _, k in ipairs({ "kernel", "kernel_problem", "model", "adapter" }) do
+    if (k ~= "adapter" or opts[k] ~= nil) and not (opts[k] and fs.exists(opts[k])) then
       io.stderr:write(string.format("%s: --%s must name a file\n", PROG, k:gsub("_", "-")))
       return 2
     end
@@ -74,12 +79,12 @@ local function main(argv)
   local devs = pool:devices() or {}
   local t0 = ktime.now()
   local a = pool:analyze({ kind = "integrate", problem = opts.model, kernel = opts.kernel, kernel_problem = opts.kernel_problem,
-    match_class = opts.class, match_path = opts.path, dtype = opts.dtype, shrink = opts.shrink or nil, reps = opts.reps,
+    match_class = opts.class, match_path = opts.path, adapter = opts.adapter, dtype = opts.dtype, shrink = opts.shrink or nil, reps = opts.reps,
     timeout = opts.job_timeout })
   pool:close()
   local d1 = devs[1] or {}
   local s = { mode = "integrate", kernel = fs.abspath(opts.kernel), kernel_problem = fs.abspath(opts.kernel_problem),
-    model = fs.abspath(opts.model), match = opts.class and ("class " .. opts.class) or ("path " .. opts.path),
+    model = fs.abspath(opts.model), adapter = opts.adapter and fs.abspath(opts.adapter) or json.null, match = opts.class and ("class " .. opts.class) or ("path " .. opts.path),
     dtype = opts.dtype, device = d1.mode == "cpu" and "cpu" or (d1.gpu_name or "?"), torch = d1.torch,
     verified = a.ok and a.verified == true, targets = a.targets or json.empty_array, replaced = a.replaced or json.empty_array,
     model_ms_before = a.model_ms_before or json.null, model_ms_after = a.model_ms_after or json.null,
@@ -93,8 +98,8 @@ local function main(argv)
   fs.write(fs.join(dir, "summary.json"), json.encode(s, { pretty = true }) .. "\n")
   fs.write(fs.join(dir, "report.html"), html(s))
   if s.verified then
-    print(string.format("integrated: %d submodule(s) replaced; the model %.4f ms -> %.4f ms: %.2fx in the model, %sx standalone%s\n  %s",
-      #s.replaced, s.model_ms_before, s.model_ms_after, s.in_model_speedup, f(s.standalone_speedup, "%.2f"),
+    print(string.format("integrated: %d submodule(s) replaced%s; the model %.4f ms -> %.4f ms: %.2fx in the model, %sx standalone%s\n  %s",
+      #s.replaced, opts.adapter and " through the adapter" or "", s.model_ms_before, s.model_ms_after, s.in_model_speedup, f(s.standalone_speedup, "%.2f"),
       s.standalone_faster_model_slower and " (faster standalone, slower in the model)" or "", dir))
     return 0
   end

@@ -4,6 +4,8 @@
 #     of a Llama-style decoder built by transformers from a config, random weights (bf16);
 #  2. examples/problems/36_rmsnorm.py's kernel (dim 1, no weight) into the same model: it computes
 #     another function, so every target must be left out with the reason;
+#  2b. the same kernel through examples/adapters/rmsnorm_dim1_as_llama.py (the hidden dimension moved
+#     to dim 1 and back, the weight applied after): every target replaced, the model verified;
 #  3. a Level 1 kernel (Triton ReLU, tests/fixtures/integrate/relu_triton.py, for KernelBench
 #     level1/19_ReLU) into every ReLU of a Level 3 problem (level3/9_ResNet18.py), fp32.
 # Prints each run's line and FIGURE lines with the in-model and standalone speedups.
@@ -26,6 +28,9 @@ fails=0
 "$BIN" agents/integrate.lua --kernel examples/kernels/36_rmsnorm.py --kernel-problem examples/problems/36_rmsnorm.py \
   --model $FX/llama_model.py --class LlamaRMSNorm --dtype bf16 --devices 0 --out "$OUT/llama36"
 [ $? -eq 1 ] || fails=$((fails + 1))
+"$BIN" agents/integrate.lua --kernel examples/kernels/36_rmsnorm.py --kernel-problem examples/problems/36_rmsnorm.py \
+  --adapter examples/adapters/rmsnorm_dim1_as_llama.py \
+  --model $FX/llama_model.py --class LlamaRMSNorm --dtype bf16 --devices 0 --out "$OUT/llama36_adapted" || fails=$((fails + 1))
 if [ -d "$KB/level3" ]; then
   "$BIN" agents/integrate.lua --kernel $FX/relu_triton.py --kernel-problem "$KB/level1/19_ReLU.py" \
     --model "$KB/level3/9_ResNet18.py" --class ReLU --devices 0 --out "$OUT/resnet" || fails=$((fails + 1))
@@ -35,7 +40,7 @@ fi
 python3 - "$OUT" <<'PY'
 import glob, json, sys
 bad = []
-for name in ("llama", "llama36", "resnet"):
+for name in ("llama", "llama36", "llama36_adapted", "resnet"):
     for p in glob.glob("%s/%s/*/summary.json" % (sys.argv[1], name)):
         s = json.load(open(p))
         print("FIGURE %s: verified %s, %d of %d targets replaced, model %s -> %s ms, in the model %s, standalone %s%s" % (

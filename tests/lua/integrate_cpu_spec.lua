@@ -1,7 +1,9 @@
 -- agents/integrate.lua on the CPU: a Level 1 kernel (ReLU; CPU mode, so PyTorch) inside a Level 3
 -- problem (ResNetBasicBlock, traced at a small batch), by class and by path; a kernel that
--- computes something else is left out with the reason. Needs torch (KAGENT_PYTHON) and the
--- KernelBench problems (../shared/data/kernelbench or KAGENT_KERNELBENCH); skipped without them.
+-- computes something else is left out with the reason; a dim-1 RMSNorm kernel (Level 1 #36's
+-- layout) in a small Llama-shaped model through an adapter. Needs torch (KAGENT_PYTHON) and, for
+-- the Level 3 cases, the KernelBench problems (../shared/data/kernelbench or KAGENT_KERNELBENCH);
+-- skipped without them.
 -- Timings are reported, not asserted (the machine is shared).
 package.path = kagent.root .. "/tests/fixtures/agent/?.lua;" .. package.path
 local fs, json, proc = kagent.fs, kagent.json, kagent.proc
@@ -16,9 +18,10 @@ local function kernelbench()
   end
 end
 
-local function integrate(dir, argv)
-  local cmd = { kagent.exe, "--env-file", "/dev/null", root .. "/agents/integrate.lua", "--devices", "cpu", "--shrink",
+local function integrate(dir, argv, full_size)
+  local cmd = { kagent.exe, "--env-file", "/dev/null", root .. "/agents/integrate.lua", "--devices", "cpu",
     "--reps", "3", "--out", dir }
+  if not full_size then cmd[#cmd + 1] = "--shrink" end
   for _, a in ipairs(argv) do cmd[#cmd + 1] = a end
   local r = proc.run(cmd, { timeout = 600, env = { KAGENT_PYTHON = spec.python, PATH = os.getenv("PATH") } })
   local names = fs.list(dir) or {}
@@ -77,5 +80,42 @@ describe("agents/integrate.lua on CPU", function()
     local r3 = integrate(dir .. "/bad", { "--kernel", fx .. "relu_cpu.py", "--kernel-problem", relu, "--model", model })
     expect.eq(r3.code, 2)
     expect.match(r3.stderr, "give one of %-%-class and %-%-path")
+  end, { timeout = 900 })
+
+  it("puts a kernel written for another layout in through an adapter, and refuses a wrong adapter", function()
+    if not cpu.have_torch() then skip("no torch for " .. spec.python .. " (set KAGENT_PYTHON)") end
+    local dir = spec.tmpdir("integrate-adapter")
+    local args = { "--kernel", root .. "/examples/kernels/cpu/rmsnorm_small_fast.py",
+      "--kernel-problem", root .. "/examples/problems/rmsnorm_small.py", "--model", fx .. "llama_like_cpu.py",
+      "--class", "LlamaRMSNorm" }
+    -- without the adapter the kernel (over dim 1, no weight) computes none of the model's norms
+    local r0, s0 = integrate(dir .. "/plain", args, true)
+    expect.eq(r0.code, 1, tostring(r0.stderr):sub(-2000))
+    expect.eq(#s0.replaced, 0)
+    expect.eq(#s0.targets, 5, "two per layer and the last")
+
+    local with = { unpack(args) }
+    with[#with + 1], with[#with + 2] = "--adapter", root .. "/examples/adapters/rmsnorm_dim1_as_llama.py"
+    local r, s, run = integrate(dir .. "/adapted", with, true)
+    expect.eq(r.code, 0, tostring(r.stdout) .. tostring(r.stderr):sub(-2000))
+    expect.eq(s.verified, true)
+    expect.same(s.replaced, { "layers.0.input_layernorm", "layers.0.post_attention_layernorm",
+      "layers.1.input_layernorm", "layers.1.post_attention_layernorm", "norm" })
+    expect.match(s.adapter, "rmsnorm_dim1_as_llama%.py$")
+    expect.truthy(type(s.in_model_speedup) == "number" and type(s.standalone_speedup) == "number", "both speedups")
+    expect.match(assert(fs.read(run .. "/report.html")), "through the adapter")
+
+    local bad = { unpack(args) }
+    bad[#bad + 1], bad[#bad + 2] = "--adapter", fx .. "rmsnorm_no_weight_adapter.py"
+    local r2, s2 = integrate(dir .. "/no-weight", bad, true)
+    expect.eq(r2.code, 1)
+    expect.eq(#s2.replaced, 0)
+    expect.match(s2.targets[1].reason, "does not compute this submodule")
+
+    local missing = { unpack(args) }
+    missing[#missing + 1], missing[#missing + 2] = "--adapter", dir .. "/none.py"
+    local r3 = integrate(dir .. "/missing", missing, true)
+    expect.eq(r3.code, 2)
+    expect.match(r3.stderr, "%-%-adapter must name a file")
   end, { timeout = 900 })
 end)

@@ -389,6 +389,24 @@ function pool:sanitize(job) end
 ---    traced with the classes and functions the candidate defines as leaves: `{traced, calls =
 ---    {{node, op, target, own}}, foreign (the calls that are not the candidate's own; unpacking an
 ---    own call's tuple is own), kernel_calls}`. A `kernel_function` candidate gives `traced = false`.
+---  - `kind = "integrate"` (`job.problem`: a model written as a problem; `job.kernel`, the path of
+---    a kernel file, verified on `job.kernel_problem`; `job.match_class` or `job.match_path`;
+---    `job.adapter` optional; `job.reps` timed calls per median, at least 3, default 20;
+---    `job.rounds` default 3; `job.shrink`): what `agents/integrate.lua` runs. One forward records
+---    the inputs of every submodule of that class (or at that dotted path); on them the kernel
+---    (built as a candidate of `kernel_problem` and given the submodule's parameters and buffers
+---    where names and shapes agree, or, with an adapter file, the callable its `adapt(kernel
+---    module, submodule)` returns) must give the submodule's outputs at the dtype's tolerances,
+---    else the submodule is left alone; the matching ones are replaced and the whole model's
+---    outputs must stay the original's (in bf16/fp16, where they do not, both are judged against
+---    the model run in fp32 by the shadow rule); then both models are timed alternately (the
+---    device synchronized around each call) and each replaced submodule standalone. `{verified,
+---    targets = {{path, class, matched, reason?, standalone_ref_ms?, standalone_kernel_ms?,
+---    standalone_speedup?}}, replaced (paths), adapted, shrunk, max_abs_diff?, judged_by_fp32?,
+---    model_ms_before?, model_ms_after?, in_model_speedup?, standalone_speedup?,
+---    standalone_faster_model_slower?, reason?}` (`reason` where `verified` is false); `ENOMATCH`
+---    where no submodule is of that class or path, `EADAPTER` where the adapter defines no `adapt`.
+---    The timing holds the GPU's lease exclusive.
 ---  - `kind = "merge"` (`job.parts = {{prefix, source, label}}`): kernel sources joined into one
 ---    module, parse only. Each part's module-level names (functions, classes, constants) and the
 ---    references that resolve to them get its prefix, following Python's scopes (a parameter or

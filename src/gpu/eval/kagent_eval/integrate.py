@@ -6,7 +6,10 @@ a user's nn.Module file written so). Its submodules of class `match_class` (or t
 `match_path`) are the targets. One forward of the model records each target's inputs; on those
 inputs the kernel (built as the evaluator builds a candidate for `kernel_problem`, the problem it
 was written for, then given the target's parameters and buffers where names and shapes agree) must
-give the target's outputs, else that target is left alone and the reason recorded. The matching
+give the target's outputs, else that target is left alone and the reason recorded. A kernel written
+for another layout or signature (Level 1 #36's RMSNorm over dim 1, no weight, in place of Llama's
+over the last dim, times a weight) goes in through an adapter file: its `adapt(kernel, target)`
+returns the callable that replaces the target (the glue it adds is timed with the kernel). The matching
 targets are replaced, and the whole model's outputs must equal the original's (the dtype's
 tolerances). Then the original and the integrated model are timed alternately on the same inputs
 (median of the timed calls, device synchronized around each), and each target standalone against
@@ -93,6 +96,28 @@ def _by_fp32(torch, model, args, expected, got, rtol, atol):
     return True, worst
 
 
+def _adapted(torch, fn):
+    """A callable as a module, so that it can take a submodule's place."""
+    class Adapted(torch.nn.Module):
+        def forward(self, *args, **kwargs):
+            return fn(*args, **kwargs)
+    return Adapted()
+
+
+def _candidate(torch, spec, kmod, kref, kinit, adapter, target, dtype, device):
+    """The kernel as it replaces one target: through the adapter, or built as the evaluator builds
+    a candidate for its own problem and given the target's matching parameters and buffers."""
+    if adapter is not None:
+        fn = adapter.adapt(kmod, target)
+        if not callable(fn):
+            raise TypeError("adapt() returned %s, not a callable" % type(fn).__name__)
+        return _adapted(torch, fn)
+    cand = loader.build_candidate(torch, kmod, kref, kinit, spec["seed"], dtype, device)
+    if isinstance(cand, torch.nn.Module):
+        loader.copy_matching_state(torch, target, cand)
+    return cand
+
+
 def _set_submodule(root, path, new):
     *parents, leaf = path.split(".")
     mod = root
@@ -112,6 +137,9 @@ def run(torch, ch, spec, shrink):
     kinit = list(kprob.get_init_inputs())
     kref = loader.build_model(torch, kprob.Model, kinit, spec["seed"], dtype, device)
     kmod = loader.load_module("kernel", spec["kernel"])
+    adapter = loader.load_module("adapter", spec["adapter"]) if spec.get("adapter") else None
+    if adapter is not None and not callable(getattr(adapter, "adapt", None)):
+        return {"ok": False, "error": "EADAPTER: the adapter file defines no adapt(kernel, target)"}
 
     targets = []
     for name, m in model.named_modules():
@@ -150,9 +178,15 @@ def run(torch, ch, spec, shrink):
             if name not in seen:
                 row["reason"] = "not called by the model's forward"
                 continue
-            cand = loader.build_candidate(torch, kmod, kref, kinit, spec["seed"], dtype, device)
-            if isinstance(cand, torch.nn.Module):
-                loader.copy_matching_state(torch, m, cand)
+            try:
+                # the target of the copy that is run, so an adapter reads that model's parameters
+                cand = _candidate(torch, spec, kmod, kref, kinit, adapter, integrated.get_submodule(name),
+                                  dtype, device)
+            except Exception as e:
+                if adapter is None:
+                    raise
+                row["reason"] = "the adapter fails on this submodule: %s: %s" % (type(e).__name__, str(e)[:200])
+                continue
             a = seen[name]
             try:
                 got = cand(*_clone(torch, a))
@@ -169,7 +203,7 @@ def run(torch, ch, spec, shrink):
             row["standalone_speedup"] = row["standalone_ref_ms"] / row["standalone_kernel_ms"]
             _set_submodule(integrated, name, cand)
             replaced.append(name)
-    result = {"ok": True, "targets": rows, "replaced": replaced, "shrunk": shrunk}
+    result = {"ok": True, "targets": rows, "replaced": replaced, "shrunk": shrunk, "adapted": adapter is not None}
     if not replaced:
         result.update(verified=False, reason="no target computes what the kernel computes")
         return result
