@@ -67,7 +67,7 @@ def one(w, i, cpu):
             "error": res.get("error"), "stage_s": res.get("stage_s"), "reference_s": res.get("reference_s"),
             "elapsed_s": res.get("elapsed"), "timeline": timeline(res),
             "worker_s": res.get("worker_s") or {}, "calls": (res.get("time_ms") or {}).get("n"),
-            "trust": res.get("trust")}
+            "trust": res.get("trust"), "build_parts": res.get("build_parts") or {}}
 
 
 def timeline(res):
@@ -103,6 +103,8 @@ def phase_table(rows):
                  "reply and request transport": (r["wall_s"] - (r["elapsed_s"] or 0.0))}
         parts.update(("worker check: " + k, v) for k, v in (w.get("checks") or {}).items())
         parts.update(("child: " + k, v) for k, v in st.items())
+        parts.update(("child: build: " + k, v) for k, v in (r.get("build_parts") or {}).items()
+                     if not isinstance(v, bool))
         for k, v in parts.items():
             if v is not None:
                 phases.setdefault(k, []).append(v)

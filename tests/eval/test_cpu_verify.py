@@ -48,6 +48,12 @@ class CpuVerifyTest(CpuWorkerTest):
         r = self.w.job("verify", "linear_problem.py", fixture("eval", "linear_kernel_function.py"))
         self.assertTrue(r["ok"], r)
         self.assertEqual(r["candidate_kind"], "kernel_function")
+        # where the build stage went, as the candidate's process tells it (a diagnostic)
+        parts = r["build_parts"]
+        self.assertEqual(sorted(k for k in parts if k != "imported_inductor"),
+                         ["candidate", "import", "reference_model"])
+        self.assertTrue(all(v >= 0 for k, v in parts.items() if k != "imported_inductor"), parts)
+        self.assertIs(parts["imported_inductor"], False)
 
     def test_kernel_function_with_kwargs_gets_kernelagents_keywords(self):
         # kernel_function(x, *args, **kwargs), as KernelAgent's harness calls it: the layer's

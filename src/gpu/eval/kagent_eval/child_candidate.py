@@ -129,15 +129,25 @@ def _load(ch, spec, state):
         from . import compile_gate
         compile_gate.install(ch, state, torch.cuda.synchronize)
     ch.stage("build")
+    # where the build stage's seconds go (the result's build_parts): a program TorchInductor
+    # emitted spends most of them importing and loading, not compiling (no compile_host stage)
+    parts, t = {}, _perf_counter()
     if state.get("device_warm") is not None:
         from . import warmup
         ch.send({"type": "warmed", "parts": warmup.on_device(torch, state.pop("device_warm"))})
+        parts["device_warm"], t = _perf_counter() - t, _perf_counter()
     init_inputs = list(problem.get_init_inputs())
     ref_model = loader.build_model(torch, problem.Model, init_inputs, spec["seed"], dtype, device)
+    parts["reference_model"], t = _perf_counter() - t, _perf_counter()
     threads_before = threading.active_count()
+    inductor_before = "torch._inductor" in sys.modules
     module = loader.load_module("candidate", spec["candidate"])
+    parts["import"], t = _perf_counter() - t, _perf_counter()
     cand = loader.build_candidate(torch, module, ref_model, init_inputs, spec["seed"], dtype, device)
-    ch.send({"type": "loaded", "kind": "ModelNew" if hasattr(module, "ModelNew") else "kernel_function"})
+    parts["candidate"] = _perf_counter() - t
+    ch.send({"type": "loaded", "kind": "ModelNew" if hasattr(module, "ModelNew") else "kernel_function",
+             "build_parts": parts,
+             "imported_inductor": not inductor_before and "torch._inductor" in sys.modules})
     return Job(ch, spec, state, problem, module, cand, dtype, threads_before)
 
 

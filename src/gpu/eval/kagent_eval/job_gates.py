@@ -110,6 +110,10 @@ def candidate(c):
     loaded, _ = out.first("loaded")
     if loaded:
         result["candidate_kind"] = loaded.get("kind")
+        parts = loaded.get("build_parts")
+        if isinstance(parts, dict):  # the candidate's process's own account: diagnostics only
+            result["build_parts"] = {str(k): v for k, v in parts.items() if isinstance(v, (int, float))}
+            result["build_parts"]["imported_inductor"] = loaded.get("imported_inductor") is True
     return None
 
 
