@@ -19,7 +19,7 @@ local results = require("agents.tools.compare.results")
 local PROG = "agents/compare.lua"
 
 local SPEC = {
-  policies = { type = "string", help = "two or more policies, comma-joined: beam, greedy, skill, tune or policy files" },
+  policies = { type = "string", help = "two or more policies, comma-joined: beam, greedy, skill, tune, fuse or policy files" },
   problems = { type = "string", help = "a folder of problems, a list file, or .py paths (as agents/sweep.lua --problems)" },
   kernels = { type = "string", help = "folder of first kernels named <problem>.py" },
   replay = { type = "string", help = "LLM record/replay database to answer every call from (no network)" },

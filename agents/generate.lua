@@ -14,6 +14,7 @@ local confirm = require("agents.search.confirm")
 local attempt = require("agents.search.attempt")
 local verdict = require("agents.lib.verdict")
 local summary = require("agents.search.summary")
+local exit = require("agents.run.exit")
 
 local PROG = "agents/generate.lua"
 local SPEC = {}
@@ -29,7 +30,8 @@ local HOW = {
   about = "A first correct kernel from the PyTorch problem alone: parallel LLM workers each write one (each told "
     .. "a different approach), verify it and refine it with the exact error; the first verified kernel is timed "
     .. "against eager and torch.compile, written as best_kernel.py and archived for agents/beam.lua.",
-  epilog = "Exit status: 0 a kernel verified, 1 none did, 2 bad input or no LLM configured, 3 the LLM stopped answering.",
+  epilog = "Exit status: 0 a kernel verified, 1 none did, 2 bad input, no LLM configured or the provider refused the key, "
+    .. "3 the LLM stopped answering, 4 a strict replay met calls it had no answer for.",
 }
 
 local function main(argv)
@@ -47,12 +49,11 @@ local function main(argv)
   local g, gerr, llm_down = generate.run(run, opts.gen_workers)
   if not g then
     io.stderr:write(PROG .. ": " .. gerr .. "\n")
-    summary.failed(run, gerr)
+    local s = summary.failed(run, gerr)
     if llm_down or run.llm_guard.down then
-      io.stderr:write(PROG .. ": the LLM stopped answering; nothing was learned from the failed calls. Try again later.\n")
-      return 3
+      return exit.llm_down_status(PROG, run.llm_guard.down and run.llm_guard or { down = "every worker ended on an LLM failure" })
     end
-    return 1
+    return exit.replay_status(PROG, s, exit.EXIT.error)
   end
   -- the winner timed next to both baselines in one job (same method for all three)
   local r = confirm.with_baselines(run, g.code)
@@ -77,7 +78,7 @@ local function main(argv)
   run.progress:finish(string.format("run %s: generated a verified kernel (worker %d, %d attempt(s)): %.4f ms%s\n  %s",
     run.rd.id, g.worker, g.attempts, t, r.eager_ms and string.format(", %.2fx eager", r.eager_ms / t) or "",
     run.rd:path("best_kernel.py")))
-  return 0
+  return exit.replay_status(PROG, s, exit.EXIT.done)
 end
 
 return main(kagent.args)

@@ -14,7 +14,8 @@ local HOW = { usage = "kagent-rt agents/report.lua DIR [DIR...]",
   about = "(Re)builds the HTML reports of existing folders: report.html in each run folder, index.html in folders "
     .. "of runs and sweeps. Pages are self-contained and open from disk with no network.",
   epilog = "DIR: a run folder, a folder of runs (runs/), or a sweep folder (sweep.json). Exit status: 0 done, "
-    .. "1 a page could not be written, 2 bad input. Details: docs/reports.md",
+    .. "1 a page could not be written, 2 a DIR that is missing or none of these (the others are still done). "
+    .. "Details: docs/reports.md",
   positional = "DIR" }
 
 -- a finished run (summary.json) or one still running (state.json: its page so far)
@@ -30,7 +31,12 @@ local function run_dirs(folder)
   return out
 end
 
-local failures = 0
+local failures, bad_input = 0, 0
+local function refused(why, dir)
+  bad_input = bad_input + 1
+  io.stderr:write(PROG .. ": " .. dir .. ": " .. why .. "\n")
+end
+
 local function done(path, err, what)
   if path then print(path) else
     failures = failures + 1
@@ -56,7 +62,7 @@ local function main(argv)
   end
   for _, dir in ipairs(opts._positional) do
     if not fs.is_dir(dir) then
-      done(nil, "no such folder", dir)
+      refused("no such folder", dir)
     elseif is_run(dir) then
       local path, perr = report.run_page(dir)
       done(path, perr, dir)
@@ -70,9 +76,11 @@ local function main(argv)
     elseif #run_dirs(dir) > 0 then
       runs_folder(dir)
     else
-      done(nil, "neither a run folder (summary.json), a folder of runs nor a sweep folder (sweep.json)", dir)
+      refused("neither a run folder (summary.json), a folder of runs nor a sweep folder (sweep.json)", dir)
     end
   end
+  -- the folders it could read are done either way; a folder it was wrongly given is bad input
+  if bad_input > 0 then return 2 end
   return failures == 0 and 0 or 1
 end
 

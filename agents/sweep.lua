@@ -18,8 +18,8 @@ local PROG = "agents/sweep.lua"
 
 local SPEC = {
   problems = { type = "string", help = "a folder (its *.py), a list file (one path a line), or .py paths (comma-joined or several)" },
-  policy = { type = "string", help = "beam | greedy | tune | skill | path/to/policy.lua" },
-  kernels = { type = "string", help = "folder of first kernels named <problem>.py (tune needs one per problem)" },
+  policy = { type = "string", help = "beam | greedy | tune | skill | fuse | path/to/policy.lua" },
+  kernels = { type = "string", help = "folder of first kernels named <problem>.py (tune needs one per problem; fuse takes none)" },
   out = { type = "string", help = "the sweep folder (default runs/sweep_<policy>_<UTC time>); a sweep there is resumed" },
   db = { type = "string", help = "the sweep's memory database (default KAGENT_DB, else runs/kagent.db)" },
   devices = { type = "string", help = "GPUs dealt out to the runs: \"all\", \"0,1\" (positions among the GPUs this process may use: CUDA_VISIBLE_DEVICES, else all nvidia-smi lists), or \"cpu\" (default: all GPUs here, else cpu)" },
@@ -38,7 +38,9 @@ local SPEC = {
 local HOW = { usage = "kagent-rt agents/sweep.lua --problems DIR|LIST --policy NAME [options] [-- more arguments for each run]",
   about = "A policy over many problems, on this machine or as a Slurm job array: one run per problem, a sweep "
     .. "folder with every run, sweep.json and table.md. Running it again on the same --out resumes it.",
-  epilog = "-- ARGS...: passed as they are to every run. Figures and their definitions, and running on Slurm: docs/sweeps.md",
+  epilog = "-- ARGS...: passed as they are to every run; an option its policy's script does not take stops the sweep "
+    .. "before it starts. Exit status: 0 every problem finished with a verified kernel, 1 otherwise, 2 bad input. "
+    .. "Figures and their definitions, and running on Slurm: docs/sweeps.md",
   positional = "problem files" }
 -- The options of the runs themselves, passed on as given (the policy's defaults apply otherwise).
 local PASS = run_args.add(SPEC)

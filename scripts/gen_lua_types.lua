@@ -104,7 +104,7 @@ local function results(text)
   local classes = section:match("```lua\n(.-)\n```") or ""
   local returns = {}
   for name, ret in section:gmatch("\n| `([%w_]+[.:][%w_]+)` | `([^`]+)` |") do
-    returns[(name:gsub(":", "."))] = ret
+    returns[(name:gsub(":", "."))] = (ret:gsub("\\|", "|"))  -- a union's `|`, escaped in the table
   end
   return classes, returns
 end

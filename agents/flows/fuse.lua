@@ -22,6 +22,7 @@ local splitter = require("agents.flows.splitter")
 local subrun = require("agents.flows.subrun")
 local sessions = require("agents.flows.fuse_sessions")
 local summary = require("agents.search.summary")
+local exit = require("agents.run.exit")
 local composer = require("agents.roles.composer")
 local decomposer = require("agents.roles.decomposer")
 local router = require("agents.roles.router")
@@ -282,8 +283,9 @@ function M.first_row(run, st)
   return row
 end
 
--- run(run) -> exit code: 0 with a verified program, 1 when neither path gave one, 3 when the LLM
--- stopped answering (then the other path is not tried: it needs the LLM too)
+-- run(run) -> exit code (agents/run/exit.lua): 0 with a verified program, 1 when neither path gave
+-- one, 3 when the LLM stopped answering (then the other path is not tried: it needs the LLM too),
+-- 2 where that was the provider refusing the key, 4 where a strict replay met unrecorded calls
 function M.run(run)
   local st = { stages = {} }
   run.rd:write("problem.py", run.problem_code)
@@ -318,11 +320,8 @@ function M.run(run)
   if not best then
     run.progress:finish(string.format("run %s: no verified program.\n  %s\n  %s", run.rd.id,
       table.concat(failures, "\n  "), run.rd.dir))
-    if guard.down then
-      io.stderr:write(run.prog .. ": the LLM stopped answering (" .. guard.down .. "); try again later.\n")
-      return 3
-    end
-    return 1
+    if guard.down then return exit.llm_down_status(run.prog, guard) end
+    return exit.replay_status(run.prog, s, exit.EXIT.error)
   end
   local b = s.baselines
   run.progress:finish(string.format("run %s: a verified program on the %s path%s: %.4f ms%s%s\n  %s\n  next: %s",
@@ -330,7 +329,7 @@ function M.run(run)
     b.eager_ms ~= json.null and string.format(", %.2fx eager", b.eager_ms / s.best_ms) or "",
     b.compile_ms ~= json.null and string.format(", %.2fx torch.compile", b.compile_ms / s.best_ms) or "",
     run.rd:path("best_kernel.py"), s.next))
-  return 0
+  return exit.replay_status(run.prog, s, exit.EXIT.done)
 end
 
 return M

@@ -9,27 +9,14 @@ local state_file = require("agents.search.state")
 local summary = require("agents.search.summary")
 local startup = require("agents.search.startup")
 local run_lib = require("agents.run")
+local exit = require("agents.run.exit")
 
 local M = {}
 
 local function say(prog, msg) io.stderr:write(prog .. ": " .. msg .. "\n") end
 
--- Exit statuses of the entry points (docs/agents.md)
-M.EXIT = { done = 0, error = 1, input = 2, llm_down = 3, replay_miss = 4, unconfirmed = 5 }
-
--- replay_status(prog, summary, code) -> exit status: `code`, or 4 when a strict replay (cache
--- mode "replay") met questions it had no recorded answer to. Those branches stopped where they
--- were asked (stage "replay"), so the run does not reproduce the recorded one, and says so.
-function M.replay_status(prog, s, code)
-  local r = s.replay or {}
-  if r.mode == "replay" and (r.misses or 0) > 0 then
-    say(prog, string.format("strict replay: %d of %d LLM call(s) had no recorded answer; their branches stopped "
-      .. "(see replay_misses.json in the run directory). This run does not reproduce the recorded one.",
-      r.misses, r.calls or 0))
-    return M.EXIT.replay_miss
-  end
-  return code
-end
+-- Exit statuses of the entry points (docs/agents.md): agents/run/exit.lua
+M.EXIT, M.replay_status = exit.EXIT, exit.replay_status
 
 -- llm_for(prog, opts) -> the kagent.llm module configured from the options; nil when nothing is
 -- configured (the tuner runs instead); or false, exit status when the LLM cannot be used.
@@ -64,14 +51,7 @@ function M.llm_stop(run)
   end
   run.mem:finish("stopped", { stop_reason = "llm_down", error = g.down, llm_failures = g:summary() })
   run.progress:finish()
-  if g.fatal then
-    say(run.prog, string.format("stopped: %s. Once the key is fixed, the run continues with:\n  kagent-rt %s --resume %s",
-      g.down, run.prog, run.rd.dir))
-    return M.EXIT.input
-  end
-  say(run.prog, string.format("stopped: %s. Nothing was learned from the failed calls; the unfinished round "
-    .. "is redone when the run continues:\n  kagent-rt %s --resume %s", g.down, run.prog, run.rd.dir))
-  return M.EXIT.llm_down
+  return exit.llm_down_status(run.prog, g, string.format("kagent-rt %s --resume %s", run.prog, run.rd.dir))
 end
 
 -- drive(run, pol, saved) -> exit status: start or resume, search, finish

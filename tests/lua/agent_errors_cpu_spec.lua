@@ -1,7 +1,8 @@
 -- The first errors a newcomer meets, each with its way out: one line that names what to set,
 -- the exit status, and (where it is promised) how soon. A python without torch, a --model whose
 -- key is not set, a key the provider refuses (the FAKE LLM server answers 401 to the key "bad"),
--- a local server that is not running, and no LLM at all (said once, then the tuner runs).
+-- a local server that is not running, and no LLM at all (said once, then the tuner runs); the
+-- refused key also for agents/generate.lua and agents/fuse.lua.
 package.path = kagent.root .. "/tests/fixtures/agent/?.lua;" .. package.path
 local fs, proc, ktime = kagent.fs, kagent.proc, kagent.time
 local session = require("fake_session")
@@ -86,6 +87,24 @@ describe("a newcomer's errors", function()
     -- one call per parent asks first (the diagnosis): the first refusal stops the run
     expect.eq(stats.auth_failures, 1, "calls refused")
   end, { timeout = 600 })
+
+  for _, name in ipairs({ "generate", "fuse" }) do
+    it(name .. ".lua with a key the provider refuses: exit 2, saying so, not an outage", function()
+      if not cpu.have_torch() then skip("no torch for " .. spec.python .. " (set KAGENT_PYTHON)") end
+      local dir = spec.tmpdir("err-badkey-" .. name)
+      local srv, port = session.start({ replies = {} }, dir)
+      local env = session.env(port, { OPENAI_API_KEY = "bad", KAGENT_PYTHON = spec.python, KAGENT_DB = dir .. "/mem.db",
+        ANTHROPIC_API_KEY = false, KAGENT_LLM_CACHE = false, KAGENT_PROGRESS = "lines" })
+      local r = session.run_agent(name .. ".lua", { "--problem", cpu.problem, "--devices", "cpu", "--out", dir .. "/runs" },
+        env, 600)
+      srv:kill("KILL")
+      srv:wait(5)
+      expect.eq(r.code, 2, r.stderr)
+      expect.truthy(r.stderr:find("refused the API key in OPENAI_API_KEY (HTTP 401)", 1, true), r.stderr)
+      expect.truthy(r.stderr:find("Fix the key and run again", 1, true), r.stderr)
+      expect.falsy(r.stderr:find("try again later", 1, true), "not called an outage:\n" .. r.stderr)
+    end, { timeout = 600 })
+  end
 
   it("a local server that is not running: refused in under 2 s, exit 3, naming the URL", function()
     local dir = spec.tmpdir("err-refused")

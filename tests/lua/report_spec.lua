@@ -259,3 +259,24 @@ describe("a summary of an unconfirmed run written before such runs had no figure
   end)
 end)
 
+
+describe("agents/report.lua", function()
+  it("builds a run folder's pages (exit 0), and says which folder it was wrongly given (exit 2)", function()
+    local tmp = spec.tmpdir("report-cli")
+    local dir = synthetic.write(tmp .. "/runs/run")
+    local function report(...)
+      return assert(kagent.proc.run({ kagent.exe, "--env-file", "/dev/null", kagent.root .. "/agents/report.lua", ... },
+        { timeout = 60 }))
+    end
+    local r = report(dir)
+    expect.eq(r.code, 0, r.stderr)
+    expect.match(r.stdout, "report%.html")
+    fs.mkdir_p(tmp .. "/empty")
+    r = report(dir, tmp .. "/none", tmp .. "/empty")
+    expect.eq(r.code, 2, r.stderr)
+    expect.match(r.stderr, "/none: no such folder")
+    expect.match(r.stderr, "/empty: neither a run folder")
+    expect.match(r.stdout, "report%.html", "the good folder's pages are still written")
+    kagent.proc.run({ "rm", "-rf", tmp })
+  end)
+end)

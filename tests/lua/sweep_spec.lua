@@ -153,6 +153,21 @@ describe("sweep plan", function()
     fs.write(tmp .. "/x.py", "# p\n")
     local _, nerr = plan_lib.new({ problems = tmp .. "/x.py", policy = "tune", kernels = tmp .. "/none", out = tmp .. "/s" })
     expect.match(nerr, "the tune policy needs a kernel for x")
+    -- an option the policy's script does not take would fail every run: the sweep does not start
+    local _, ferr = plan_lib.new({ problems = tmp .. "/x.py", policy = "fuse", kernels = tmp, out = tmp .. "/s" })
+    expect.match(ferr, "%-%-kernels: agents/fuse%.lua starts from the problem alone")
+    _, ferr = plan_lib.new({ problems = tmp .. "/x.py", policy = "fuse", out = tmp .. "/s",
+      policy_args = { "--dtype", "bf16", "--rounds", "2", "--no-llm" } })
+    expect.match(ferr, "the runs' option %-%-rounds: agents/fuse%.lua does not take it")
+    _, ferr = plan_lib.new({ problems = tmp .. "/x.py", policy = "greedy", kernels = tmp, out = tmp .. "/s",
+      policy_args = { "--no-llm" } })
+    expect.match(ferr, "the runs' option %-%-no%-llm: agents/beam%.lua does not take it")
+    local ok = plan_lib.new({ problems = tmp .. "/x.py", policy = "fuse", out = tmp .. "/s",
+      policy_args = { "--dtype", "bf16", "--first", "reference", "--no-llm" }, db = tmp .. "/k.db" })
+    expect.truthy(ok, "fuse's own options and the shared ones it takes")
+    ok = plan_lib.new({ problems = tmp .. "/x.py", policy = "greedy", kernels = tmp, out = tmp .. "/s",
+      policy_args = { "--rounds", "2", "--tuner" }, db = tmp .. "/k.db" })
+    expect.truthy(ok, "beam.lua's options")
     proc.run({ "rm", "-rf", tmp })
   end)
 

@@ -227,12 +227,15 @@ local pool = {}
 ---@return any
 function pool:devices() end
 
----`pool:verify(job)` ⏸, `pool:benchmark(job)` ⏸ (verify, then time), `pool:profile(job)` ⏸
+---`pool:verify(job)` ⏸, `pool:benchmark(job)` ⏸ (verify → audit → time), `pool:profile(job)` ⏸
 ---  (verify, then profile), `pool:evaluate(job)` ⏸ (verify → audit → benchmark → profile) → `result`.
+---  The kernel audit of `benchmark` and `evaluate` can fail a job at stage `audit` (`EFALLBACK`);
+---  `audit = false` skips it.
 ---  A job always yields a result table (never `nil`): a worker that dies or does not answer within
 ---  `timeout` is killed and respawned and the result is `{ok = false, stage = "worker", error =
 ---  "EWORKER: ..."}`; a request the worker refuses (missing problem file, bad dtype) gives
----  `{ok = false, stage = "request", error = "EBADREQ: ..."}`, and a worker that fails on a job
+---  `{ok = false, stage = "request", error = "EBADREQ: ..."}` (a `job.device` with no worker:
+---  `{ok = false, stage = "worker", code = "EBADREQ"}`), and a worker that fails on a job
 ---  without dying `{ok = false, stage = "worker", error = "EWORKER: ..."}`. Every result also
 ---  carries `device` (the pool device that ran it: its number, which `job.device` takes, or `"cpu"`), `gpu` (the
 ---  GPU that measured it, `{index, uuid, name, mig, visible}` as in `gpu.gpus()`; nil in CPU mode)
@@ -247,12 +250,15 @@ function pool:devices() end
 ---@return kagent.gpu.Result
 function pool:verify(job) end
 
----`pool:verify(job)` ⏸, `pool:benchmark(job)` ⏸ (verify, then time), `pool:profile(job)` ⏸
+---`pool:verify(job)` ⏸, `pool:benchmark(job)` ⏸ (verify → audit → time), `pool:profile(job)` ⏸
 ---  (verify, then profile), `pool:evaluate(job)` ⏸ (verify → audit → benchmark → profile) → `result`.
+---  The kernel audit of `benchmark` and `evaluate` can fail a job at stage `audit` (`EFALLBACK`);
+---  `audit = false` skips it.
 ---  A job always yields a result table (never `nil`): a worker that dies or does not answer within
 ---  `timeout` is killed and respawned and the result is `{ok = false, stage = "worker", error =
 ---  "EWORKER: ..."}`; a request the worker refuses (missing problem file, bad dtype) gives
----  `{ok = false, stage = "request", error = "EBADREQ: ..."}`, and a worker that fails on a job
+---  `{ok = false, stage = "request", error = "EBADREQ: ..."}` (a `job.device` with no worker:
+---  `{ok = false, stage = "worker", code = "EBADREQ"}`), and a worker that fails on a job
 ---  without dying `{ok = false, stage = "worker", error = "EWORKER: ..."}`. Every result also
 ---  carries `device` (the pool device that ran it: its number, which `job.device` takes, or `"cpu"`), `gpu` (the
 ---  GPU that measured it, `{index, uuid, name, mig, visible}` as in `gpu.gpus()`; nil in CPU mode)
@@ -267,12 +273,15 @@ function pool:verify(job) end
 ---@return kagent.gpu.Result
 function pool:benchmark(job) end
 
----`pool:verify(job)` ⏸, `pool:benchmark(job)` ⏸ (verify, then time), `pool:profile(job)` ⏸
+---`pool:verify(job)` ⏸, `pool:benchmark(job)` ⏸ (verify → audit → time), `pool:profile(job)` ⏸
 ---  (verify, then profile), `pool:evaluate(job)` ⏸ (verify → audit → benchmark → profile) → `result`.
+---  The kernel audit of `benchmark` and `evaluate` can fail a job at stage `audit` (`EFALLBACK`);
+---  `audit = false` skips it.
 ---  A job always yields a result table (never `nil`): a worker that dies or does not answer within
 ---  `timeout` is killed and respawned and the result is `{ok = false, stage = "worker", error =
 ---  "EWORKER: ..."}`; a request the worker refuses (missing problem file, bad dtype) gives
----  `{ok = false, stage = "request", error = "EBADREQ: ..."}`, and a worker that fails on a job
+---  `{ok = false, stage = "request", error = "EBADREQ: ..."}` (a `job.device` with no worker:
+---  `{ok = false, stage = "worker", code = "EBADREQ"}`), and a worker that fails on a job
 ---  without dying `{ok = false, stage = "worker", error = "EWORKER: ..."}`. Every result also
 ---  carries `device` (the pool device that ran it: its number, which `job.device` takes, or `"cpu"`), `gpu` (the
 ---  GPU that measured it, `{index, uuid, name, mig, visible}` as in `gpu.gpus()`; nil in CPU mode)
@@ -287,12 +296,15 @@ function pool:benchmark(job) end
 ---@return kagent.gpu.Result
 function pool:profile(job) end
 
----`pool:verify(job)` ⏸, `pool:benchmark(job)` ⏸ (verify, then time), `pool:profile(job)` ⏸
+---`pool:verify(job)` ⏸, `pool:benchmark(job)` ⏸ (verify → audit → time), `pool:profile(job)` ⏸
 ---  (verify, then profile), `pool:evaluate(job)` ⏸ (verify → audit → benchmark → profile) → `result`.
+---  The kernel audit of `benchmark` and `evaluate` can fail a job at stage `audit` (`EFALLBACK`);
+---  `audit = false` skips it.
 ---  A job always yields a result table (never `nil`): a worker that dies or does not answer within
 ---  `timeout` is killed and respawned and the result is `{ok = false, stage = "worker", error =
 ---  "EWORKER: ..."}`; a request the worker refuses (missing problem file, bad dtype) gives
----  `{ok = false, stage = "request", error = "EBADREQ: ..."}`, and a worker that fails on a job
+---  `{ok = false, stage = "request", error = "EBADREQ: ..."}` (a `job.device` with no worker:
+---  `{ok = false, stage = "worker", code = "EBADREQ"}`), and a worker that fails on a job
 ---  without dying `{ok = false, stage = "worker", error = "EWORKER: ..."}`. Every result also
 ---  carries `device` (the pool device that ran it: its number, which `job.device` takes, or `"cpu"`), `gpu` (the
 ---  GPU that measured it, `{index, uuid, name, mig, visible}` as in `gpu.gpus()`; nil in CPU mode)
@@ -318,7 +330,11 @@ function pool:evaluate(job) end
 ---  against the reference (`EMISMATCH` names the candidate). A candidate whose timing raises a
 ---  trust flag other than `spread` fails the comparison with `stage = "timing"`, `EUNTRUSTED`
 ---  (the spread is reported for the caller's gate: `time_ms.cv`, `speedup.p10..p90`). Takes the
----  job fields `problem`, `dtype`, `seed`, `bench`, `timeout(s)`.
+---  job fields `problem`, `dtype`, `seed`, `bench`, `timeout(s)`; the reference run's `trials`,
+---  `properties`, `generalize` and `replay_seed` (the input sets the timed calls rotate through);
+---  `tolerance`, `rtol`, `atol` (the last output's check) and `sol_ms` (the roofline). It is
+---  checked as a `benchmark` job is, so a malformed field of the Job table is refused
+---  (`EBADREQ`) even where compare does not use it.
 ---@param job table
 ---@return kagent.gpu.Result
 function pool:compare(job) end
@@ -328,7 +344,8 @@ function pool:compare(job) end
 ---  error}`. `ok = nil` means the tools could not judge (CPU mode, no `compute-sanitizer`: set
 ---  `KAGENT_COMPUTE_SANITIZER` or put the CUDA toolkit's `bin` on `PATH`; the forward failed under
 ---  them). `job.tools` picks tools (default `{"memcheck", "racecheck"}`), `job.tool_timeout`
----  seconds per tool (default 600). PyTorch's caching allocator is off in the checked process and
+---  seconds per tool (default 600); `job.dtype`, `job.seed` and `job.timeout(s)` as for every job,
+---  which it is checked as (a `verify` job: a malformed field is refused, `EBADREQ`). PyTorch's caching allocator is off in the checked process and
 ---  PyTorch's own kernels are left out of the check.
 ---@param job table
 ---@return kagent.gpu.Result
@@ -383,7 +400,8 @@ function pool:sanitize(job) end
 ---    `job.library = "allow"|"deny"`, `job.layout = "inductor"|"eager"`): the problem compiled by
 ---    TorchInductor on the worker's GPU and the module it emitted made a standalone kernel file:
 ---    `{source, extern_calls, triton_kernels}`; `deny` uses max-autotune with Triton templates only;
----    `eager` turns Inductor's layout optimization off, so library convolutions see eager's layouts. `ENOTSUP` in CPU mode or without
+---    `eager` turns Inductor's layout optimization off, so library convolutions see eager's layouts
+---    (defaults: `library = "allow"`, `layout = "inductor"`). `ENOTSUP` in CPU mode or without
 ---    Inductor. The source is a candidate like any other: verify it.
 ---  - `kind = "forward"` (`job.problem`, `job.candidate`): the candidate's `ModelNew.forward`
 ---    traced with the classes and functions the candidate defines as leaves: `{traced, calls =
@@ -392,7 +410,8 @@ function pool:sanitize(job) end
 ---  - `kind = "integrate"` (`job.problem`: a model written as a problem; `job.kernel`, the path of
 ---    a kernel file, verified on `job.kernel_problem`; `job.match_class` or `job.match_path`;
 ---    `job.adapter` optional; `job.reps` timed calls per median, at least 3, default 20;
----    `job.rounds` default 3; `job.shrink`): what `agents/integrate.lua` runs. One forward records
+---    `job.rounds` alternations of the two models' timings, at least 1, default 3; `job.shrink`):
+---    what `agents/integrate.lua` runs. One forward records
 ---    the inputs of every submodule of that class (or at that dotted path); on them the kernel
 ---    (built as a candidate of `kernel_problem` and given the submodule's parameters and buffers
 ---    where names and shapes agree, or, with an adapter file, the callable its `adapt(kernel

@@ -37,6 +37,7 @@ function proc.run(argv, opts) end
 
 ---@class kagent.proc.Process
 ---@field pid integer `p.pid` — process id.
+---@field argv any `p.argv` — the command it was started with (the `argv` given to `spawn`).
 local p = {}
 
 ---`p:write(s)` ⏸ → `true` or `nil, err`. `p:close_stdin()`.
@@ -57,7 +58,7 @@ function p:close_stdin() end
 ---  lines gives 1 MiB heads without a pause of the event loop, and `kagent-rt` stops at once on
 ---  SIGTERM during such a flood). Lines read this way are not returned again by `wait`.
 ---@param timeout? number
----@return string?, string?
+---@return string?, boolean|string?
 function p:read_line(timeout) end
 
 ---`p:wait(timeout)` ⏸ → `{code, signal, stdout, stderr, timed_out, elapsed, stdout_dropped,

@@ -29,6 +29,24 @@ function M.entry(policy)
   return fs.abspath(path)
 end
 
+-- args_error(policy, kernels, args) -> nil, or why every run would refuse its command line: an
+-- option (among the runs' own options and those after --) that the policy's entry point does not
+-- take, or --kernels for one that starts from the problem alone (fuse.lua takes no --kernel)
+function M.args_error(policy, kernels, args)
+  local e = ENTRY[policy] or "beam.lua"
+  local spec = e == "fuse.lua" and require("agents.flows.fuse_options") or require("agents.run.options")
+  if kernels and not spec.kernel then
+    return string.format("--kernels: agents/%s starts from the problem alone and takes no --kernel", e)
+  end
+  for _, a in ipairs(args or {}) do
+    local name = a:match("^%-%-([%w][%w%-]*)")
+    if name and not spec[name] then
+      return string.format("the runs' option --%s: agents/%s does not take it (its options: kagent-rt agents/%s --help)",
+        name, e, e)
+    end
+  end
+end
+
 -- needs_llm(policy, args) -> whether the runs call an LLM (args: the runs' own options)
 function M.needs_llm(policy, args)
   if policy == "fuse" then
@@ -120,6 +138,8 @@ function M.new(o)
   if not paths then return nil, err end
   local entry_ok, eerr = M.entry(o.policy)
   if not entry_ok then return nil, eerr end
+  local aerr = M.args_error(o.policy, o.kernels, o.policy_args)
+  if aerr then return nil, aerr end
   local problems = {}
   for i, path in ipairs(paths) do
     local p = { index = i, name = stem(path), problem = path }
