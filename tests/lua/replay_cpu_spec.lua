@@ -101,4 +101,20 @@ describe("LLM replay of a recorded run", function()
       expect.eq(a.stage, "replay", string.format("r%dw%d stopped where the replay had no answer", a.round, a.worker))
     end
   end, { timeout = 900 })
+
+  -- generate.lua and fuse.lua answer a strict replay's misses as the search does: exit 4, listed
+  for _, name in ipairs({ "generate", "fuse" }) do
+    it("(" .. name .. ".lua) exits 4 too when a strict replay had no recorded answer, listing the misses", function()
+      if not fake.cpu().have_torch() then skip("no torch for " .. spec.python .. " (set KAGENT_PYTHON)") end
+      local d = spec.tmpdir("replay-" .. name)
+      local r = fake.run_agent(name .. ".lua", { "--problem", kagent.root .. "/examples/problems/rmsnorm_small.py",
+        "--devices", "cpu", "--out", d .. "/runs" }, session.env(session.DEAD_PORT, d, "replay"), 600)
+      expect.eq(r.code, 4, r.stderr:sub(-2000))
+      expect.match(r.stderr, "strict replay: %d+ of %d+ LLM call%(s%) had no recorded answer")
+      local run = fake.newest_run(d .. "/runs")
+      local s = json.decode(fs.read(run .. "/summary.json"))
+      expect.truthy(s.replay.misses > 0 and s.replay.sent == 0, "missed, nothing sent: " .. json.encode(s.replay))
+      expect.eq(#json.decode(fs.read(run .. "/replay_misses.json")), s.replay.misses)
+    end, { timeout = 600 })
+  end
 end)
