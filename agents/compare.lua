@@ -106,13 +106,19 @@ local function main(argv)
     return fail("name the model (--model provider:model or KAGENT_MODEL): replayed answers are keyed on it, and a live comparison fixes it")
   end
 
-  local out = opts.out or fs.join("runs", "compare_" .. os.date("!%Y%m%d-%H%M%S"))
-  fs.mkdir_p(out)
-  local cache = opts.replay and fs.abspath(opts.replay) or fs.abspath(fs.join(out, "llm_cache.db"))
   -- the runs' options as given (the model reaches the runs as KAGENT_MODEL), then "-- extra"
   if opts.live and opts.temperature == nil then opts.temperature = 0 end
   local pass = run_args.args(PASS, opts, #extra > 0 and { "--" } or {})
   for _, a in ipairs(extra) do pass[#pass + 1] = a end
+  -- an option a policy's script does not take would fail each of its runs: refused before any
+  for _, p in ipairs(policies) do
+    local aerr = plan_lib.args_error(p, opts.kernels, pass)
+    if aerr then return fail("policy " .. p .. ": " .. aerr) end
+  end
+
+  local out = opts.out or fs.join("runs", "compare_" .. os.date("!%Y%m%d-%H%M%S"))
+  fs.mkdir_p(out)
+  local cache = opts.replay and fs.abspath(opts.replay) or fs.abspath(fs.join(out, "llm_cache.db"))
   -- the LLM for every run of every policy: the recorded cache (strict: a miss is never sent), or
   -- the live model recording into this comparison's cache
   local env = { KAGENT_LLM_CACHE = opts.replay and "replay" or "record", KAGENT_LLM_DB = cache, KAGENT_MODEL = model,

@@ -129,7 +129,7 @@ describe("agents/compare.lua", function()
     expect.truthy(fs.exists(dir .. "/replay/beam/index.html"), "each policy's sweep page")
   end, { timeout = 900 })
 
-  it("refuses a comparison without its source of answers or with one policy", function()
+  it("refuses a comparison without its source of answers, with one policy, or with an option a policy does not take", function()
     local r = fake.run_agent("compare.lua", { "--policies", "beam", "--problems", kagent.root .. "/examples/problems/softmax.py",
       "--replay", "/nonexistent.db" }, { KAGENT_PYTHON = spec.python }, 60)
     expect.eq(r.code, 2)
@@ -138,5 +138,12 @@ describe("agents/compare.lua", function()
       { KAGENT_PYTHON = spec.python }, 60)
     expect.eq(r.code, 2)
     expect.match(r.stderr, "%-%-replay CACHE%.db or %-%-live")
+    -- an option one policy's script does not take: refused before any policy runs, no folder made
+    local out = spec.tmpdir("compare-refused") .. "/cmp"
+    r = fake.run_agent("compare.lua", { "--policies", "beam,fuse", "--problems", kagent.root .. "/examples/problems/softmax.py",
+      "--live", "--model", "openai:fake", "--rounds", "2", "--out", out }, { KAGENT_PYTHON = spec.python }, 60)
+    expect.eq(r.code, 2, r.stderr)
+    expect.match(r.stderr, "policy fuse: the runs' option %-%-rounds: agents/fuse%.lua does not take it")
+    expect.falsy(fs.exists(out), "nothing started")
   end)
 end)
