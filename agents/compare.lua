@@ -97,8 +97,18 @@ local function main(argv)
   if not opts.problems then return fail("--problems is required") end
   local problems, perr = plan_lib.problem_paths(opts.problems)
   if not problems then return fail(perr) end
-  if (opts.replay ~= nil) == opts.live then return fail("say where the LLM's answers come from: --replay CACHE.db or --live") end
-  if opts.replay and not fs.exists(opts.replay) then return fail("--replay " .. opts.replay .. ": no such database") end
+  if opts.replay ~= nil and opts.live then return fail("--replay and --live: give one, not both") end
+  if not (opts.replay or opts.live) then return fail("say where the LLM's answers come from: --replay CACHE.db or --live") end
+  if opts.replay then
+    if not fs.exists(opts.replay) or fs.is_dir(opts.replay) then return fail("--replay " .. opts.replay .. ": no such database") end
+    -- a file that is not SQLite would fail every call of every run, and the table would not show it
+    local f = io.open(opts.replay, "rb")
+    local head = f and f:read(16)
+    if f then f:close() end
+    if head ~= "SQLite format 3\0" then
+      return fail("--replay " .. opts.replay .. ": not an LLM record (an SQLite database written by --live or KAGENT_LLM_CACHE=record)")
+    end
+  end
   -- the run's model (a --model without a role; role models pass on to the runs as given)
   local model = require("agents.run").model_plan(opts)
   model = model and model.default or os.getenv("KAGENT_MODEL")
@@ -117,7 +127,8 @@ local function main(argv)
   end
 
   local out = opts.out or fs.join("runs", "compare_" .. os.date("!%Y%m%d-%H%M%S"))
-  fs.mkdir_p(out)
+  local _, oerr, ocode = run_lib.out_dir(PROG, out)
+  if oerr then return ocode end
   local cache = opts.replay and fs.abspath(opts.replay) or fs.abspath(fs.join(out, "llm_cache.db"))
   -- the LLM for every run of every policy: the recorded cache (strict: a miss is never sent), or
   -- the live model recording into this comparison's cache

@@ -74,7 +74,9 @@ local function main(argv)
     return 2
   end
   local devices, derr, dcode = run_lib.pool_devices(PROG, opts)
-  if derr then io.stderr:write(derr .. "\n"); return dcode end
+  if derr then return dcode end
+  local _, oerr, ocode = run_lib.out_dir(PROG, opts.out)
+  if oerr then return ocode end
   local pool = require("kagent.gpu").pool({ devices = devices, timeout = opts.job_timeout + 60 })
   local devs = pool:devices() or {}
   local t0 = ktime.now()
@@ -94,9 +96,13 @@ local function main(argv)
     shrunk = a.shrunk or json.null, reason = a.reason or json.null, error = (not a.ok) and tostring(a.error) or json.null,
     wall_s = ktime.now() - t0, created = os.date("!%Y-%m-%dT%H:%M:%SZ") }
   local dir = fs.join(opts.out, "integrate_" .. os.date("!%Y%m%d-%H%M%S") .. string.format("_%04x", math.random(0, 0xffff)))
-  fs.mkdir_p(dir)
-  fs.write(fs.join(dir, "summary.json"), json.encode(s, { pretty = true }) .. "\n")
-  fs.write(fs.join(dir, "report.html"), html(s))
+  local wrote, werr = fs.mkdir_p(dir)
+  if wrote then wrote, werr = fs.write(fs.join(dir, "summary.json"), json.encode(s, { pretty = true }) .. "\n") end
+  if wrote then wrote, werr = fs.write(fs.join(dir, "report.html"), html(s)) end
+  if not wrote then
+    io.stderr:write(string.format("%s: the results could not be written to %s: %s\n", PROG, dir, tostring(werr)))
+    return 1
+  end
   if s.verified then
     print(string.format("integrated: %d submodule(s) replaced%s; the model %.4f ms -> %.4f ms: %.2fx in the model, %sx standalone%s\n  %s",
       #s.replaced, opts.adapter and " through the adapter" or "", s.model_ms_before, s.model_ms_after, s.in_model_speedup, f(s.standalone_speedup, "%.2f"),

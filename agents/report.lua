@@ -60,11 +60,14 @@ local function main(argv)
     io.stderr:write(PROG .. ": give at least one folder (--help says which)\n")
     return 2
   end
-  for _, dir in ipairs(opts._positional) do
+  -- why(err, dir) -> err without the folder's name in front (refused() names it)
+  local function why(err, dir) return (tostring(err):gsub("^" .. dir:gsub("%p", "%%%0") .. "/?", "")) end
+  local function one(dir)
     if not fs.is_dir(dir) then
-      refused("no such folder", dir)
+      refused(fs.exists(dir) and "not a folder" or "no such folder", dir)
     elseif is_run(dir) then
       local path, perr = report.run_page(dir)
+      if not path then return refused(why(perr, dir), dir) end
       done(path, perr, dir)
       local parent = fs.dirname(fs.abspath(dir))
       local ipath, ierr = report.runs_index(parent)
@@ -72,12 +75,18 @@ local function main(argv)
     elseif fs.exists(fs.join(dir, "sweep.json")) then
       for _, name in ipairs(fs.list(fs.join(dir, "runs")) or {}) do runs_folder(fs.join(dir, "runs", name)) end
       local path, perr = report.sweep_index(dir)
+      if not path and not tostring(perr):find("EIO", 1, true) then return refused(why(perr, dir), dir) end
       done(path, perr, dir)
     elseif #run_dirs(dir) > 0 then
       runs_folder(dir)
     else
       refused("neither a run folder (summary.json), a folder of runs nor a sweep folder (sweep.json)", dir)
     end
+  end
+  for _, dir in ipairs(opts._positional) do
+    -- a record of another shape than the pages read is bad input, said in one line
+    local ok, err = pcall(one, dir)
+    if not ok then refused("cannot be read as a run or a sweep: " .. tostring(err):match("^[^\n]*"), dir) end
   end
   -- the folders it could read are done either way; a folder it was wrongly given is bad input
   if bad_input > 0 then return 2 end

@@ -93,9 +93,10 @@ local function main(argv)
     for _, p in ipairs(ps) do paths[#paths + 1] = p end
   end
   local devices, derr, dcode = run_lib.pool_devices(PROG, opts)
-  if derr then io.stderr:write(derr .. "\n"); return dcode end
+  if derr then return dcode end  -- pool_devices said why
   local out = opts.out or fs.join("runs", "split_" .. os.date("!%Y%m%dT%H%M%SZ"))
-  fs.mkdir_p(out)
+  local _, oerr, ocode = run_lib.out_dir(PROG, out)
+  if oerr then return ocode end
   local pool = require("kagent.gpu").pool({ devices = devices, timeout = opts.job_timeout + 60 })
   local devs = pool:devices()
   local t0 = ktime.now()
@@ -127,9 +128,12 @@ local function main(argv)
   local meta = { created = os.date("!%Y-%m-%dT%H:%M:%SZ"), device = d1.mode == "cpu" and "cpu" or d1.gpu_name,
     torch = d1.torch, shrink = opts.shrink, dtype = opts.dtype, rule = splitter.RULE, wall_s = ktime.now() - t0,
     totals = totals, by_level = by_level }
-  fs.write(fs.join(out, "split.json"), json.encode({ meta = meta, rows = rows }, { pretty = true }) .. "\n")
-  local md = table_md(rows, meta)
-  fs.write(fs.join(out, "table.md"), md)
+  local ok, werr = fs.write(fs.join(out, "split.json"), json.encode({ meta = meta, rows = rows }, { pretty = true }) .. "\n")
+  if ok then ok, werr = fs.write(fs.join(out, "table.md"), table_md(rows, meta)) end
+  if not ok then
+    io.stderr:write(string.format("%s: the results could not be written to %s: %s\n", PROG, out, tostring(werr)))
+    return 1
+  end
   io.stdout:write(table.concat(totals, "\n") .. "\n" .. fs.join(out, "table.md") .. "\n")
   return 0
 end

@@ -232,7 +232,8 @@ local function main(argv)
   for _, p in ipairs(plan.problems) do
     if require("agents.tools.sweep.task").run_state(plan, p).done then done_before = done_before + 1 end
   end
-  fs.mkdir_p(plan.dir)
+  local _, oerr, ocode = run_lib.out_dir(PROG, plan.dir)
+  if oerr then return ocode end
   local claimed, cerr = claim(plan)
   if not claimed then return fail(plan.dir .. ": " .. cerr) end
   plan.sessions = plan.sessions or {}

@@ -93,6 +93,23 @@ function M.pool_devices(prog, opts)
   return list
 end
 
+-- out_dir(prog, path, what) -> true, or nil, message, 2 (said on stderr): the folder results go to
+-- (made where missing) takes a file now, so no work is done whose results could not be kept
+function M.out_dir(prog, path, what)
+  what = what or "--out"
+  if fs.exists(path) and not fs.is_dir(path) then
+    return die(string.format("%s: %s %s is not a folder", prog, what, path))
+  end
+  local ok, err = fs.mkdir_p(path)
+  local probe = fs.join(path, string.format(".kagent-write-probe-%d", math.random(0, 0x7fffffff)))
+  if ok then ok, err = fs.write(probe, "") end
+  if not ok then
+    return die(string.format("%s: %s %s cannot be written: %s", prog, what, path, tostring(err)))
+  end
+  fs.remove(probe)
+  return true
+end
+
 -- write_probe(db) -> true, or nil and why: one row written and rolled back, so a read-only file
 -- (which SQLite opens read-only without a word) is found now, not at the run's first record
 local function write_probe(db)

@@ -145,5 +145,13 @@ describe("agents/compare.lua", function()
     expect.eq(r.code, 2, r.stderr)
     expect.match(r.stderr, "policy fuse: the runs' option %-%-rounds: agents/fuse%.lua does not take it")
     expect.falsy(fs.exists(out), "nothing started")
+    -- a record that is not one would fail every call of every run: refused at once
+    local notdb = spec.tmpdir("compare-notdb") .. "/cache.db"
+    fs.write(notdb, "not a database\n")
+    r = fake.run_agent("compare.lua", { "--policies", "beam,greedy", "--problems", kagent.root .. "/examples/problems/softmax.py",
+      "--replay", notdb, "--model", "openai:fake", "--out", out }, { KAGENT_PYTHON = spec.python }, 60)
+    expect.eq(r.code, 2, r.stderr)
+    expect.match(r.stderr, "not an LLM record")
+    expect.falsy(fs.exists(out), "nothing started")
   end)
 end)

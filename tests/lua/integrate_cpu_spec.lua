@@ -80,6 +80,12 @@ describe("agents/integrate.lua on CPU", function()
     local r3 = integrate(dir .. "/bad", { "--kernel", fx .. "relu_cpu.py", "--kernel-problem", relu, "--model", model })
     expect.eq(r3.code, 2)
     expect.match(r3.stderr, "give one of %-%-class and %-%-path")
+    -- results that could not be kept: refused before the model is loaded
+    fs.write(dir .. "/afile", "x")
+    local r4 = integrate(dir .. "/afile", { "--kernel", fx .. "relu_cpu.py", "--kernel-problem", relu, "--model", model,
+      "--class", "ReLU" })
+    expect.eq(r4.code, 2)
+    expect.match(r4.stderr, "%-%-out .*afile is not a folder")
   end, { timeout = 900 })
 
   it("puts a kernel written for another layout in through an adapter, and refuses a wrong adapter", function()

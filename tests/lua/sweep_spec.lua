@@ -315,6 +315,11 @@ describe("agents/sweep.lua on this machine (CPU mode, FAKE LLM server)", functio
     expect.match(r.stderr, "%-%-rounds expects a whole number >= 0, got .x.")
     r = run_sweep({ "--policy", "tune", "--out", dir .. "/c" }, noenv, 60)
     expect.match(r.stderr, "%-%-problems is required")
+    fs.write(dir .. "/afile", "x")
+    r = run_sweep({ "--problems", sweep.problem_list({ "softmax" }), "--policy", "tune", "--kernels", kagent.root
+      .. "/examples/kernels/cpu", "--devices", "cpu", "--out", dir .. "/afile" }, noenv, 60)
+    expect.eq(r.code, 2, r.stderr)
+    expect.match(r.stderr, "%-%-out .*afile is not a folder")
     proc.run({ "rm", "-rf", dir })
   end, { timeout = 300 })
 end)

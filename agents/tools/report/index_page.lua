@@ -192,7 +192,10 @@ end
 -- write_sweep(dir) -> path of the sweep folder's index.html, from its sweep.json
 function M.write_sweep(dir)
   local plan = run_data.read_json(dir, "sweep.json")
-  if not plan then return nil, dir .. " has no sweep.json" end
+  if not plan or type(plan.problems) ~= "table" then
+    return nil, dir .. (fs.exists(fs.join(dir, "sweep.json")) and "/sweep.json is not a sweep's record (damaged or not JSON)"
+      or " has no sweep.json")
+  end
   local agg = plan.aggregate or {}
   local body = { html.kv({ { "policy", esc(plan.policy) }, { "problems", tostring(#(plan.problems or {})) },
     { "mode", esc(plan.mode or "local") }, { "dtype", esc(table.concat(agg.dtypes or {}, ", ")) },

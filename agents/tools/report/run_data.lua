@@ -212,7 +212,12 @@ function M.load(dir)
   local st = read_json(dir, "state.json")
   local running = false
   if not s then
-    if not (st and st.opts) then return nil, dir .. " has no summary.json nor state.json (not a run folder)" end
+    if not (st and st.opts) then
+      for _, f in ipairs({ "summary.json", "state.json" }) do
+        if fs.exists(fs.join(dir, f)) then return nil, string.format("%s/%s is not a run's %s (damaged or not JSON)", dir, f, f) end
+      end
+      return nil, dir .. " has no summary.json nor state.json (not a run folder)"
+    end
     s, running = running_summary(dir, st), not st.stopped
   end
   local input_eval, best_eval = read_json(dir, "input_eval.json"), read_json(dir, "best_eval.json")
