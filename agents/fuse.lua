@@ -30,6 +30,15 @@ local function main(argv)
   local run, code = startup.open(PROG, argv, { spec = SPEC, how = HOW, plan = function(opts)
     local llm
     if opts.no_llm then
+      -- the LLM-free path is the splitter's decomposition: a route or decomposer that needs the
+      -- LLM contradicts it, and is refused rather than quietly replaced
+      for _, c in ipairs({ { "route", "direct" }, { "decomposer", "llm" } }) do
+        if opts._given[c[1]] and opts[c[1]] == c[2] then
+          io.stderr:write(string.format("%s: --no-llm takes the decompose path with the splitter's decomposition; "
+            .. "--%s %s needs an LLM\n", PROG, c[1], c[2]))
+          return nil, 2
+        end
+      end
       opts.route, opts.no_vote, opts.decomposer = "decompose", true, "rules"
       if opts.first == "none" then
         io.stderr:write(PROG .. ": --no-llm needs first kernels (--first none leaves no kernel source)\n")
@@ -37,7 +46,8 @@ local function main(argv)
       end
     else
       local lcode
-      llm, lcode = run_lib.require_llm(PROG, opts, "writing kernels for a model (or --no-llm)")
+      llm, lcode = run_lib.require_llm(PROG, opts, "writing kernels for a model",
+        "Without one, --no-llm runs the LLM-free path alone (the splitter's decomposition and a first program).")
       if not llm then return nil, lcode end
     end
     opts.policy = "fuse"

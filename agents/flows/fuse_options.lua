@@ -33,6 +33,11 @@ for _, name in ipairs({ "problem", "refine", "model", "prices", "dtype", "out", 
     "max-tokens", "temperature", "budget-usd", "budget-tokens", "llm-timeout", "stream", "llm-failures", "llm-backoff" }) do
   SPEC[name] = options[name]
 end
+-- fuse.lua has no --resume: a stopped run is started again
+local failures = {}
+for k, v in pairs(options["llm-failures"]) do failures[k] = v end
+failures.help = "LLM calls failing in a row that stop the run (exit 3)"
+SPEC["llm-failures"] = failures
 local groups = {}
 for i, g in ipairs(getmetatable(options).groups) do
   groups[#groups + 1] = g

@@ -20,8 +20,9 @@ M.EXIT, M.replay_status = exit.EXIT, exit.replay_status
 
 -- llm_for(prog, opts) -> the kagent.llm module configured from the options; nil when nothing is
 -- configured (the tuner runs instead); or false, exit status when the LLM cannot be used.
--- Only when nothing at all is configured does the tuner run instead; an LLM that was asked for
--- (--model, KAGENT_MODEL, a key or URL) and cannot be used is an error that names what to set.
+-- Only when nothing at all is configured, and no policy was named (--policy), does the tuner run
+-- instead; an LLM that was asked for (--model, KAGENT_MODEL, a key or URL) and cannot be used, or
+-- a named policy that needs one, is an error that names what to set.
 local function llm_for(prog, opts)
   local llm, configured, which, code = run_lib.configure_llm(opts)
   if configured then return llm end
@@ -31,6 +32,11 @@ local function llm_for(prog, opts)
   end
   if which ~= llm.NOT_CONFIGURED or run_lib.model_flags(opts) ~= "" then
     say(prog, run_lib.model_flags(opts) .. tostring(which) .. ". Nothing was started.")
+    return false, M.EXIT.input
+  end
+  if opts._given and opts._given.policy then
+    say(prog, string.format("--policy %s needs an LLM: %s. Nothing was started (--policy tune needs none).",
+      opts.policy, tostring(which)))
     return false, M.EXIT.input
   end
   io.stderr:write(prog .. ": " .. tostring(which) .. ".\n"

@@ -120,6 +120,15 @@ describe("a newcomer's errors", function()
     end
   end, { timeout = 120 })
 
+  it("no LLM and a policy named that needs one: refused, nothing started, exit 2", function()
+    local dir = spec.tmpdir("err-named-policy")
+    local r = agent({ "--problem", cpu.problem, "--kernel", cpu.fx .. "tunable.py", "--devices", "cpu", "--policy", "greedy",
+      "--out", dir .. "/runs" }, { KAGENT_DB = dir .. "/mem.db" })
+    expect.eq(r.code, 2, r.stderr)
+    expect.match(r.stderr, "%-%-policy greedy needs an LLM: no LLM is configured")
+    expect.falsy(fs.exists(dir .. "/runs"), "no run folder")
+  end)
+
   it("no LLM at all: said once, then the tuner runs", function()
     local dir = spec.tmpdir("err-nollm")
     -- --rounds 0: only the start of the run is wanted here

@@ -266,7 +266,9 @@ describe("agents/fuse.lua on CPU with the fake LLM server", function()
     expect.match(n.stderr, "no LLM is configured")
     for _, bad in ipairs({ { { "--route", "decomp" }, "did you mean 'decompose'?" },
         { { "--own-share", "2" }, "--own-share expects a number > 0 and <= 1, got '2'" },
-        { { "--decompose-tries", "0" }, "--decompose-tries expects a whole number >= 1" } }) do
+        { { "--decompose-tries", "0" }, "--decompose-tries expects a whole number >= 1" },
+        { { "--no-llm", "--route", "direct" }, "--no-llm takes the decompose path with the splitter's decomposition; --route direct needs an LLM" },
+        { { "--no-llm", "--decomposer", "llm" }, "--decomposer llm needs an LLM" } }) do
       local argv = { "--problem", conv, "--out", dir .. "/bad" }
       for _, x in ipairs(bad[1]) do argv[#argv + 1] = x end
       local b = fake.run_agent("fuse.lua", argv, env_for(dir), 60)
