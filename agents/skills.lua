@@ -29,7 +29,14 @@ local HOW = { usage = "kagent-rt agents/skills.lua --stats|--list|--retrieve [op
   about = "The skills (skills/*.lua and your own) and what memory has learned about them." }
 
 local function stats(opts)
-  local db, err = kagent.mem.open(opts.db)
+  -- reading only: a database that is not there is not made (a typo in --db leaves no stray file)
+  local path = opts.db or kagent.mem.default_path()
+  if not fs.exists(path) then
+    if opts.db then io.stderr:write(PROG .. ": --db " .. opts.db .. ": no such memory database\n"); return 2 end
+    print("no skill outcomes recorded (no memory database at " .. path .. " yet)")
+    return 0
+  end
+  local db, err = kagent.mem.open(path)
   if not db then io.stderr:write(PROG .. ": " .. tostring(err) .. "\n"); return 2 end
   local rows = require("agents.run.memory").skill_table(db, { gpu = opts.gpu, op_class = opts.op_class,
     bottleneck = opts.bottleneck })
@@ -57,10 +64,22 @@ local function retrieve(opts)
   if not (opts.metrics and opts.problem) then
     io.stderr:write(PROG .. ": --retrieve needs --metrics and --problem\n"); return 2
   end
+  local function bad(msg) io.stderr:write(PROG .. ": " .. msg .. "\n"); return 2 end
   local m = json.decode(fs.read(opts.metrics) or "")
-  if type(m) ~= "table" then io.stderr:write(PROG .. ": cannot read " .. opts.metrics .. "\n"); return 2 end
+  if type(m) ~= "table" then return bad("cannot read " .. opts.metrics .. " as JSON") end
+  local kernels = 0
+  for k, v in pairs(m) do
+    if type(k) == "string" and type(v) == "table" and next(v) ~= nil then kernels = kernels + 1 end
+  end
+  if kernels == 0 then
+    return bad(opts.metrics .. " holds no kernel's metrics ({kernel name = {metric = value}}, as *_ncu_metrics.json)")
+  end
+  local problem = fs.read(opts.problem)
+  if not problem then return bad("--problem " .. opts.problem .. ": no such file") end
+  local kernel = opts.kernel and fs.read(opts.kernel)
+  if opts.kernel and not kernel then return bad("--kernel " .. opts.kernel .. ": no such file") end
   local p = require("agents.lib.metrics").summarize({ metrics = m })
-  local f = require("agents.lib.features").extract(opts.kernel and fs.read(opts.kernel) or "", fs.read(opts.problem) or "", opts.dtype)
+  local f = require("agents.lib.features").extract(kernel or "", problem, opts.dtype)
   local d = require("agents.lib.retrieval").retrieve(skills_lib.load(), p, f, {})
   print(json.encode(d, { pretty = true }))
   return 0
@@ -69,11 +88,23 @@ end
 local function main(argv)
   local opts, _, code = run_lib.parse(PROG, argv, SPEC, HOW)
   if not opts then return code end
+  local modes = (opts.stats and 1 or 0) + (opts.list and 1 or 0) + (opts.retrieve and 1 or 0)
+  if modes ~= 1 then
+    io.stderr:write(PROG .. ": say what to show: one of --stats, --list or --retrieve (--help lists the options)\n")
+    return 2
+  end
+  -- an option of another mode would be ignored: said instead
+  local OWN = { gpu = "stats", op_class = "stats", bottleneck = "stats", metrics = "retrieve", problem = "retrieve",
+    kernel = "retrieve", dtype = "retrieve", db = "stats" }
+  for k, mode in pairs(OWN) do
+    if opts._given[k] and not opts[mode] then
+      io.stderr:write(string.format("%s: --%s is an option of --%s\n", PROG, (k:gsub("_", "-")), mode))
+      return 2
+    end
+  end
   if opts.stats then return stats(opts) end
   if opts.list then return list() end
-  if opts.retrieve then return retrieve(opts) end
-  io.stderr:write(PROG .. ": say what to show: --stats, --list or --retrieve (--help lists the options)\n")
-  return 2
+  return retrieve(opts)
 end
 
 return main(kagent.args)
