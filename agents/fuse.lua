@@ -21,7 +21,8 @@ local HOW = {
     .. "whole forward and a decomposition into subgraphs checked against the traced model, a kernel generated and "
     .. "verified for each distinct subgraph in parallel, and one program calling only those kernels, verified "
     .. "against the model; the other path when the chosen one fails.",
-  epilog = "Exit status: 0 a verified program, 1 neither path gave one, 2 bad input, no LLM configured (and no --no-llm) "
+  epilog = "Exit status: 0 a verified program, 1 neither path gave one, 2 bad input (a problem file that fails on its own "
+    .. "included), no LLM configured (and no --no-llm) "
     .. "or the provider refused the key, 3 the LLM stopped answering, 4 a strict replay met calls it had no answer for. "
     .. "Continue with: kagent-rt agents/beam.lua --problem P --kernel <run>/best_kernel.py",
 }

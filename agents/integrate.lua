@@ -32,7 +32,8 @@ local SPEC = {
 local HOW = { usage = "kagent-rt agents/integrate.lua --kernel K --kernel-problem P --model M.py (--class NAME | --path a.b) [--adapter A.py]",
   about = "A verified kernel inside a whole model: matching submodules replaced, the model's output verified, "
     .. "the model timed before and after; the in-model speedup beside the standalone one.",
-  epilog = "Exit status: 0 the integrated model verified, 1 it did not (or no submodule matched), 2 bad input.",
+  epilog = "Exit status: 0 the integrated model verified, 1 it did not (or no submodule matched), 2 bad input (a file "
+    .. "named that fails on its own included).",
   llm_free = true }
 
 local function esc(s) return (tostring(s):gsub("&", "&amp;"):gsub("<", "&lt;"):gsub(">", "&gt;")) end
@@ -110,6 +111,12 @@ local function main(argv)
     return 0
   end
   print(string.format("not integrated: %s\n  %s", tostring(a.reason or a.error), dir))
+  -- loading the files named and drawing the model's inputs run only their own code: bad input
+  if not a.ok and a.stage == "load" and tostring(a.error):match("^ERUN") then
+    io.stderr:write(string.format("%s: the model, the kernel or its problem fails on its own (stage load: %s)\n",
+      PROG, tostring(a.error)))
+    return 2
+  end
   return 1
 end
 

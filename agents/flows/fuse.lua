@@ -54,6 +54,10 @@ end
 local function route(run, st)
   local a = run.pool:analyze({ kind = "problem", problem = run.problem_path, dtype = run.dtype, timeout = run.opts.job_timeout })
   run.rd:write("fuse/analysis.json", a)
+  if not a.ok and a.stage == "load" and tostring(a.error):match("^ERUN") then
+    -- loading the problem and drawing its inputs run only its own code: the file is at fault
+    st.problem_error = string.format("the problem file %s fails on its own (stage load: %s)", run.problem_path, a.error)
+  end
   if not a.ok then
     log.warn("the static analysis failed: %s", tostring(a.error))
     a = { ok = false, traced = false, trace_error = "the analysis failed: " .. tostring(a.error) }
@@ -285,12 +289,18 @@ end
 
 -- run(run) -> exit code (agents/run/exit.lua): 0 with a verified program, 1 when neither path gave
 -- one, 3 when the LLM stopped answering (then the other path is not tried: it needs the LLM too),
--- 2 where that was the provider refusing the key, 4 where a strict replay met unrecorded calls
+-- 2 where that was the provider refusing the key or where the problem file fails on its own, 4
+-- where a strict replay met unrecorded calls
 function M.run(run)
   local st = { stages = {} }
   run.rd:write("problem.py", run.problem_code)
   local guard = run.llm_guard
   local r = stage(run, st, "route", function() return route(run, st) end)
+  if st.problem_error then
+    io.stderr:write(run.prog .. ": " .. st.problem_error .. "\n")
+    summary.failed(run, st.problem_error)
+    return exit.EXIT.input
+  end
   local paths = { r.path, r.path == "direct" and "decompose" or "direct" }
   local best, failures = nil, {}
   for i, path in ipairs(paths) do

@@ -284,4 +284,22 @@ COMP_WORDS=(%s); COMP_CWORD=$((${#COMP_WORDS[@]} - 1)); _kagent_rt; printf '%%s\
     expect.truthy(row.summary:find("fails on its own", 1, true))
     db:close()
   end, { timeout = 300 })
+
+  it("fuse.lua and integrate.lua name a problem whose inputs cannot be drawn as the fault (exit 2)", function()
+    if not cpu.have_torch() then skip("no torch for " .. spec.python .. " (set KAGENT_PYTHON)") end
+    local dir = spec.tmpdir("options-raises")
+    fs.write(dir .. "/raises.py", "import torch\nclass Model(torch.nn.Module):\n    def forward(self, x):\n        return x * 2\n\n"
+      .. "def get_inputs():\n    raise RuntimeError('boom in get_inputs')\n\ndef get_init_inputs():\n    return []\n")
+    local r = agent("fuse.lua", { "--problem", dir .. "/raises.py", "--no-llm", "--devices", "cpu", "--out", dir .. "/runs" },
+      { KAGENT_DB = dir .. "/mem.db" })
+    expect.eq(r.code, 2, r.stderr)
+    expect.truthy(r.stderr:find("the problem file " .. dir .. "/raises.py fails on its own", 1, true), r.stderr)
+    expect.match(r.stderr, "boom in get_inputs")
+    expect.eq(json.decode(fs.read(session.newest_run(dir .. "/runs") .. "/summary.json")).status, "failed")
+    r = agent("integrate.lua", { "--kernel", kagent.root .. "/examples/kernels/cpu/rmsnorm_small.py", "--kernel-problem",
+      kagent.root .. "/examples/problems/rmsnorm_small.py", "--model", dir .. "/raises.py", "--class", "Model",
+      "--devices", "cpu", "--out", dir .. "/int" }, {})
+    expect.eq(r.code, 2, r.stderr)
+    expect.match(r.stderr, "fails on its own %(stage load: ERUN: RuntimeError: boom in get_inputs%)")
+  end, { timeout = 300 })
 end)
