@@ -232,6 +232,10 @@ local function main(argv)
   for _, p in ipairs(plan.problems) do
     if require("agents.tools.sweep.task").run_state(plan, p).done then done_before = done_before + 1 end
   end
+  -- every run writes the sweep's memory database: one that cannot be written fails them all
+  local db, _, dcode = require("agents.run.inputs").open_memory(PROG, plan.db)
+  if not db then return dcode end
+  db:close()
   local _, oerr, ocode = run_lib.out_dir(PROG, plan.dir)
   if oerr then return ocode end
   local claimed, cerr = claim(plan)

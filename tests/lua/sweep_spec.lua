@@ -44,7 +44,10 @@ describe("sweep figures", function()
     expect.near(agg.cost_usd, 0.5, 1e-12)
     expect.eq(agg.problem_s, 5400)
     expect.near(agg.gpu_hours, 1.5, 1e-12)
+    rows[4].error = "exit 2: [round 0/0] workers 0/1 busy\nagents/tune.lua: the memory database /x cannot be written: EIO\n"
     local text = figures.table_text(rows, agg)
+    expect.match(text, "\n%- d: exit 2: agents/tune%.lua: the memory database /x cannot be written: EIO",
+      "a failed row says why under the table")
     expect.match(text, "correct 3/4 %(75%%%)")
     expect.match(text, "fast_1%.0 vs eager 50%%, fast_1%.2 vs eager 25%%")
     expect.match(text, "x eager: geomean 1%.032, mean 1%.200 %(min 0%.500, median 1%.100, max 2%.000; n=3%)")
@@ -320,6 +323,11 @@ describe("agents/sweep.lua on this machine (CPU mode, FAKE LLM server)", functio
       .. "/examples/kernels/cpu", "--devices", "cpu", "--out", dir .. "/afile" }, noenv, 60)
     expect.eq(r.code, 2, r.stderr)
     expect.match(r.stderr, "%-%-out .*afile is not a folder")
+    r = run_sweep({ "--problems", sweep.problem_list({ "softmax" }), "--policy", "tune", "--kernels", kagent.root
+      .. "/examples/kernels/cpu", "--devices", "cpu", "--db", dir, "--out", dir .. "/d" }, noenv, 60)
+    expect.eq(r.code, 2, r.stderr)
+    expect.match(r.stderr, "the memory database .* cannot be written")
+    expect.falsy(fs.exists(dir .. "/d"), "nothing started")
     proc.run({ "rm", "-rf", dir })
   end, { timeout = 300 })
 end)

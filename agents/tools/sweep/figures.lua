@@ -244,6 +244,23 @@ function M.table_text(rows, agg)
   out[#out + 1] = ""
   out[#out + 1] = string.format("tokens %d, cost $%.4f, sweep wall %s, problem time %s, GPU-hours %s",
     agg.tokens, agg.cost_usd, hms(agg.wall_s), hms(agg.problem_s), agg.cpu_mode and "0 (CPU mode)" or string.format("%.3f", agg.gpu_hours))
+  -- a failed row says why, so the table alone tells (the whole tail is in sweep.json and the log)
+  local failed = {}
+  for _, r in ipairs(rows) do
+    if type(r.error) == "string" then
+      -- "exit N" (or the signal) and the run's last line, its own word on why
+      local head, last = r.error:match("^([^:\n]*)"), nil
+      for line in (r.error:gsub("^[^:\n]*:%s*", "", 1)):gmatch("[^\n]+") do
+        if line:match("%S") then last = line end
+      end
+      failed[#failed + 1] = string.format("- %s: %s: %s", r.name, head, (last or ""):sub(1, 300))
+    end
+  end
+  if #failed > 0 then
+    out[#out + 1] = ""
+    out[#out + 1] = "Failed runs (the log's last lines: sweep.json `results[i].error`, `logs/<problem>.log`):"
+    for _, l in ipairs(failed) do out[#out + 1] = l end
+  end
   return table.concat(out, "\n")
 end
 
