@@ -76,6 +76,16 @@ local function main(argv)
     for _, t in ipairs(found) do list[#list + 1] = t end
   end
 
+  -- the files the rows go to take them now: nothing is measured that could not be kept
+  for _, k in ipairs({ "json", "csv" }) do
+    local path = opts[k]
+    if path then
+      if fs.is_dir(path) then return fail("--" .. k .. " " .. path .. " is a folder") end
+      local _, oerr = run_lib.out_dir(PROG, fs.dirname(fs.abspath(path)), "--" .. k .. "'s folder")
+      if oerr then return 2 end
+    end
+  end
+
   local rows, done = {}, {}
   if opts.resume and fs.exists(opts.json) then
     local old = json.decode(fs.read(opts.json) or "")

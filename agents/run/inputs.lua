@@ -51,8 +51,12 @@ function M.check_inputs(prog, opts, spec)
         .. "get_inputs and get_init_inputs)", prog, opts.problem, need[2]))
     end
   end
-  if spec.kernel and opts.kernel and not fs.read(opts.kernel) then
-    return die(prog .. ": cannot read the kernel file " .. opts.kernel)
+  if spec.kernel and opts.kernel then
+    local k = fs.read(opts.kernel)
+    if not k then return die(prog .. ": cannot read the kernel file " .. opts.kernel) end
+    if not k:find("%S") then
+      return die(prog .. ": the kernel file " .. opts.kernel .. " is empty (a kernel defines ModelNew or kernel_function)")
+    end
   end
   return true
 end

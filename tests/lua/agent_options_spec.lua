@@ -97,6 +97,7 @@ describe("agent options", function()
       { "beam.lua", { "--problem", dir .. "/missing.py" }, "cannot read the problem file" },
       { "beam.lua", { "--problem", cpu.fx .. "fast.py" }, "has no class Model" },
       { "beam.lua", { "--problem", cpu.problem, "--kernel", dir .. "/missing.py" }, "cannot read the kernel file" },
+      { "beam.lua", { "--problem", cpu.problem, "--kernel", "/dev/null" }, "the kernel file /dev/null is empty" },
       { "beam.lua", { "--problem", cpu.problem, "--policy", "beem" }, "no policy 'beem'" },
     }) do
       local argv = { unpack(c[2]) }
