@@ -149,9 +149,11 @@ def run(torch, ch, spec, shrink):
                 spec.get("match_class") and type(m).__name__ == spec["match_class"]):
             targets.append((name, m))
     if not targets:
-        return {"ok": False, "error": "ENOMATCH: no submodule %s in the model (classes there: %s)" % (
-            ("at " + spec["match_path"]) if spec.get("match_path") else ("of class " + spec["match_class"]),
-            ", ".join(sorted({type(m).__name__ for m in model.modules()})[:40]))}
+        root = " (the model itself is never replaced, only its submodules)" if (
+            spec.get("match_class") == type(model).__name__) else ""
+        return {"ok": False, "error": "ENOMATCH: no submodule %s in the model%s (its submodules' classes: %s)" % (
+            ("at " + spec["match_path"]) if spec.get("match_path") else ("of class " + spec["match_class"]), root,
+            ", ".join(sorted({type(m).__name__ for n, m in model.named_modules() if n})[:40]) or "none")}
 
     ch.stage("run")
     seen = {}
