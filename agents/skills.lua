@@ -16,7 +16,7 @@ local SPEC = {
   stats = { type = "boolean", default = false, help = "print the learned table" },
   list = { type = "boolean", default = false, help = "list the skills" },
   retrieve = { type = "boolean", default = false, help = "show the retrieval decision for --metrics" },
-  db = { type = "string", help = "memory database (default KAGENT_DB or runs/kagent.db)" },
+  db = { type = "string", help = "--stats: the memory database (default KAGENT_DB or runs/kagent.db)" },
   gpu = { type = "string", help = "--stats: only this GPU (as runs record it, e.g. \"NVIDIA H100 80GB HBM3\" or cpu)" },
   ["op-class"] = { type = "string", choices = { "gemm", "conv", "pool", "reduction", "elementwise" }, help = "--stats: only this op class" },
   bottleneck = { type = "string", help = "--stats: only this bottleneck class" },
