@@ -182,6 +182,7 @@ describe("--resume of a moved run folder", function()
       ANTHROPIC_BASE_URL = false })
     local r = agent_in(dir .. "/first", { "--problem", problem, "--kernel", fx .. "slow.py", "--devices", "cpu",
       "--out", "runs", "--refine", "0", "--rounds", "1", "--directions", "1", "--beam", "1" }, env)
+    fake.skip_if_refused_for_load(r, fake.newest_run(dir .. "/first/runs"))
     if r.code ~= 0 then error("beam.lua exited " .. r.code .. "\n" .. r.stderr:sub(-3000)) end
     local id = fs.basename(fake.newest_run(dir .. "/first/runs"))
     local st = read_json(dir .. "/first/runs/" .. id .. "/state.json")
@@ -189,6 +190,7 @@ describe("--resume of a moved run folder", function()
     assert(os.rename(dir .. "/first/runs/" .. id, dir .. "/moved/" .. id))
     local rd = dir .. "/moved/" .. id
     r = agent_in(dir .. "/elsewhere", { "--resume", rd, "--rounds", "2" }, env)
+    fake.skip_if_refused_for_load(r, rd)
     if r.code ~= 0 then error("--resume exited " .. r.code .. "\n" .. r.stderr:sub(-3000)) end
     local s = read_json(rd .. "/summary.json")
     expect.eq(s.rounds, 2)
@@ -203,6 +205,7 @@ describe("--resume of a moved run folder", function()
     old.round, old.stop_reason = 1, nil
     fs.write(rd .. "/state.json", json.encode(old))
     r = agent_in(dir .. "/elsewhere", { "--resume", rd, "--rounds", "3" }, env)
+    fake.skip_if_refused_for_load(r, rd)
     if r.code ~= 0 then error("--resume of an old state exited " .. r.code .. "\n" .. r.stderr:sub(-3000)) end
     expect.truthy(#(fs.read(rd .. "/best_kernel.py") or "") > 0, "the old state's kernels were found")
 

@@ -45,4 +45,23 @@ describe("refused_for_load", function()
     expect.falsy(fake.refused_for_load({ code = 5 }, nil))
     expect.falsy(fake.refused_for_load({ code = 0 }, { status = "done" }))
   end)
+
+  it("reports a spec skipped for such a run folder, and leaves every other run alone", function()
+    local dir = spec.tmpdir("refused-skip")
+    local real, said = skip, nil
+    skip = function(msg) said = msg; error("skipped") end  -- luacheck: ignore (the runner's global)
+    local function try(r, s)
+      said = nil
+      kagent.fs.write(dir .. "/summary.json", json.encode(s))
+      pcall(fake.skip_if_refused_for_load, r, dir)
+      return said
+    end
+    local ok, err = pcall(function()
+      expect.match(try({ code = 5 }, summary({ "timing", DISAGREE })), "too loaded to confirm")
+      expect.eq(try({ code = 5 }, summary({ "timing", STREAM })), nil, "a cheat's refusal fails the spec")
+      expect.eq(try({ code = 0 }, summary({ "timing", DISAGREE })), nil, "another exit")
+    end)
+    skip = real  -- luacheck: ignore
+    assert(ok, err)
+  end)
 end)
