@@ -233,7 +233,7 @@ local function main(argv)
     if require("agents.tools.sweep.task").run_state(plan, p).done then done_before = done_before + 1 end
   end
   -- every run writes the sweep's memory database: one that cannot be written fails them all
-  local db, _, dcode = require("agents.run.inputs").open_memory(PROG, plan.db)
+  local db, _, dcode = run_lib.open_memory(PROG, plan.db)
   if not db then return dcode end
   db:close()
   local _, oerr, ocode = run_lib.out_dir(PROG, plan.dir)

@@ -24,7 +24,7 @@ local M = {}
 
 -- The run's API is this one table; its parts live in their own files.
 M.die, M.parse, M.check_inputs, M.pool_devices = inputs.die, inputs.parse, inputs.check_inputs, inputs.pool_devices
-M.out_dir = inputs.out_dir
+M.out_dir, M.open_memory = inputs.out_dir, inputs.open_memory
 M.model_plan, M.model_flags, M.configure_llm, M.require_llm = chat.model_plan, chat.model_flags, chat.configure_llm,
   chat.require_llm
 M.MAX_REPLY_TRACE, M.reply_trace, M.transcript_trace = prompts.MAX_REPLY_TRACE, prompts.reply_trace, prompts.transcript_trace

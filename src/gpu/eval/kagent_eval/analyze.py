@@ -68,17 +68,13 @@ def handle(ev, job):
             spec["candidate"] = cand
         spec["shrink"] = job.get("shrink") is True
         if kind == "integrate":
-            for key in ("kernel", "kernel_problem"):
+            for key in ("kernel", "kernel_problem", "adapter"):
+                if key == "adapter" and job.get(key) is None:
+                    continue  # optional
                 if not isinstance(job.get(key), str) or not os.path.isfile(job[key]):
                     raise BadRequest("%s must be the path of a file: %r" % (key, job.get(key)))
                 with open(job[key]) as f:  # read here: the sandboxed child sees only the problem
                     spec[key] = f.read()
-            adapter = job.get("adapter")
-            if adapter is not None:
-                if not isinstance(adapter, str) or not os.path.isfile(adapter):
-                    raise BadRequest("adapter must be the path of a file: %r" % (adapter,))
-                with open(adapter) as f:
-                    spec["adapter"] = f.read()
             if not (isinstance(job.get("match_class"), str) or isinstance(job.get("match_path"), str)):
                 raise BadRequest("match_class or match_path is required")
             spec["match_class"], spec["match_path"] = job.get("match_class"), job.get("match_path")
