@@ -73,6 +73,14 @@ class AnalyzeLayers(CpuWorkerTest):
         self.assertEqual(ops["zeros"]["inputs"], ["x"], "it reads the input whose device it takes")
         self.assertEqual([i["name"] for i in r["inputs"]], ["x"], "h, left to its default, is no input")
 
+    def test_number_made_on_the_input_device_stays_there(self):
+        # on a GPU a CPU bound fails clamp ("max is on cpu"): the form must make it where the
+        # forward did, whatever device this test runs on
+        r = self.analyze("device_constant.py")
+        clamp = by_name(r)["clamp"]
+        self.assertIn("max=torch.tensor(", clamp["expr"])
+        self.assertTrue(clamp["expr"].endswith(".to(${p:logit_scale}.device))"), clamp["expr"])
+
     def test_control_flow_on_data_is_still_refused(self):
         reply = self.w.request("analyze", {"problem": os.path.join(FUSE, "control_flow.py")}, timeout=300)
         r = reply["result"]

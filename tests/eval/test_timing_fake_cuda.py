@@ -119,6 +119,32 @@ class TimerFakeCudaTest(unittest.TestCase):
         self.assertEqual(fixed["stop"]["by"], "reps")
         self.assertAlmostEqual(res["median"], fixed["median"], delta=0.01)
 
+    def test_calls_done_comes_after_every_call_and_before_the_trace_is_read(self):
+        gpu, seen = self.gpu, {}
+
+        class SlowTrace:  # reading the activity trace takes host time (a loaded host's)
+            def begin(self):
+                pass
+
+            def mark(self):
+                return gpu.now
+
+            def end(self):
+                seen["read_at"] = gpu.now
+                gpu.host(500.0)
+                return []
+
+        self.timer.tracer = SlowTrace()
+
+        def done():
+            seen["done_at"], seen["gpu_idle"] = gpu.now, gpu.now >= gpu.gpu_free_at
+
+        loop = self.timer.timed_loop(self.kernel(0.01, 0.05), warmup=1, reps=20,
+                                     warmup_time=0.0, calls_done=done)
+        self.assertEqual(len(loop["events"]), 20)
+        self.assertTrue(seen["gpu_idle"], "every call's work had finished")
+        self.assertLessEqual(seen["done_at"], seen["read_at"])
+
     def test_warm_up_lasts_its_minimum_duration(self):
         calls = self.timer.warm(self.kernel(0.01, 2.0), calls=3, seconds=0.1)
         self.assertGreaterEqual(calls, 50)  # 100 ms of 2 ms calls

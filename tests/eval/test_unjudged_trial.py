@@ -1,6 +1,7 @@
 """A property trial whose true output is zero to the tolerance while the fp32 reference is
-rounding noise around it (shadow_judge._unjudged): it judges no candidate and is listed among
-the skipped trials; every other trial still judges. Through a real CPU-mode worker, and the rule
+rounding noise around it, or on which the reference is too ill-conditioned to judge anyone
+(shadow_judge._unjudged): it judges no candidate and is listed among the skipped trials; every
+other trial still judges. Through a real CPU-mode worker, and the rule
 on digests made by hand."""
 import os
 import sys
@@ -65,9 +66,10 @@ class UnjudgedRuleTest(unittest.TestCase):
         self.ref = rng.randn(4096) * 3e-4
         self.got = rng.randn(4096) * 1.5e-3
 
-    def compare(self, got, property_trial, shadow=None):
+    def compare(self, got, property_trial, shadow=None, ref=None):
         s = self.shadow if shadow is None else shadow
-        return compare.compare_outputs([_digest(got, np.float32)], [_digest(self.ref, np.float32)],
+        r = self.ref if ref is None else ref
+        return compare.compare_outputs([_digest(got, np.float32)], [_digest(r, np.float32)],
                                        1e-4, 1e-4, 0, [_digest(s, np.float64)], property_trial)
 
     def test_a_property_trial_judges_nothing(self):
@@ -81,11 +83,27 @@ class UnjudgedRuleTest(unittest.TestCase):
         self.assertFalse(ok)
         self.assertIn("too ill-conditioned", summary["reason"])
 
-    def test_a_true_output_above_the_tolerance_is_judged(self):
+    def test_an_ill_conditioned_property_trial_judges_nothing(self):
+        # the true output is not zero at one element, and the reference's noise is 19 times it
+        # (relative L2): as RegNet's batch norms make of its all-zero trial
         shadow = self.shadow + np.where(np.arange(4096) == 5, 1e-3, 0.0)
         ok, summary = self.compare(self.got, True, shadow)
+        self.assertTrue(ok, summary)
+        self.assertEqual(summary["shadow"][0]["rule"], "unjudged")
+        self.assertIn("too ill-conditioned", summary["shadow"][0]["note"])
+
+    def test_noise_far_above_the_reference_is_refused_there(self):
+        shadow = self.shadow + np.where(np.arange(4096) == 5, 1e-3, 0.0)
+        ok, summary = self.compare(self.got * 20, True, shadow)
         self.assertFalse(ok)
-        self.assertNotIn("shadow", summary)
+        self.assertIn("too ill-conditioned", summary["reason"])
+
+    def test_a_true_output_above_the_noise_is_judged(self):
+        rng = np.random.RandomState(5)
+        shadow = rng.randn(4096) * 1e-2
+        ok, summary = self.compare(shadow + self.got, True, shadow, ref=shadow + self.ref)
+        self.assertFalse(ok, "five times the reference's error against the shadow")
+        self.assertNotIn("unjudged", str(summary))
 
     def test_non_finite_values_are_refused(self):
         got = self.got.copy()

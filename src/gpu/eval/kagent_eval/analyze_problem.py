@@ -31,9 +31,10 @@ def analyze(torch, ch, spec):
     # torch.fx's own trace first; where it cannot trace (branches on shapes, arguments left to
     # their defaults), the concrete trace (fx_trace.py)
     gm = None
+    dropped = []  # set where a constant was made without the device the forward asked for
     for mode in (("concrete",) if fx_trace.needs_concrete(model, args) else ("plain", "concrete")):
         try:
-            with _constants_on_traced_devices(torch):
+            with _constants_on_traced_devices(torch, dropped):
                 gm = fx_trace.plain(torch, model) if mode == "plain" else fx_trace.concrete(torch, model, args)
             break
         except Exception as e:  # data-dependent control flow, untraceable calls
@@ -60,7 +61,7 @@ def analyze(torch, ch, spec):
     fidelity = _same_outputs(torch, expected, traced_out, rtol, atol)
     state = dict(model.named_parameters())
     state.update(dict(model.named_buffers()))
-    graph = Graph(torch, gm, rec.meta, set(state))
+    graph = Graph(torch, gm, rec.meta, set(state), numbers_on_device=bool(dropped))
     result.update(graph.describe())
     unsupported = conflicts + list(graph.unsupported)
     if fidelity is not True:
@@ -125,13 +126,18 @@ def shrink(torch, problem, spec, dtype, device):
 
 
 @contextlib.contextmanager
-def _constants_on_traced_devices(torch):
+def _constants_on_traced_devices(torch, dropped):
     """`torch.tensor(0.0, device=x.device)` cannot be traced (the device is a proxy): while
     tracing, such a constant is made without the proxied device or dtype, a small CPU tensor the
-    graph keeps as a constant (a 0-d CPU tensor combines with a tensor on any device)."""
+    graph keeps as a constant. A 0-d CPU tensor combines with a tensor on any device in
+    arithmetic, not everywhere (clamp's bound must be on its input's device): a device dropped
+    here is noted in `dropped`, and the functional form then makes the graph's 0-d constants on
+    their op's device, as the forward did (fx_graph.Graph's numbers_on_device)."""
     real = torch.tensor
 
     def tensor(data, *args, **kwargs):
+        if isinstance(kwargs.get("device"), torch.fx.Proxy):
+            dropped.append(True)
         for key in ("device", "dtype"):
             if isinstance(kwargs.get(key), torch.fx.Proxy):
                 kwargs.pop(key)

@@ -3,6 +3,9 @@ probe and profile, and the hardened re-measure. What it sends may be forged by t
 worker checks it (timed_verdict.py)."""
 from . import child_common, digest, fresh_probe, timed_inputs, timing
 
+# announced once a timed loop's calls have all finished: the activity trace is read after it, so
+# the worker's clock bound on "benchmark_loop" (timed_verdict.loop_ms) counts the calls only
+TRACE_STAGE = "benchmark_trace"
 
 def timed(job, plan):
     """The timed phase of a verified candidate: the warm-up while the lease is shared, then under
@@ -39,7 +42,8 @@ def timed(job, plan):
         sampler = timed_inputs.Sampler(torch, spec["sample_seed"])
         # the worker's clock bounds the loop stage against the reported times (ETAMPER)
         loop = timer.timed_loop(call, **dict(opts, warmup=1, warmup_time=0.0), feed=_Staged(
-            ch, sets, "benchmark_loop"), after_call=lambda i: sampler.take(holder[0]))
+            ch, sets, "benchmark_loop"), after_call=lambda i: sampler.take(holder[0]),
+            calls_done=lambda: ch.stage(TRACE_STAGE))
         last_out = holder[0]  # the last timed call's output (the profile's calls come after)
         ch.stage("benchmark_probe")
         probe = fresh_probe.probe(torch, timer, job.cand, sets.current)
@@ -138,7 +142,7 @@ def hardened(job):
     # one after the loop), so neither counts as timed-loop time
     feed = _AnnouncedFeed(ch, fresh, timer._sync, lambda: sampler.take(holder[0]))
     summary = timer.measure(call, **dict(opts, reps=reps, warmup=1, warmup_time=0.0, feed=feed,
-                                         hardened=True))
+                                         hardened=True), calls_done=lambda: ch.stage(TRACE_STAGE))
     feed.untimed(feed.sample)
     ch.stage("benchmark_check")
     _send_benchmark(job, summary, holder[0], fresh, sampler)

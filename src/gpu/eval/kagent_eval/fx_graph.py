@@ -11,7 +11,10 @@ from .fx_forms import (CATEGORY, ELEMENTWISE, INFIX, INFIX_LABEL, META_ATTRS, ME
 class Graph:
     """The traced graph as the agents see it: values, ops with functional forms, the output."""
 
-    def __init__(self, torch, gm, meta, state_names):
+    def __init__(self, torch, gm, meta, state_names, numbers_on_device=False):
+        """numbers_on_device: the forward made a constant on its input's device, which the trace
+        made on the CPU (analyze_problem._constants_on_traced_devices): 0-d constants go on
+        their op's device too."""
         self.torch, self.gm, self.meta = torch, gm, meta
         # the model's own parameters and buffers (the traced module also holds tensors that
         # tracing computed, which no state dict of the model has)
@@ -20,7 +23,7 @@ class Graph:
         self.params_of = {}   # get_attr node name -> qualname
         self.unsupported = []
         self._tensor_in = None  # the tensor input of the op being written (_form)
-        self.on_device = set()  # folded constants of more than 0 dimensions
+        self.on_device = set()  # folded constants made on their op's device
         self._device_from = None  # the input an op without tensor inputs takes its device from
         self._first_input = next((n for n in gm.graph.nodes if n.op == "placeholder"
                                   and meta.get(n.name, {}).get("tensor")), None)
@@ -43,7 +46,7 @@ class Graph:
                     # torch.tensor(2.0) in a forward is traced into a constant of the module:
                     # a few numbers are written out where they are used
                     self.folded[n.name] = const
-                    if meta.get(n.name, {}).get("shape"):
+                    if meta.get(n.name, {}).get("shape") or numbers_on_device:
                         self.on_device.add(n.name)
                 else:
                     self._refuse(n, "tensor `%s` is neither a parameter nor a buffer of the model "
@@ -108,7 +111,7 @@ class Graph:
             if a.name in self.on_device and self._tensor_in is not None:
                 # a constant of more than one number (`torch.zeros(b, 6, device=x.device)` the
                 # concrete trace ran) is made on the op's input's device: only a 0-d CPU tensor
-                # combines with tensors on another device
+                # combines with tensors on another device, and only in arithmetic
                 return "%s.to(%s.device)" % (self.folded[a.name], self._render(self._tensor_in))
             if a.name in self.folded:
                 return self.folded[a.name]

@@ -243,13 +243,13 @@ class Timer:
         self._sync()
         return done
 
-    def measure(self, fn, feed=None, after_call=None, hardened=False, **opts):
+    def measure(self, fn, feed=None, after_call=None, hardened=False, calls_done=None, **opts):
         """Timing summary in ms (``timed_loop`` then ``finish``: one process that can give the
         GPU up between them calls the two itself, child_candidate.py)."""
         return self.finish(self.timed_loop(fn, feed=feed, after_call=after_call,
-                                           hardened=hardened, **opts))
+                                           hardened=hardened, calls_done=calls_done, **opts))
 
-    def timed_loop(self, fn, feed=None, after_call=None, hardened=False, **opts):
+    def timed_loop(self, fn, feed=None, after_call=None, hardened=False, calls_done=None, **opts):
         """The timed calls; what ``finish`` summarizes. opts: those of BENCH_DEFAULTS (the
         number of calls: ``reps`` when given, else by ``stop``: "ci" until StopRule says the
         median is known well enough, "time" about min_time seconds of calls).
@@ -260,7 +260,10 @@ class Timer:
         in the same untimed stretch as the next call's feed (one wait between calls, not two).
         Both run on a stream of their own, outside every call's window. hardened: the
         persisting-L2 set-aside is reset before every call as well, so no data a candidate
-        pinned in L2 survives the flush."""
+        pinned in L2 survives the flush. calls_done(), if given, runs once every call's work
+        (on all streams) has finished, before the activity trace is read: where the caller
+        announces a stage there, the worker's clock bound on the loop (timed_verdict.py) counts
+        the calls and not the reading of the trace."""
         o = bench_options(opts)
         done = self.warm(fn, o["warmup"], o["warmup_time"])
         self.fit_pad(fn)
@@ -302,6 +305,8 @@ class Timer:
                 _sleep(min(0.05, max(0.002, 4e-3 * statistics.median(events))))
                 self._sync()
                 end_mark = tracer.mark()
+            if calls_done is not None:
+                calls_done()
         finally:
             if tracer is not None:
                 records = tracer.end()

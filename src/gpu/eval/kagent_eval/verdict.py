@@ -287,7 +287,8 @@ def failure_from_outcome(result, outcome, stage_map=None):
     """A crash, hang or exception in the candidate's process."""
     stage = {"start": "load", "build": "load", "gate_shared": "load",
              "warmup": "benchmark", "benchmark_loop": "benchmark",
-             "benchmark_probe": "benchmark", "benchmark_check": "benchmark",
+             "benchmark_trace": "benchmark", "benchmark_probe": "benchmark",
+             "benchmark_check": "benchmark",
              "roofline": "benchmark"}.get(
         outcome.stage, outcome.stage)
     if outcome.failure:
