@@ -118,6 +118,17 @@ class CpuVerifyTest(CpuWorkerTest):
         for key in ("time_ms", "roofline", "speedup_vs_eager"):
             self.assertNotIn(key, r)  # an untrusted figure is not reported at all
 
+    def test_a_spread_refusal_states_both_loops_ratios(self):
+        # a limit no loop of calls meets (p90/p10 is at least 1): refused after the re-measures,
+        # and the error gives what a user compares, the ratios, not an untrusted time
+        r = self.w.job("benchmark", "relu_problem.py", fixture("eval", "relu_good.py"),
+                       max_spread=1.0000001, bench={"budget": 0.05, "baselines": []})
+        self.assertFalse(r["ok"], r)
+        self.assertEqual((r["stage"], r["code"]), ("timing", "EUNTRUSTED"))
+        self.assertIn("spread", r["trust"]["rejected"])
+        self.assertRegex(r["error"], r"p90/p10 of the calls: first [0-9.e+]+, re-measure [0-9.e+]+")
+        self.assertNotIn("time_ms", r)
+
     def test_a_bound_below_the_time_is_accepted_without_remeasure(self):
         r = self.w.job("benchmark", "relu_problem.py", fixture("eval", "relu_good.py"),
                        sol_ms=1e-6, bench={"budget": 0.05, "baselines": []})

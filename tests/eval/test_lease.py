@@ -10,7 +10,7 @@ from worker_client import Worker, fixture
 # the candidate's stages that run on the GPU untimed (before its gate) and timed (after it);
 # "load" (the problem's module) runs nothing on the GPU and holds no lease
 SHARED_STAGES = ("build", "compile", "run")
-EXCLUSIVE_STAGES = ("benchmark", "benchmark_loop", "benchmark_probe")
+EXCLUSIVE_STAGES = ("benchmark", "benchmark_loop", "benchmark_trace", "benchmark_probe")
 # untimed GPU work around the timed stages: the warm-up before the gate, the trace's analysis
 # and the digests after the timed stages; these hold the lease shared, never exclusive
 SHARED_ONLY_STAGES = ("warmup", "benchmark_check")

@@ -2,9 +2,9 @@
 """GPU check of the GPU's host lease (lease.HostLock; docs/lua-api.md, the lease): two workers of
 two different pools on one GPU, each its pool's only worker (started without --lease, so they
 never ask a pool), time jobs at the same moment. Their timed stages must take turns: no timed
-stage (audit, benchmark, benchmark_loop, benchmark_probe, profile, on the host's monotonic clock)
-of one overlaps one of the other's. Also prints a control kernel's median alone and beside the
-other pool's jobs: the same within the spread where the lease holds.
+stage (audit, benchmark, benchmark_loop, benchmark_trace, benchmark_probe, profile, on the host's
+monotonic clock) of one overlaps one of the other's. Also prints a control kernel's median
+alone and beside the other pool's jobs: the same within the spread where the lease holds.
 
     python3 tests/gpu/host_lease_gpu_check.py [--jobs 8]
 
@@ -20,7 +20,7 @@ import threading
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "tests", "eval"))
-TIMED = ("audit", "benchmark", "benchmark_loop", "benchmark_probe", "profile")
+TIMED = ("audit", "benchmark", "benchmark_loop", "benchmark_trace", "benchmark_probe", "profile")
 
 
 def spans(result):

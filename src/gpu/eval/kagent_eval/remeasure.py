@@ -49,7 +49,8 @@ def confirm_figures(ev, spec, result, trial0, checked):
             break
         result["trust"].setdefault("noisy_remeasures", []).append(flags2)
     if flags2:
-        trust.reject_untrusted(result, flags2, _trust_detail(first, second))
+        spread = "spread" in set(flags2) | set(result["trust"]["first_flags"])
+        trust.reject_untrusted(result, flags2, _trust_detail(first, second, spread))
         return False
     result["time_ms_first"] = first
     result["time_ms"] = second
@@ -92,9 +93,16 @@ def hardened_measure(ev, hspec, trial0, checked):
     return probe
 
 
-def _trust_detail(first, second):
-    """Counts that explain a rejection without repeating an untrusted figure."""
+def _trust_detail(first, second, spread=False):
+    """Counts that explain a rejection without repeating an untrusted figure; with `spread`, each
+    loop's p90/p10 too (a ratio of its calls, not a figure of the kernel's speed)."""
     parts = []
+    if spread:
+        ratios = [(name, (t or {}).get("spread")) for name, t in (("first", first),
+                                                                  ("re-measure", second))]
+        known = ["%s %.3g" % (name, r) for name, r in ratios if isinstance(r, (int, float))]
+        if known:
+            parts.append("p90/p10 of the calls: " + ", ".join(known))
     for name, t in (("first", first), ("re-measure", second)):
         s = (t or {}).get("all_streams") or {}
         if s.get("escaped_calls") or s.get("outside_windows"):
