@@ -7,6 +7,7 @@ from . import child_common, digest, fresh_probe, timed_inputs, timing
 # the worker's clock bound on "benchmark_loop" (timed_verdict.loop_ms) counts the calls only
 TRACE_STAGE = "benchmark_trace"
 
+
 def timed(job, plan):
     """The timed phase of a verified candidate: the warm-up while the lease is shared, then under
     it exclusive the audit's traced call, the benchmark's loop and fresh-input probe, and the

@@ -46,10 +46,11 @@ def stop_report(stop):
 # What the timed loop's stage costs once, beyond its calls: its first input set, and (before the
 # stage "benchmark_trace" took it out, candidate_timing.TRACE_STAGE) reading the activity trace
 # of the all-stream check. Seen on an H100 with the trace inside: about 0.1 s for one Triton
-# kernel, 0.2-0.3 s for a composed program of several, and 0.3-1.2 s for 64 calls of a 20-80 us
-# Level 3 subgraph on a host running ten sweep runs (docs/results/2026-11-27-gpu-levels23-e.md);
-# a loop of a thousand calls hid it, the 64 calls of the stop rule (timing.StopRule) spread it at
-# 1.5-18 ms a call, which the per-call bound alone took for tampering.
+# kernel, 0.2-0.3 s for a composed program of several; a loop of a thousand calls hid it, the 64
+# calls of the stop rule (timing.StopRule) spread it at 1.5-4.5 ms a call over a 30 us kernel,
+# which the per-call bound alone took for tampering. On a host running ten sweep runs, loops of
+# 64 calls of 20-80 us Level 3 subgraphs took 0.3-1.2 s, how much of it in the trace's reading
+# not known (docs/results/2026-11-27-gpu-levels23-e.md).
 LOOP_FIXED_MS = 400.0
 
 
