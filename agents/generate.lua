@@ -19,7 +19,7 @@ local exit = require("agents.run.exit")
 local PROG = "agents/generate.lua"
 local SPEC = {}
 for _, name in ipairs({ "problem", "gen-workers", "refine", "model", "prices", "dtype", "out", "db", "devices",
-    "job-timeout", "metrics", "max-tokens", "temperature", "budget-usd", "budget-tokens", "llm-timeout", "stream",
+    "job-timeout", "max-spread", "metrics", "max-tokens", "temperature", "budget-usd", "budget-tokens", "llm-timeout", "stream",
     "llm-failures", "llm-backoff" }) do
   SPEC[name] = options[name]
 end

@@ -12,7 +12,10 @@
 --   reference — the subgraph's own PyTorch ops as a plain kernel_function: the CPU mode's stand-in
 --               (CPU candidates are PyTorch) and, on a GPU, the program that measures what
 --               composition itself costs (--first reference). It is all library kernels.
--- Either is untrusted like any candidate: verified against its subgraph by the evaluator.
+-- Either is untrusted like any candidate: verified against its subgraph by the evaluator. Where
+-- none verifies, one that was right but whose timing could not be trusted is composed (M.untimed).
+local verdict = require("agents.lib.verdict")
+
 local M = {}
 
 M.SOURCES = { "inductor", "inductor_eager_layout", "reference" }
@@ -67,6 +70,19 @@ function M.worth(source, u, tried, order)
   local r = tried.inductor
   return type(r) == "table" and (r.code == "EMISMATCH" or r.code == "EPROPERTY")
     and tostring(u.function_body or ""):find("conv", 1, true) ~= nil
+end
+
+-- untimed(order, results) -> the source to compose where none verified, and its refusal: the
+-- first in `order` whose kernel passed every correctness check against its subgraph and lost only
+-- its figure's trust (verdict.correct_untimed: a 10 us subgraph's timing spread on a busy host).
+-- Its time is not used: the composed program is verified and timed as a whole, every check
+-- applied to it, and only its figures are reported. nil where no source is such.
+function M.untimed(order, results)
+  for _, src in ipairs(order) do
+    local why = verdict.correct_untimed(results[src])
+    if why then return src, why end
+  end
+  return nil
 end
 
 -- label(source, cpu) -> how a row names the kernel's source

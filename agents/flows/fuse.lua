@@ -246,7 +246,7 @@ end
 -- first_row(run, st) -> what became of the LLM-free first program: {verified, stage, reason,
 -- time_ms, eager_ms, compile_ms, compile_max_autotune_ms, baseline_errors, speedup_vs_eager,
 -- speedup_vs_compile, own_time_frac, kernels = {{dir, source, label, verified, time_ms, error,
--- passed_over}}}
+-- passed_over, untimed}}}
 -- (docs/sweeps.md)
 function M.first_row(run, st)
   if run.opts.first == "none" then return json.null end
@@ -255,7 +255,8 @@ function M.first_row(run, st)
     local f = o.first or {}
     row.kernels[i] = { dir = o.dir, source = f.source or json.null, label = f.label or json.null,
       verified = f.verified == true, time_ms = f.time_ms or json.null, error = f.error or json.null,
-      own_time_frac = f.own_time_frac or json.null, passed_over = f.passed_over or json.null }
+      own_time_frac = f.own_time_frac or json.null, passed_over = f.passed_over or json.null,
+      untimed = f.untimed or json.null }
   end
   if #row.kernels == 0 then row.kernels = json.empty_array end
   local fp = st.first_program

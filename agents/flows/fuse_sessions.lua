@@ -34,7 +34,7 @@ end
 -- result}; out.first says what happened (the row of docs/sweeps.md), passed_over why the sources
 -- before the one kept did not verify
 local function first(run, u, path, out)
-  local tried, results = {}, {}
+  local tried, results, codes = {}, {}, {}
   local order = first_kernel.order(run)
   for _, src in ipairs(order) do
     local code, why
@@ -54,7 +54,7 @@ local function first(run, u, path, out)
       local view = subrun.derive(run, { problem_path = path, problem_code = u.code, dir = dir,
         job = M.audited(M.first_share(run, src)) })
       local r = view.evaluate(code)
-      results[src] = r
+      results[src], codes[src] = r, code
       run.rd:write(dir .. "/verify.json", r)
       if verdict.verified(r) then
         u.first = { source = src, code = code, result = r }
@@ -68,6 +68,17 @@ local function first(run, u, path, out)
     end
     tried[#tried + 1] = src .. ": " .. tostring(why)
     ::next_source::
+  end
+  local src, refusal = first_kernel.untimed(order, results)
+  if src then
+    -- right on every trial, its timing untrusted: composed, and the program's own verdict decides
+    local r = results[src]
+    u.first = { source = src, code = codes[src], result = r, untimed = refusal }
+    out.first = { source = src, label = first_kernel.label(src, run.devices[1].mode == "cpu"), verified = true,
+      untimed = refusal, passed_over = table.concat(tried, "; ") }
+    log.warn("%s: no first kernel was timed with trust; composing the %s kernel, right on every trial (%s)",
+      u.dir, src, refusal)
+    return
   end
   out.first = { verified = false, error = table.concat(tried, "; ") }
 end
@@ -104,9 +115,10 @@ local function session(run, u, progress)
       end
     end
   end
-  -- the LLM's kernel only where it verified and is faster than the first kernel
+  -- the LLM's kernel only where it verified and is faster than the first kernel (or the first
+  -- kernel has no trusted time)
   local f = u.first
-  if f and (not code or f.result.time_ms.median <= result.time_ms.median) then
+  if f and (not code or (not f.untimed and f.result.time_ms.median <= result.time_ms.median)) then
     if code then log.info("%s: the first kernel (%s) is faster than the LLM's: kept", u.dir, f.source) end
     code, result, out.kept = f.code, f.result, "first (" .. f.source .. ")"
   elseif code then
@@ -114,12 +126,17 @@ local function session(run, u, progress)
   end
   if not code and not out.error then out.error = out.first and out.first.error or "no kernel source" end
   if code then
-    out.outcome, out.time_ms = "verified", result.time_ms.median
+    out.outcome = "verified"
     run.rd:write(dir .. "/best_kernel.py", code)
     run.rd:write(dir .. "/verify.json", result)
-    local k = attempt.kernel({ id = u.dir, code = code, path = run.rd:path(dir .. "/best_kernel.py"), result = result })
-    k.attempt_id = attempt.store_kernel(mem, k, "generate", "fuse")
-    if out.kept == "llm" then mem:archive(k, run.dtype) end
+    if verdict.verified(result) then
+      out.time_ms = result.time_ms.median
+      local k = attempt.kernel({ id = u.dir, code = code, path = run.rd:path(dir .. "/best_kernel.py"), result = result })
+      k.attempt_id = attempt.store_kernel(mem, k, "generate", "fuse")
+      if out.kept == "llm" then mem:archive(k, run.dtype) end
+    else  -- a first kernel right on every trial whose timing was not trusted: no figure to store
+      out.untimed = f.untimed
+    end
     u.kernel_code, u.result = code, result
   else
     out.outcome = "failed"

@@ -8,6 +8,22 @@ function M.verified(r)
   return type(r) == "table" and r.ok == true and type(r.time_ms) == "table" and type(r.time_ms.median) == "number"
 end
 
+-- the refusals of a figure, not of a kernel's values: its timing could not be trusted
+local UNTRUSTED_FIGURE = { EUNTRUSTED = true, ETAMPER = true, ECACHE = true }
+
+-- correct_untimed(result) -> the error of a result refused only because its figure could not be
+-- trusted (EUNTRUSTED, ETAMPER or ECACHE at stage "timing" or "benchmark") after every one of its
+-- correctness checks passed; nil for anything else. Such a kernel has no time to rank it by.
+function M.correct_untimed(r)
+  if type(r) ~= "table" or r.ok ~= false or not UNTRUSTED_FIGURE[r.code] then return nil end
+  if r.stage ~= "timing" and r.stage ~= "benchmark" then return nil end
+  if type(r.checks) ~= "table" or r.checks.values ~= true then return nil end
+  for _, passed in pairs(r.checks) do
+    if passed ~= true then return nil end
+  end
+  return tostring(r.error)
+end
+
 -- error_signature(err) -> the error's code ("ECOMPILE" of "ECOMPILE: ...") or its first 40
 -- characters; nil without an error
 function M.error_signature(err)

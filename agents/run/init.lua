@@ -139,7 +139,7 @@ function M.add_helpers(r)
     local j = { problem = r.problem_path, candidate = code, dtype = r.dtype, timeout = opts.job_timeout,
       tolerance = opts.tolerance, profile = opts.metrics and { metric_set = opts.metrics } or nil,
       generalize = opts.require_generalize or nil, require_generalize = opts.require_generalize or nil,
-      sanitize = (opts.sanitize == "all" and r.can_profile) or nil }
+      sanitize = (opts.sanitize == "all" and r.can_profile) or nil, max_spread = opts.max_spread }
     -- the inputs that broke a kernel of this problem are its trials from then on (review_inputs.lua)
     if not (extra and extra.problem) then j.extra_trials = review_inputs.job_trials(r) end
     for k, v in pairs(extra or {}) do j[k] = v end

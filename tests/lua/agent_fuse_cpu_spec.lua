@@ -317,6 +317,27 @@ describe("agents/fuse.lua on CPU with the fake LLM server", function()
     expect.same(ops.candidate, ops.reference)
   end, { timeout = 600 })
 
+  it("with no LLM: a first kernel right on every trial whose timing is not trusted is composed, and the "
+    .. "program's own verdict decides (a spread limit no loop of calls meets: refused, failing closed)", function()
+    if not cpu.have_torch() then skip("no torch for " .. spec.python .. " (set KAGENT_PYTHON)") end
+    local dir = spec.tmpdir("fuse-untimed")
+    local r = fake.run_agent("fuse.lua", { "--problem", gemm, "--no-llm", "--devices", "cpu",
+      "--max-spread", "1.0000001", "--out", dir .. "/runs" }, env_for(dir), 600)
+    expect.eq(r.code, 1, "no program: " .. r.stderr:sub(-3000))
+    local s = read_json(the_run(dir .. "/runs") .. "/summary.json")
+    expect.eq(s.verified, false)
+    local fp = s.first_program
+    expect.truthy(#fp.kernels >= 1)
+    for _, k in ipairs(fp.kernels) do
+      expect.eq(k.source, "reference")
+      expect.eq(k.verified, true, "right on every trial")
+      expect.match(k.untimed, "EUNTRUSTED: the timed calls vary too much")
+      expect.truthy(k.time_ms == nil or k.time_ms == json.null, "no figure kept for it")
+    end
+    expect.eq(fp.stage, "compose", "the untimed kernels were composed")
+    expect.match(fp.reason, "EUNTRUSTED")
+  end, { timeout = 600 })
+
   it("with the fake LLM: starts from the first program and keeps it when the LLM's kernels are slower", function()
     if not cpu.have_torch() then skip("no torch for " .. spec.python .. " (set KAGENT_PYTHON)") end
     local dir = spec.tmpdir("fuse-first")

@@ -257,6 +257,28 @@ describe("the FX splitter", function()
     expect.eq(first_kernel.label("inductor_eager_layout", false), "TorchInductor Triton (eager's layouts)")
   end)
 
+  it("composes a kernel right on every trial whose timing was not trusted, where none was timed", function()
+    local checks = { values = true, shape = true, properties = true, no_alias = true }
+    local spread = { ok = false, stage = "timing", code = "EUNTRUSTED", checks = checks,
+      error = "EUNTRUSTED: the timed calls vary too much (p90/p10 above the limit)" }
+    local tamper = { ok = false, stage = "benchmark", code = "ETAMPER", checks = checks,
+      error = "ETAMPER: timed calls took 8.3 ms each by the worker's clock, 0.019 ms reported" }
+    local wrong = { ok = false, stage = "correctness", code = "EMISMATCH", checks = { values = false },
+      error = "EMISMATCH: trial 0" }
+    local stale = { ok = false, stage = "timing", code = "ESTALE", checks = checks, error = "ESTALE: call 3" }
+    local order = { "inductor", "inductor_eager_layout", "reference" }
+    local src, why = first_kernel.untimed(order, { inductor = spread, reference = tamper })
+    expect.eq(src, "inductor", "the first in order")
+    expect.match(why, "vary too much")
+    expect.eq(first_kernel.untimed(order, { inductor = wrong, reference = tamper }), "reference")
+    -- a wrong value, a stale output, or a check that did not pass: never composed
+    expect.eq(first_kernel.untimed(order, { inductor = wrong, reference = stale }), nil)
+    local half = { ok = false, stage = "timing", code = "EUNTRUSTED", error = "EUNTRUSTED: x",
+      checks = { values = true, inputs_unchanged = false } }
+    expect.eq(first_kernel.untimed(order, { inductor = half }), nil)
+    expect.eq(first_kernel.untimed(order, { inductor = "no code: EINDUCTOR" }), nil)
+  end)
+
   it("leaves Inductor out for a recurrent layer where the reference ops come after it", function()
     local lstm = { categories = { recurrent = true, view = true } }
     local gemm = { categories = { gemm = true } }

@@ -83,6 +83,18 @@ describe("sweep figures", function()
     expect.eq(plain.first_passed_over, nil)
   end)
 
+  it("count, in a fuse row, the kernels composed with their timing refused", function()
+    local fuse_rows = require("agents.tools.sweep.fuse_rows")
+    local why = "timing: EUNTRUSTED: the timed calls vary too much (p90/p10 above the limit)"
+    local row = { name = "32_cvt", status = "done", fuse = fuse_rows.row({ mode = "fuse", subgraphs = { count = 2 },
+      first_program = { verified = true, time_ms = 1.0, eager_ms = 2.0, kernels = {
+        { dir = "sg_1", source = "inductor", verified = true, untimed = why },
+        { dir = "sg_2", source = "inductor", verified = true, time_ms = 0.5 } } } }) }
+    expect.same(row.fuse.first_untimed, { "sg_1: " .. why })
+    local text = fuse_rows.table_text({ row }, fuse_rows.aggregate({ row }))
+    expect.match(text, "| verified %(inductor; 1 kernel%(s%) untimed%) |")
+  end)
+
   it("say, under a fuse table, why a verified program's baseline has no figure", function()
     local fuse_rows = require("agents.tools.sweep.fuse_rows")
     local function fuse_row(name, fp) return { name = name, status = "done", fuse = fuse_rows.row({ mode = "fuse",

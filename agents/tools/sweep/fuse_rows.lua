@@ -44,13 +44,15 @@ function M.row(s)
       max_autotune = r.first_ms and r.max_autotune_ms and r.max_autotune_ms / r.first_ms }
     r.own_time_frac = num(fp.own_time_frac)
     r.baseline_errors = type(fp.baseline_errors) == "table" and fp.baseline_errors or nil
-    local sources, passed = {}, {}
+    local sources, passed, untimed = {}, {}, {}
     for _, k in ipairs(type(fp.kernels) == "table" and fp.kernels or {}) do
       if k.source and k.source ~= json.null then sources[k.source] = true end
       if type(k.passed_over) == "string" then passed[#passed + 1] = k.dir .. ": " .. k.passed_over end
+      if type(k.untimed) == "string" then untimed[#untimed + 1] = k.dir .. ": " .. k.untimed end
     end
     r.first_sources = table.concat(keys_lib.sorted(sources), "+")
     r.first_passed_over = #passed > 0 and table.concat(passed, "; ") or nil
+    r.first_untimed = #untimed > 0 and untimed or nil
   else
     r.first_verified, r.first_speedup = false, {}
   end
@@ -102,7 +104,8 @@ function M.table_text(rows, fagg)
   }
   for _, r in ipairs(rows) do
     local x = r.fuse or { first_speedup = {} }
-    local first = x.first_verified and ("verified (" .. tostring(x.first_sources or "?") .. ")")
+    local first = x.first_verified and ("verified (" .. tostring(x.first_sources or "?")
+      .. (x.first_untimed and string.format("; %d kernel(s) untimed", #x.first_untimed) or "") .. ")")
       or (x.first_stage and (x.first_stage .. ": " .. tostring(x.first_reason)) or (r.status ~= "done" and ("run " .. r.status .. (r.error and (": " .. r.error) or "")) or "no"))
     out[#out + 1] = string.format("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |", r.name,
       tostring(x.route or "-"), x.subgraphs and string.format("%d (%d distinct)", x.subgraphs, x.distinct or x.subgraphs) or "-",
