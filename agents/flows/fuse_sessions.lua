@@ -29,10 +29,18 @@ function M.first_share(run, source)
   return run.opts.own_share
 end
 
+-- timed_first(run, source) -> whether a first kernel is timed: where an LLM's kernel is compared
+-- with it by time, or where its own audit must hold (--first-library deny). Otherwise only its
+-- values matter (the source order does not depend on time) and only the composed program is timed:
+-- the kernel is verified (pool:verify), with no timed loop, no exclusive lease, no re-measure.
+local function timed_first(run, source)
+  return run.llm ~= nil or M.first_share(run, source) > 0
+end
+
 -- first(run, u, path, out): the subgraph's first kernel without an LLM (agents/flows/first_kernel.lua),
 -- the sources tried in order until one verifies against the subgraph; u.first = {source, code,
--- result}; out.first says what happened (the row of docs/sweeps.md), passed_over why the sources
--- before the one kept did not verify
+-- result, untimed}; out.first says what happened (the row of docs/sweeps.md), passed_over why the
+-- sources before the one kept did not verify
 local function first(run, u, path, out)
   local tried, results, codes = {}, {}, {}
   local order = first_kernel.order(run)
@@ -53,14 +61,16 @@ local function first(run, u, path, out)
       run.rd:write(dir .. ".py", code)
       local view = subrun.derive(run, { problem_path = path, problem_code = u.code, dir = dir,
         job = M.audited(M.first_share(run, src)) })
-      local r = view.evaluate(code)
+      local timed = timed_first(run, src)
+      local r = timed and view.evaluate(code) or view.pool:verify(view.job(code))
       results[src], codes[src] = r, code
       run.rd:write(dir .. "/verify.json", r)
-      if verdict.verified(r) then
+      if verdict.verified(r) or (not timed and type(r) == "table" and r.ok == true) then
         u.first = { source = src, code = code, result = r }
         local audit = type(r.audit) == "table" and r.audit or {}
         out.first = { source = src, label = first_kernel.label(src, run.devices[1].mode == "cpu"), verified = true,
-          time_ms = r.time_ms.median, own_time_frac = audit.applicable and audit.own_time_frac or json.null,
+          time_ms = timed and r.time_ms.median or json.null,
+          own_time_frac = audit.applicable and audit.own_time_frac or json.null,
           passed_over = #tried > 0 and table.concat(tried, "; ") or nil }
         return
       end
@@ -134,7 +144,7 @@ local function session(run, u, progress)
       local k = attempt.kernel({ id = u.dir, code = code, path = run.rd:path(dir .. "/best_kernel.py"), result = result })
       k.attempt_id = attempt.store_kernel(mem, k, "generate", "fuse")
       if out.kept == "llm" then mem:archive(k, run.dtype) end
-    else  -- a first kernel right on every trial whose timing was not trusted: no figure to store
+    else  -- a first kernel verified untimed, or whose timing was not trusted: no figure to store
       out.untimed = f.untimed
     end
     u.kernel_code, u.result = code, result

@@ -304,6 +304,9 @@ describe("agents/fuse.lua on CPU with the fake LLM server", function()
       expect.eq(k.source, "reference")
       expect.match(k.label, "CPU stand%-in")
       expect.eq(k.verified, true)
+      -- nothing compares a first kernel's time with no LLM: verified, not timed; the program is
+      expect.eq(k.time_ms, json.null)
+      expect.eq(read_json(rd .. "/fuse/" .. k.dir .. "/first_reference/verify.json").time_ms, nil)
     end
     expect.eq(fp.hot_path.kernel_calls, 4)
     expect.eq(#fp.hot_path.foreign, 0, "the composed forward calls only the subgraph kernels")
@@ -317,12 +320,17 @@ describe("agents/fuse.lua on CPU with the fake LLM server", function()
     expect.same(ops.candidate, ops.reference)
   end, { timeout = 600 })
 
-  it("with no LLM: a first kernel right on every trial whose timing is not trusted is composed, and the "
-    .. "program's own verdict decides (a spread limit no loop of calls meets: refused, failing closed)", function()
+  it("a first kernel right on every trial whose timing is not trusted is composed where the LLM's kernels "
+    .. "fail, and the program's own verdict decides (a spread limit no loop of calls meets: refused, failing "
+    .. "closed)", function()
     if not cpu.have_torch() then skip("no torch for " .. spec.python .. " (set KAGENT_PYTHON)") end
     local dir = spec.tmpdir("fuse-untimed")
-    local r = fake.run_agent("fuse.lua", { "--problem", gemm, "--no-llm", "--devices", "cpu",
-      "--max-spread", "1.0000001", "--out", dir .. "/runs" }, env_for(dir), 600)
+    -- every reply has no kernel in it: each subgraph's generation fails
+    local server, port = fake.start({ latency = 0, replies = { { match = "", text = "No kernel today." } } }, dir)
+    local r = fake.run_agent("fuse.lua", { "--problem", gemm, "--route", "decompose", "--decomposer", "rules",
+      "--gen-workers", "1", "--refine", "0", "--devices", "cpu", "--max-spread", "1.0000001",
+      "--out", dir .. "/runs" }, env_for(dir, port), 600)
+    server:kill()
     expect.eq(r.code, 1, "no program: " .. r.stderr:sub(-3000))
     local s = read_json(the_run(dir .. "/runs") .. "/summary.json")
     expect.eq(s.verified, false)
@@ -332,8 +340,9 @@ describe("agents/fuse.lua on CPU with the fake LLM server", function()
       expect.eq(k.source, "reference")
       expect.eq(k.verified, true, "right on every trial")
       expect.match(k.untimed, "EUNTRUSTED: the timed calls vary too much")
-      expect.truthy(k.time_ms == nil or k.time_ms == json.null, "no figure kept for it")
+      expect.eq(k.time_ms, json.null, "no figure kept for it")
     end
+    for _, k in ipairs(s.subgraphs.kernels) do expect.eq(k.kept, "first (reference)", k.dir) end
     expect.eq(fp.stage, "compose", "the untimed kernels were composed")
     expect.match(fp.reason, "EUNTRUSTED")
   end, { timeout = 600 })
