@@ -62,8 +62,8 @@ function M.setup(prog, opts, how)
   local gpu = require("kagent.gpu")
   local t0 = ktime.now()
   local state = how.state
-  local problem_code = fs.read(opts.problem)
-  if not problem_code then return inputs.die(prog .. ": cannot read the problem file " .. opts.problem) end
+  local problem_code, perr = fs.read(opts.problem)
+  if not problem_code then return inputs.unreadable(prog, "problem", opts.problem, perr) end
   local db, dberr, dbcode = inputs.open_memory(prog, opts.db)
   if not db then return nil, dberr, dbcode end
   memory.adopt_legacy_hashes(db, problem_code)

@@ -15,6 +15,13 @@ local function die(msg, code)
 end
 M.die = die
 
+-- unreadable(prog, what, path, err) -> die's answer for a file fs.read refused, with its reason
+-- ("No such file or directory", "a named pipe or socket, not a file")
+function M.unreadable(prog, what, path, err)
+  local why = tostring(err or ""):match("^EIO: cannot read .-: (.*)$")
+  return die(string.format("%s: cannot read the %s file %s%s", prog, what, path, why and (" (" .. why .. ")") or ""))
+end
+
 -- parse(prog, argv[, spec[, how]]) -> opts, or nil, message, exit code (0 after --help or
 -- --completion). how: the script's own usage {usage, about, epilog, positional, llm_free}.
 function M.parse(prog, argv, spec, how)
@@ -42,8 +49,8 @@ function M.check_inputs(prog, opts, spec)
   if not opts.problem then
     return die(prog .. ": --problem is required (a KernelBench problem file; --help lists the options)")
   end
-  local code = fs.read(opts.problem)
-  if not code then return die(prog .. ": cannot read the problem file " .. opts.problem) end
+  local code, err = fs.read(opts.problem)
+  if not code then return M.unreadable(prog, "problem", opts.problem, err) end
   for _, need in ipairs({ { "class%s+Model%W", "class Model" }, { "def%s+get_inputs%W", "def get_inputs" },
       { "def%s+get_init_inputs%W", "def get_init_inputs" } }) do
     if not code:find(need[1]) then
@@ -52,8 +59,8 @@ function M.check_inputs(prog, opts, spec)
     end
   end
   if spec.kernel and opts.kernel then
-    local k = fs.read(opts.kernel)
-    if not k then return die(prog .. ": cannot read the kernel file " .. opts.kernel) end
+    local k, kerr = fs.read(opts.kernel)
+    if not k then return M.unreadable(prog, "kernel", opts.kernel, kerr) end
     if not k:find("%S") then
       return die(prog .. ": the kernel file " .. opts.kernel .. " is empty (a kernel defines ModelNew or kernel_function)")
     end

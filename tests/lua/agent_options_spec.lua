@@ -81,6 +81,8 @@ describe("agent options", function()
     local started = pydir .. "/worker-started"
     local python = session.python_wrapper(pydir,
       string.format('touch "%s"; exec "%s" -m kagent_eval.worker "$@"', started, spec.python))
+    local fifo = spec.tmpdir("options-fifo") .. "/pipe.py"
+    expect.eq(kagent.proc.run({ "mkfifo", fifo }, { timeout = 10 }).code, 0)
     for _, c in ipairs({
       { "beam.lua", { "--problem", cpu.problem, "--dtype", "bf17" }, "must be one of fp32, bf16, fp16" },
       { "beam.lua", { "--problem", cpu.problem, "--rounds", "-1" }, "--rounds expects a whole number >= 0" },
@@ -95,6 +97,8 @@ describe("agent options", function()
       { "skills.lua", { "--retrieve", "--metrics", kagent.root .. "/examples/README.md", "--problem", cpu.problem },
         "as JSON" },
       { "beam.lua", { "--problem", dir .. "/missing.py" }, "cannot read the problem file" },
+      -- a named pipe would stop the run waiting for a writer, deaf to signals: refused at once
+      { "beam.lua", { "--problem", fifo }, "(a named pipe or socket, not a file)" },
       { "beam.lua", { "--problem", cpu.fx .. "fast.py" }, "has no class Model" },
       { "beam.lua", { "--problem", cpu.problem, "--kernel", dir .. "/missing.py" }, "cannot read the kernel file" },
       { "beam.lua", { "--problem", cpu.problem, "--kernel", "/dev/null" }, "the kernel file /dev/null is empty" },

@@ -5,7 +5,8 @@
 ---@class kagent.fs
 local fs = {}
 
----`fs.read(path)` → string or `nil, "EIO: ...", "EIO"`.
+---`fs.read(path)` → string or `nil, "EIO: ...", "EIO"`. A named pipe or socket is refused
+---  (`EIO: cannot read P: a named pipe or socket, not a file`) rather than waited on.
 ---@param path string
 ---@return string?, string?, string?
 function fs.read(path) end

@@ -26,8 +26,16 @@ int fail_errno(lua_State* L, const char* what, const char* path, int err) {
 
 int l_read(lua_State* L) {
   const char* path = luaL_checkstring(L, 1);
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a named pipe waits for a writer, and reading one for its data, with the
+  // main task and every signal handled by it stopped meanwhile; such a path is refused instead
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return fail_errno(L, "cannot read", path, errno);
+  struct stat st {};
+  if (fstat(fd, &st) != 0 || S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode)) {
+    close(fd);
+    return push_failure(L, "EIO", std::string("cannot read ") + path + ": a named pipe or socket, not a file");
+  }
+  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
   luaL_Buffer b;
   luaL_buffinit(L, &b);
   char buf[65536];
