@@ -107,6 +107,12 @@ function M.start(run)
       return nil, string.format("the problem file %s fails on its own (%s)", run.problem_path,
         (ref:gsub("^the reference failed in ", "")))
     end
+    if r.stage == "worker" and tostring(r.error):find("no reply in", 1, true) then
+      -- the evaluator was killed mid-job: it cannot say whether the reference or the kernel hung
+      return nil, string.format("the evaluator job of the input kernel was stopped (%s): the problem's own "
+        .. "Model or the kernel hangs, or the job needs more than --job-timeout %s s", tostring(r.error),
+        tostring(opts.job_timeout))
+    end
     return nil, string.format("the input kernel fails at stage %s: %s", tostring(r.stage), tostring(r.error))
   end
   local k = attempt.kernel({ id = "input", label = label, code = code, path = run.rd:path("input_kernel.py"),

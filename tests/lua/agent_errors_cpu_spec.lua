@@ -1,8 +1,8 @@
 -- The first errors a newcomer meets, each with its way out: one line that names what to set,
 -- the exit status, and (where it is promised) how soon. A python without torch, a --model whose
 -- key is not set, a key the provider refuses (the FAKE LLM server answers 401 to the key "bad"),
--- a local server that is not running, and no LLM at all (said once, then the tuner runs); the
--- refused key also for agents/generate.lua and agents/fuse.lua.
+-- a local server that is not running, a problem whose Model hangs, and no LLM at all (said once,
+-- then the tuner runs); the refused key also for agents/generate.lua and agents/fuse.lua.
 package.path = kagent.root .. "/tests/fixtures/agent/?.lua;" .. package.path
 local fs, proc, ktime = kagent.fs, kagent.proc, kagent.time
 local session = require("fake_session")
@@ -128,6 +128,16 @@ describe("a newcomer's errors", function()
     expect.match(r.stderr, "%-%-policy greedy needs an LLM: no LLM is configured")
     expect.falsy(fs.exists(dir .. "/runs"), "no run folder")
   end)
+
+  it("a problem whose Model hangs: stopped at --job-timeout, saying the problem or the kernel hangs", function()
+    local dir = spec.tmpdir("err-hang")
+    local r = agent({ "--problem", kagent.root .. "/tests/fixtures/agent/problems/hanging_model.py",
+      "--kernel", cpu.fx .. "tunable.py", "--devices", "cpu", "--job-timeout", "10", "--out", dir .. "/runs" },
+      { KAGENT_DB = dir .. "/mem.db" }, 300)
+    expect.eq(r.code, 2, r.stderr)
+    expect.match(r.stderr, "the evaluator job of the input kernel was stopped %(EWORKER: no reply in 10 s")
+    expect.match(r.stderr, "the problem's own Model or the kernel hangs, or the job needs more than %-%-job%-timeout 10 s")
+  end, { timeout = 300 })
 
   it("no LLM at all: said once, then the tuner runs", function()
     local dir = spec.tmpdir("err-nollm")
