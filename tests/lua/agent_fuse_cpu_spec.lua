@@ -336,15 +336,21 @@ describe("agents/fuse.lua on CPU with the fake LLM server", function()
     expect.eq(s.verified, false)
     local fp = s.first_program
     expect.truthy(#fp.kernels >= 1)
+    -- which refusal of its figure a loop meets first (its spread, or the worker's clock on a
+    -- loaded machine) is the machine's; that the figure was refused, and not the values, is not
+    local function timing_refusal(text)
+      local code = tostring(text):match("(E%u+): ")
+      return code == "EUNTRUSTED" or code == "ETAMPER" or code == "ECACHE"
+    end
     for _, k in ipairs(fp.kernels) do
       expect.eq(k.source, "reference")
       expect.eq(k.verified, true, "right on every trial")
-      expect.match(k.untimed, "EUNTRUSTED: the timed calls vary too much")
+      expect.truthy(timing_refusal(k.untimed), "composed for want of a trusted time: " .. tostring(k.untimed))
       expect.eq(k.time_ms, json.null, "no figure kept for it")
     end
     for _, k in ipairs(s.subgraphs.kernels) do expect.eq(k.kept, "first (reference)", k.dir) end
     expect.eq(fp.stage, "compose", "the untimed kernels were composed")
-    expect.match(fp.reason, "EUNTRUSTED")
+    expect.truthy(timing_refusal(fp.reason), "the program refused for its own figure: " .. tostring(fp.reason))
   end, { timeout = 600 })
 
   it("with the fake LLM: starts from the first program and keeps it when the LLM's kernels are slower", function()
