@@ -1,13 +1,14 @@
 """A GPU's lease among pools (lease.HostLock): two workers of different pools, each its device's
 only worker (no pool lease to ask), on the same GPU. A timed stage of one waits for the other's
-work to end, shared work of both runs at once, and a child forked meanwhile does not keep the
-lock."""
+work to end, shared work of both runs at once, a timed stage is not starved by other pools' shared
+work that never pauses, and a child forked meanwhile does not keep the lock."""
 import fcntl
 import multiprocessing
 import os
 import shutil
 import sys
 import tempfile
+import threading
 import time
 import unittest
 
@@ -64,6 +65,73 @@ class HostLeaseTest(unittest.TestCase):
         self.assertLess(waited, HOLD_S / 2)
         waited, other_done = self.waited(EXCLUSIVE, SHARED)
         self.assertTrue(other_done)
+
+    def test_a_timed_stage_is_not_starved_by_shared_work_that_never_pauses(self):
+        """Four pools' workers take turns so that one of them always holds the lease shared (each
+        asks again as soon as it lets go): an exclusive request is granted once the holds made
+        before it end, and no shared hold overlaps it."""
+        stop, holding, overlaps = threading.Event(), [0], []
+        count = threading.Lock()
+
+        def shared_pool(delay):
+            lock = HostLock(self.folder, "GPU-test")
+            time.sleep(delay)
+            while not stop.is_set():
+                lock.hold(SHARED)
+                with count:
+                    holding[0] += 1
+                time.sleep(HOLD_S / 2)
+                with count:
+                    holding[0] -= 1
+                lock.release()
+
+        threads = [threading.Thread(target=shared_pool, args=(i * HOLD_S / 8,), daemon=True)
+                   for i in range(4)]
+        for t in threads:
+            t.start()
+        try:
+            time.sleep(HOLD_S)
+            with count:
+                self.assertGreater(holding[0], 0, "the shared holders do not overlap")
+            timed = HostLock(self.folder, "GPU-test")
+            t0 = time.monotonic()
+            granted = threading.Event()
+
+            def exclusive():
+                timed.hold(EXCLUSIVE)
+                granted.set()
+
+            threading.Thread(target=exclusive, daemon=True).start()
+            self.assertTrue(granted.wait(10 * HOLD_S), "the exclusive request was starved")
+            waited = time.monotonic() - t0
+            for _ in range(5):
+                with count:
+                    overlaps.append(holding[0])
+                time.sleep(HOLD_S / 10)
+            timed.release()
+            self.assertLess(waited, 4 * HOLD_S)
+            self.assertEqual(overlaps, [0] * 5, "shared holds overlapped the exclusive one")
+        finally:
+            stop.set()
+            for t in threads:
+                t.join(5)
+
+    def test_a_held_lock_changes_mode_without_waiting_for_a_queued_request(self):
+        """From exclusive to shared, while another pool's exclusive request waits at the
+        turnstile for this very hold: no deadlock, and the other is granted after it ends."""
+        mine, theirs = HostLock(self.folder, "GPU-test"), HostLock(self.folder, "GPU-test")
+        mine.hold(EXCLUSIVE)
+        granted = threading.Event()
+        waiter = threading.Thread(target=lambda: (theirs.hold(EXCLUSIVE), granted.set()), daemon=True)
+        waiter.start()
+        time.sleep(HOLD_S / 3)
+        done = threading.Event()
+        threading.Thread(target=lambda: (mine.hold(SHARED), done.set()), daemon=True).start()
+        self.assertTrue(done.wait(5) or granted.is_set(), "the change of mode waited on the turnstile")
+        mine.release()
+        self.assertTrue(granted.wait(5))
+        theirs.release()
+        waiter.join(5)
 
     def test_devices_do_not_wait_for_each_other(self):
         a = HostLock(self.folder, "GPU-a")

@@ -36,7 +36,12 @@ user's sessions) each have their own. So every GPU worker also holds its GPU's h
 (HostLock) in the same mode while it holds its pool's: an advisory lock (flock, shared or
 exclusive) on a file per GPU in the user's private sandbox folder, which no child can reach and
 whose descriptor no child keeps. A worker never waits for it while holding it, so no two pools
-wait on each other in a circle; the kernel drops it with a worker that dies.
+wait on each other in a circle; the kernel drops it with a worker that dies. flock alone grants a
+shared request whenever others hold the lock shared, so shared holds that keep overlapping would
+keep an exclusive request waiting forever (a Level 3 sweep's composed program, timed, waited
+past its job's 600 s behind the subgraph jobs of eleven other runs): every request first passes
+a second lock, the GPU's turnstile, which an exclusive request keeps while it waits, so shared
+requests made after it wait behind it.
 """
 import contextlib
 import fcntl
@@ -48,20 +53,42 @@ SHARED, EXCLUSIVE = "shared", "exclusive"
 
 
 class HostLock:
-    """A GPU's lease among all pools of this user on this host: flock on its file."""
+    """A GPU's lease among all pools of this user on this host: flock on its file, entered
+    through its turnstile (flock exclusive on a second file), which an exclusive request holds
+    until it is granted: shared requests made meanwhile wait for it, and the shared holds already
+    granted end."""
 
     def __init__(self, folder, device):
         os.makedirs(folder, 0o700, exist_ok=True)
         name = re.sub(r"[^A-Za-z0-9._-]", "_", str(device)) or "gpu"
         self.path = os.path.join(folder, name + ".lock")
-        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        self.fd = _open_private(self.path)
+        self.turnstile = _open_private(os.path.join(folder, name + ".turnstile"))
+        self.mode = None
 
     def hold(self, mode):
-        """Waits for the lock in `mode` (a held one changes mode: shared <-> exclusive)."""
-        fcntl.flock(self.fd, fcntl.LOCK_EX if mode == EXCLUSIVE else fcntl.LOCK_SH)
+        """Waits for the lock in `mode`; a held one changes mode. From exclusive to shared it
+        does not pass the turnstile, which an exclusive request waiting for this very hold may
+        keep; from shared to exclusive it lets go first, so that it never waits holding it."""
+        if self.mode == EXCLUSIVE and mode == SHARED:
+            fcntl.flock(self.fd, fcntl.LOCK_SH)
+        else:
+            if self.mode is not None:
+                self.release()
+            fcntl.flock(self.turnstile, fcntl.LOCK_EX)
+            try:
+                fcntl.flock(self.fd, fcntl.LOCK_EX if mode == EXCLUSIVE else fcntl.LOCK_SH)
+            finally:
+                fcntl.flock(self.turnstile, fcntl.LOCK_UN)
+        self.mode = mode
 
     def release(self):
         fcntl.flock(self.fd, fcntl.LOCK_UN)
+        self.mode = None
+
+
+def _open_private(path):
+    return os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
 
 
 class Lease:
