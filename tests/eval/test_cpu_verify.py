@@ -1,5 +1,8 @@
 """Verification details through a real CPU-mode worker: reports, sampling of big outputs,
 kernel_function binding, protocol errors."""
+import os
+import shutil
+import tempfile
 import unittest
 
 from worker_client import CpuWorkerTest, fixture
@@ -54,6 +57,21 @@ class CpuVerifyTest(CpuWorkerTest):
                          ["candidate", "import", "reference_model"])
         self.assertTrue(all(v >= 0 for k, v in parts.items() if k != "imported_inductor"), parts)
         self.assertIs(parts["imported_inductor"], False)
+
+    def test_the_reference_process_reports_its_stages_where_the_job_ran_it(self):
+        with tempfile.TemporaryDirectory(prefix="kagent-ref-") as d:
+            problem = os.path.join(d, "relu_problem.py")  # a problem no other test's job ran
+            shutil.copy(fixture("eval", "relu_problem.py"), problem)
+            first = self.w.job("verify", problem, fixture("eval", "relu_good.py"))
+            again = self.w.job("verify", problem, fixture("eval", "relu_good.py"))
+        self.assertTrue(first["ok"] and again["ok"], (first, again))
+        stages = first["reference_stage_s"]
+        self.assertTrue({"load", "run"} <= set(stages), stages)
+        self.assertTrue(all(v >= 0 for v in stages.values()), stages)
+        self.assertLessEqual(sum(stages.values()), first["reference_s"] + 1e-3)
+        # the second job's reference outputs are the first's: no process, no stages
+        self.assertNotIn("reference_stage_s", again)
+        self.assertEqual(again["reference_s"], 0.0)
 
     def test_kernel_function_with_kwargs_gets_kernelagents_keywords(self):
         # kernel_function(x, *args, **kwargs), as KernelAgent's harness calls it: the layer's

@@ -56,6 +56,8 @@ def reference(c):
     c.ref_trials, c.base, err = c.ev.refs.get(spec)
     phases["reference"] = time.monotonic() - t
     result["reference_s"] = c.ev.refs.last_s
+    if c.ev.refs.last_stage_s:
+        result["reference_stage_s"] = c.ev.refs.last_stage_s
     if err:
         return verdict.fail(result, "load", "EREFERENCE", err)
     result["replay_seed"] = spec["replay_seed"]
@@ -87,7 +89,7 @@ def candidate(c):
     first_stage = next((o["t"] for o, _ in out.messages if o.get("type") == "stage"), None)
     if first_stage is not None:
         phases["to_first_stage"] = first_stage - t  # the spare's readiness, or a fork
-    result["stage_s"] = _stage_durations(out)
+    result["stage_s"] = out.stage_durations()
     # when each stage first began, on the host's monotonic clock (CLOCK_MONOTONIC: the same
     # clock as kagent.time.now()), so jobs of several workers can be laid on one timeline
     result["stage_at"] = {}
@@ -253,14 +255,3 @@ def timed(gate, c):
 
 GATES = (static, reference, candidate, trials, outcome, trial_count, review, generalization,
          code_notes, audit, benchmark, profile, sanitize)
-
-
-def _stage_durations(out):
-    """Seconds the candidate's process spent in each stage it announced."""
-    marks = [(o["stage"], o["t"]) for o, _ in out.messages if o.get("type") == "stage"]
-    end = max([o.get("t", 0) for o, _ in out.messages] + [m[1] for m in marks] + [0])
-    durations = {}
-    for i, (stage, t) in enumerate(marks):
-        t_next = marks[i + 1][1] if i + 1 < len(marks) else end
-        durations[stage] = durations.get(stage, 0.0) + (t_next - t)
-    return durations

@@ -36,6 +36,7 @@ class ReferenceCache:
         self.baselines = {}
         self.roof = {}  # problem key -> {flops, param_bytes, peaks}
         self.last_s = 0.0
+        self.last_stage_s = {}  # the last reference child's stages: seconds each
 
     @staticmethod
     def problem_key(spec):
@@ -55,7 +56,7 @@ class ReferenceCache:
         base = self.baselines.get(bkey) if bkey else None
         want_outputs = trials is None
         want_base = bench is not None and base is None and bench.get("baselines")
-        self.last_s = 0.0
+        self.last_s, self.last_stage_s = 0.0, {}
         if (want_outputs or want_base) and self.share is not None:
             # one reference per device: the first worker runs it, the others wait and read
             names = (self.share.entry("trials", rkey + (spec["sample_seed"],)),
@@ -120,7 +121,7 @@ class ReferenceCache:
             with self.lease.held(EXCLUSIVE):
                 out = sandbox.run_child(child_reference.run, (rspec,), spec["timeouts"],
                                         self.close_fds)
-        self.last_s = out.elapsed
+        self.last_s, self.last_stage_s = out.elapsed, out.stage_durations()
         err = out.failure or None
         e, _ = out.first("error")
         if err or e:

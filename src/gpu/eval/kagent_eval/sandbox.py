@@ -17,10 +17,9 @@ import traceback
 from . import jail, process_watch, reaper, wire
 
 _PR_SET_PDEATHSIG = 1
-DEFAULT_TIMEOUTS = {"start": 60.0, "gate": 60.0, "gate_shared": 60.0, "load": 120.0,
-                    "build": 120.0, "compile": 180.0, "compile_host": 180.0, "run": 120.0,
-                    "audit": 120.0, "benchmark": 300.0, "profile": 600.0, "baseline": 900.0,
-                    "compile_unleased": 900.0}
+DEFAULT_TIMEOUTS = {"start": 60.0, "gate": 60.0, "gate_shared": 60.0, "load": 120.0, "build": 120.0,
+                    "compile": 180.0, "compile_host": 180.0, "run": 120.0, "audit": 120.0,
+                    "benchmark": 300.0, "profile": 600.0, "baseline": 900.0, "compile_unleased": 900.0}
 # the stage a child announces at a gate (Channel.gate), by the lease mode it waits for, and the
 # mode the worker takes the lease in at each such stage
 GATE_STAGES = {"shared": "gate_shared", "exclusive": "gate"}
@@ -130,7 +129,6 @@ class Outcome:
         self.messages = []
         self.stage = "start"
         self.failure = None
-        self.stage_times = {}
         self.elapsed = 0.0
         self.exit_s = None  # from the child's last message until it was reaped
         self.pending_exit = None  # (pid, when its last message came) while it exits (collect)
@@ -142,6 +140,15 @@ class Outcome:
     def first(self, kind):
         found = self.of_type(kind)
         return found[0] if found else (None, None)
+
+    def stage_durations(self):
+        """Seconds the child spent in each stage it announced, to its last message."""
+        marks = [(o["stage"], o["t"]) for o, _ in self.messages if o.get("type") == "stage"]
+        ends = [t for _, t in marks[1:]] + [max([o.get("t", 0) for o, _ in self.messages] + [0])]
+        durations = {}
+        for (stage, t), t_next in zip(marks, ends):
+            durations[stage] = durations.get(stage, 0.0) + (t_next - t)
+        return durations
 
     def out_of_gpu_memory(self):
         """Whether the child ended on a CUDA allocation that failed."""
@@ -239,7 +246,6 @@ def collect(pid, rfd, timeouts, on_stage=None, job_dir=None, defer_exit=False, r
             now = time.monotonic()
             kind = obj.get("type") if isinstance(obj, dict) else None
             if kind == "stage":
-                out.stage_times[out.stage] = now
                 out.stage = str(obj.get("stage"))
                 out.messages.append(({"type": "stage", "stage": out.stage, "t": now}, []))
                 if on_stage is not None:
