@@ -38,8 +38,8 @@ exclusive) on a file per GPU in the user's private sandbox folder, which no chil
 whose descriptor no child keeps. A worker never waits for it while holding it, so no two pools
 wait on each other in a circle; the kernel drops it with a worker that dies. flock alone grants a
 shared request whenever others hold the lock shared, so shared holds that keep overlapping would
-keep an exclusive request waiting forever (a Level 3 sweep's composed program, timed, waited
-past its job's 600 s behind the subgraph jobs of eleven other runs): every request first passes
+keep an exclusive request waiting forever (in a Level 3 sweep of 12 runs, the shared holds on one
+GPU left no gap longer than a second in 16 minutes): every request first passes
 a second lock, the GPU's turnstile, which an exclusive request keeps while it waits, so shared
 requests made after it wait behind it.
 """
