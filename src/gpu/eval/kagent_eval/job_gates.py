@@ -5,7 +5,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from . import compare, extra_trials, fingerprint, host_load, loader, remeasure, sandbox
+from . import compare, extra_trials, fingerprint, host_load, loader, pyprofile, remeasure, sandbox
 from . import sanitize_op, static_checks
 from . import timed_verdict
 from . import trust, verdict
@@ -23,6 +23,7 @@ class Checked:
     rtol: float = None
     atol: float = None
     host_loaded: bool = False  # the host's CPUs oversubscribed while the candidate ran (host_load.py)
+    pyprofile: Any = None  # cProfile of the checks after the candidate's process (pyprofile.py)
 
     @property
     def trial0(self):
@@ -110,6 +111,9 @@ def candidate(c):
     if getattr(out, "retried_alone", False):
         result["retried_alone"] = True
     loaded, _ = out.first("loaded")
+    profiled, _ = out.first("pyprofile")
+    if profiled and pyprofile.enabled():
+        result.setdefault("pyprofile", {})["child"] = str(profiled.get("text"))[:pyprofile.MAX_CHARS]
     if loaded:
         result["candidate_kind"] = loaded.get("kind")
         parts = loaded.get("build_parts")
@@ -244,11 +248,18 @@ def timed(gate, c):
     """Runs one gate; the ones after the candidate's process (its `verdict` phase) add their
     seconds to worker_s.checks, so that phase's cost can be told apart by gate."""
     t = time.monotonic()
-    failed = gate(c)
+    checking = "verdict" in (c.result.get("stage_at") or {}) and gate is not candidate
+    if checking and c.pyprofile is not None:
+        c.pyprofile.enable()
+    try:
+        failed = gate(c)
+    finally:
+        if checking and c.pyprofile is not None:
+            c.pyprofile.disable()
     if c.out is not None:
         sandbox.note_exit(c.out)  # the candidate's process exits meanwhile: when it was gone
     phases = c.result.get("worker_s")
-    if phases is not None and "verdict" in (c.result.get("stage_at") or {}) and gate is not candidate:
+    if phases is not None and checking:
         phases.setdefault("checks", {})[gate.__name__] = time.monotonic() - t
     return failed
 

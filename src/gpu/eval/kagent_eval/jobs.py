@@ -5,7 +5,7 @@ import os
 import random
 import time
 
-from . import child_candidate, compile_gate, job_gates, job_spec, sandbox
+from . import child_candidate, compile_gate, job_gates, job_spec, pyprofile, sandbox
 from . import spare as spare_mod
 from .lease import EXCLUSIVE, SHARED, Lease
 from .reference import ReferenceCache
@@ -112,8 +112,8 @@ class Evaluator:
                   "audit": {"applicable": self.cuda, "static_findings": []},
                   "device": self.device, "dtype": spec["dtype"],
                   "started_at": t0}  # on stage_at's clock: what comes before the first stage shows
+        checked = job_gates.Checked(self, spec, result, pyprofile=pyprofile.new())
         try:
-            checked = job_gates.Checked(self, spec, result)
             # the first gate that fails the job ends it
             if all(job_gates.timed(gate, checked) is None for gate in job_gates.GATES):
                 result.update(ok=True, stage="done")
@@ -124,6 +124,8 @@ class Evaluator:
                 result["worker_s"]["verdict"] = time.monotonic() - result["stage_at"]["verdict"]
             self.wait_exit(result)
             result["elapsed"] = time.monotonic() - t0
+            if checked.pyprofile is not None:
+                result.setdefault("pyprofile", {})["worker_checks"] = pyprofile.text(checked.pyprofile)
         return result
 
     def wait_exit(self, result=None):
