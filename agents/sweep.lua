@@ -29,7 +29,7 @@ local SPEC = {
   ["gpus-per-task"] = { type = "integer", min = 0, help = "Slurm: GPUs per task (default 1; none in CPU mode)" },
   ["cpus-per-task"] = { type = "integer", min = 1, help = "Slurm: CPUs per task" },
   ["array-limit"] = { type = "integer", min = 1, help = "Slurm: tasks running at once (--array=...%N)" },
-  time = { type = "string", help = "Slurm: time limit per task (sbatch --time)" },
+  time = { type = "string", help = "time limit of each problem's run, in Slurm's formats (MINUTES, MM:SS, HH:MM:SS, D-HH:MM:SS): on this machine a run past it is stopped and its row says so (running the sweep again starts it again, or resumes it where the run saved its state); on Slurm, sbatch --time" },
   ["sbatch-args"] = { type = "string", help = "Slurm: more sbatch arguments, space-separated" },
   retries = { type = "integer", min = 0, help = "Slurm: resubmissions of a task that ends without a finished run (default 2)" },
   poll = { type = "number", above = 0, help = "Slurm: seconds between squeue polls (default 30)" },
@@ -119,7 +119,8 @@ local function run_local(plan, line, session)
       kagent.task.sleep(2)
     end
   end)
-  local_run.run(plan, todo, { db = plan.db, slots = slots, running = running })
+  local limit = require("agents.tools.sweep.time_limit").seconds(plan.run_time ~= json.null and plan.run_time or nil)
+  local_run.run(plan, todo, { db = plan.db, slots = slots, running = running, time_limit = limit or nil })
   kagent.task.kill(ticker)
   status()
   return slots[1].devices == "cpu"
@@ -201,6 +202,10 @@ local function main(argv)
     return require("agents.tools.sweep.slurm").task_main(plan, opts.task)
   end
 
+  if opts.time then
+    local _, terr = require("agents.tools.sweep.time_limit").seconds(opts.time)
+    if terr then return fail(terr) end
+  end
   local pass = run_args.args(PASS, opts, extra)
   local plan = opts.out and plan_lib.load(opts.out)
   if plan then
@@ -210,6 +215,7 @@ local function main(argv)
     if plan.mode == "slurm" then plan.slurm = slurm_options(opts, plan.slurm) end
     if opts.max_concurrent then plan.max_concurrent = opts.max_concurrent end
     if opts.devices then plan.devices = opts.devices end
+    if opts.time and plan.mode ~= "slurm" then plan.run_time = opts.time end
   else
     if not opts.problems then return fail("--problems is required (--help lists the options)") end
     if not opts.policy then return fail("--policy is required (beam, greedy, tune, skill, fuse or a policy file)") end
@@ -218,7 +224,8 @@ local function main(argv)
     local perr
     plan, perr = plan_lib.new({ problems = opts.problems, policy = opts.policy, kernels = opts.kernels, out = out,
       policy_args = pass, db = opts.db or require("kagent.mem").default_path(), devices = opts.devices,
-      max_concurrent = opts.max_concurrent, slurm = opts.slurm and slurm_options(opts) or nil })
+      max_concurrent = opts.max_concurrent, slurm = opts.slurm and slurm_options(opts) or nil,
+      run_time = not opts.slurm and opts.time or nil })
     if not plan then return fail(perr) end
   end
   if plan_lib.needs_llm(plan.policy, plan.policy_args) then

@@ -315,6 +315,42 @@ describe("agents/sweep.lua on this machine (CPU mode, FAKE LLM server)", functio
     proc.run({ "rm", "-rf", dir })
   end, { timeout = 900 })
 
+  it("stops a run past --time, says so in its row, and runs it again when the sweep runs again", function()
+    if not have_torch() then skip("no torch for " .. spec.python .. " (set KAGENT_PYTHON)") end
+    local dir = spec.tmpdir("sweep-time")
+    local env = { KAGENT_PYTHON = spec.python, KAGENT_DB = false, KAGENT_SWEEP_HEARTBEAT = "1" }
+    -- a problem whose Model never returns: its run waits on the evaluator until its job timeout
+    local hang = kagent.root .. "/tests/fixtures/agent/problems/hanging_model.py"
+    local out = dir .. "/sweep"
+    local argv = { "--problems", hang, "--policy", "fuse", "--devices", "cpu", "--out", out, "--db", dir .. "/s.db",
+      "--time", "0:04", "--", "--no-llm", "--job-timeout", "300" }
+    local t0 = kagent.time.now()
+    local r = sweep.check_exit(run_sweep(argv, env, 120), out)
+    expect.truthy(kagent.time.now() - t0 < 60, "stopped at the limit, not at the job timeout")
+    expect.eq(r.code, 1)
+    local rec = sweep.record(out, "hanging_model")
+    expect.eq(rec.status, "failed")
+    expect.eq(rec.launches[1].timed_out, true)
+    expect.match(rec.error, "^time limit: the run passed the sweep's %-%-time %(4 s%)")
+    expect.match(r.stdout, "hanging_model: time limit: the run passed the sweep's %-%-time %(4 s%)")
+    local pid = rec.launches[1].pid
+    expect.falsy(fs.exists("/proc/" .. pid) and (fs.read("/proc/" .. pid .. "/cmdline") or ""):find(out, 1, true),
+      "the run is gone")
+    -- a limit that is not one is refused before anything runs; the next session runs the problem
+    -- again (the fuse run saved no state to resume from), under the same limit
+    local bad = run_sweep({ "--problems", hang, "--policy", "fuse", "--devices", "cpu", "--out", dir .. "/b",
+      "--time", "1::2", "--", "--no-llm" }, env, 60)
+    expect.eq(bad.code, 2)
+    expect.match(bad.stderr, "%-%-time 1::2: not a time limit")
+    expect.falsy(fs.exists(dir .. "/b"), "nothing started")
+    sweep.check_exit(run_sweep(argv, env, 120), out)
+    rec = sweep.record(out, "hanging_model")
+    expect.eq(#rec.launches, 2)
+    expect.eq(rec.launches[2].timed_out, true)
+    expect.eq(rec.status, "failed")
+    proc.run({ "rm", "-rf", dir })
+  end, { timeout = 300 })
+
   it("refuses what it cannot run, with the reason", function()
     local dir = spec.tmpdir("sweep-errors")
     local noenv = { KAGENT_LLM_URL = false, KAGENT_MODEL = false, OPENAI_API_KEY = false, ANTHROPIC_API_KEY = false,

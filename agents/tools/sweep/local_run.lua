@@ -48,7 +48,8 @@ function M.run_env(n)
 end
 
 -- run(plan, todo, o) -> records by problem name. todo: problem entries; o: db, slots, running
--- (a table kept as {problem entry = true} while its run is under way, for the status line).
+-- (a table kept as {problem entry = true} while its run is under way, for the status line) and
+-- time_limit (seconds a run may take, or nil).
 function M.run(plan, todo, o)
   local running = o.running or {}
   local free = {}
@@ -60,7 +61,8 @@ function M.run(plan, todo, o)
     fns[i] = function()
       local slot = table.remove(free)
       running[p] = true
-      local rec = task_lib.run(plan, p, { db = o.db, devices = slot.devices, gpus = slot.gpus, env = env })
+      local rec = task_lib.run(plan, p, { db = o.db, devices = slot.devices, gpus = slot.gpus, env = env,
+        time_limit = o.time_limit })
       running[p] = nil
       free[#free + 1] = slot
       records[p.name] = rec

@@ -158,6 +158,7 @@ function M.new(o)
     kernels = o.kernels and fs.abspath(o.kernels) or json.null, policy_args = o.policy_args or {},
     db = fs.abspath(o.db), mode = o.slurm and "slurm" or "local", slurm = o.slurm or json.null,
     devices = o.devices or json.null, max_concurrent = o.max_concurrent or json.null,
+    run_time = o.run_time or json.null,
     problems = problems, created = os.date("!%Y-%m-%dT%H:%M:%SZ"),
   }
 end

@@ -87,7 +87,9 @@ end
 
 -- run(plan, p, o) -> record. o: db (KAGENT_DB for the run), devices ("0,1" | "cpu" | nil: what
 -- the run finds), gpus (GPUs held, for GPU-hours), slurm_job (id of the Slurm task), env (more
--- variables for the child). The record is written at the start, on each heartbeat and at the end.
+-- variables for the child), time_limit (seconds, or nil: the run is stopped past it, TERM then
+-- KILL, and the record says so). The record is written at the start, on each heartbeat and at
+-- the end.
 function M.run(plan, p, o)
   local rec = M.read_record(plan, p) or { name = p.name, problem = p.problem, launches = {} }
   local st = M.run_state(plan, p)
@@ -126,12 +128,13 @@ function M.run(plan, p, o)
         write_record(plan, p, rec)
       end
     end)
-    res = child:wait()
+    res = child:wait(o.time_limit)
     task.kill(beat)
   else
     res = { code = 127, stderr = tostring(err) }
   end
   launch.finished, launch.code, launch.signal = ktime.wall(), res.code, res.signal or json.null
+  if res.timed_out then launch.timed_out = true end
 
   local after = M.run_state(plan, p)
   rec.run_dir = after.done or after.resume or json.null
@@ -143,6 +146,11 @@ function M.run(plan, p, o)
     -- finished, with no finalist confirmed: a result of its own (no figure), not a failure to retry
     rec.status = "unconfirmed"
     rec.run_uid = M.run_uid(o.db, after.done)
+  elseif res.timed_out then
+    rec.status = "failed"
+    -- one line, its head before the first colon (the sweep's table of failed runs splits it there)
+    rec.error = string.format("time limit: the run passed the sweep's --time (%d s) and was stopped; running "
+      .. "the sweep again starts it again (resumes it, where the run saved its state)", o.time_limit)
   else
     rec.status = "failed"
     rec.error = (res.signal and ("killed by signal " .. res.signal) or ("exit " .. tostring(res.code)))
