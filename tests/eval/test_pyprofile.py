@@ -23,6 +23,8 @@ class PyprofileTest(unittest.TestCase):
         self.assertIn("child_candidate.py", child)
         self.assertIn("(_trials)", child)
         self.assertIn("(check_trials)", checks)
+        # the comparisons ran in the profiled thread, not behind a wait on a thread pool
+        self.assertIn("(compare_outputs)", checks)
         self.assertNotIn("(check_trials)", child)
 
     def test_a_job_refused_before_its_candidate_ran_still_replies(self):

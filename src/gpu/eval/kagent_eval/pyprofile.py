@@ -2,10 +2,11 @@
 --pyprofile): with KAGENT_EVAL_PYPROFILE=1 in the worker's environment (the sandbox passes the
 evaluator's own settings on to its children), the candidate's process profiles its job with
 cProfile and sends the functions that took the most cumulative time, and the worker does the
-same for its own checks after that process's last message. Both come back in the result as
-`pyprofile` = {"child": text, "worker_checks": text}. A diagnostic for the people tuning the
-harness: it slows what it profiles, the child's text is the untrusted process's own account,
-and neither enters a verdict."""
+same for its own checks after that process's last message (their comparisons of the trials'
+outputs then run one after another in the profiled thread, not on a few threads at once). Both
+come back in the result as `pyprofile` = {"child": text, "worker_checks": text}. A diagnostic for
+the people tuning the harness: it slows what it profiles, the child's text is the untrusted
+process's own account, and neither enters a verdict."""
 import cProfile
 import io
 import os

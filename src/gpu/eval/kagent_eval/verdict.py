@@ -4,7 +4,7 @@ import os
 from concurrent.futures import ThreadPoolExecutor
 
 from . import audit as audit_mod
-from . import compare, likely_cause
+from . import compare, likely_cause, pyprofile
 from .digest import attach_arrays
 
 # threads that compare a job's trials side by side (the worker's own, not the candidate's)
@@ -67,7 +67,9 @@ def _compare_side_by_side(pairs, rtol, atol, sample_seed, also=None):
         ok, summary = at(p, rtol, atol)
         return ok, summary, {name: _outcome_at(ok, rtol, atol, r, a, lambda: at(p, r, a)[0])
                              for name, (r, a) in (also or {}).items()}
-    if len(pairs) < 2:
+    if len(pairs) < 2 or pyprofile.enabled():
+        # profiled (pyprofile.py): one after another in the profiled thread, so the listing
+        # shows the comparisons instead of a wait on the threads that ran them
         return iter([one(p) for p in pairs])
     with ThreadPoolExecutor(max_workers=min(len(pairs), COMPARE_THREADS)) as pool:
         return iter(list(pool.map(one, pairs)))
