@@ -31,7 +31,12 @@ int l_read(lua_State* L) {
   int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return fail_errno(L, "cannot read", path, errno);
   struct stat st {};
-  if (fstat(fd, &st) != 0 || S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode)) {
+  if (fstat(fd, &st) != 0) {
+    int err = errno;
+    close(fd);
+    return fail_errno(L, "cannot read", path, err);
+  }
+  if (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode)) {
     close(fd);
     return push_failure(L, "EIO", std::string("cannot read ") + path + ": a named pipe or socket, not a file");
   }

@@ -7,8 +7,10 @@ from . import audit as audit_mod
 from . import compare, likely_cause, pyprofile
 from .digest import attach_arrays
 
-# threads that compare a job's trials side by side (the worker's own, not the candidate's)
-COMPARE_THREADS = max(1, min(4, os.cpu_count() or 1))
+# threads that compare a job's trials side by side (the worker's own, not the candidate's); one
+# where the worker's Python is profiled (pyprofile.py), so its listing shows the comparisons
+# rather than a wait on the threads that ran them
+COMPARE_THREADS = 1 if pyprofile.enabled() else max(1, min(4, os.cpu_count() or 1))
 
 
 def _attach(obj, arrays, keys):
@@ -67,9 +69,7 @@ def _compare_side_by_side(pairs, rtol, atol, sample_seed, also=None):
         ok, summary = at(p, rtol, atol)
         return ok, summary, {name: _outcome_at(ok, rtol, atol, r, a, lambda: at(p, r, a)[0])
                              for name, (r, a) in (also or {}).items()}
-    if len(pairs) < 2 or pyprofile.enabled():
-        # profiled (pyprofile.py): one after another in the profiled thread, so the listing
-        # shows the comparisons instead of a wait on the threads that ran them
+    if len(pairs) < 2 or COMPARE_THREADS < 2:
         return iter([one(p) for p in pairs])
     with ThreadPoolExecutor(max_workers=min(len(pairs), COMPARE_THREADS)) as pool:
         return iter(list(pool.map(one, pairs)))
