@@ -81,6 +81,14 @@ class AnalyzeLayers(CpuWorkerTest):
         self.assertIn("max=torch.tensor(", clamp["expr"])
         self.assertTrue(clamp["expr"].endswith(".to(${p:logit_scale}.device))"), clamp["expr"])
 
+    def test_number_made_on_a_concrete_device_stays_there(self):
+        # the concrete trace runs the forward with real inputs: the bound is made on the input's
+        # device itself (a GPU there), so nothing says so but the device the forward asked for
+        r = self.analyze("device_constant_concrete.py")
+        self.assertEqual(r["trace"], "concrete")
+        clamp = by_name(r)["clamp"]
+        self.assertTrue(clamp["expr"].endswith(".to(${p:logit_scale}.device))"), clamp["expr"])
+
     def test_control_flow_on_data_is_still_refused(self):
         reply = self.w.request("analyze", {"problem": os.path.join(FUSE, "control_flow.py")}, timeout=300)
         r = reply["result"]

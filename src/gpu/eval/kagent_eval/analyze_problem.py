@@ -129,14 +129,16 @@ def shrink(torch, problem, spec, dtype, device):
 def _constants_on_traced_devices(torch, dropped):
     """`torch.tensor(0.0, device=x.device)` cannot be traced (the device is a proxy): while
     tracing, such a constant is made without the proxied device or dtype, a small CPU tensor the
-    graph keeps as a constant. A 0-d CPU tensor combines with a tensor on any device in
-    arithmetic, not everywhere (clamp's bound must be on its input's device): a device dropped
-    here is noted in `dropped`, and the functional form then makes the graph's 0-d constants on
-    their op's device, as the forward did (fx_graph.Graph's numbers_on_device)."""
+    graph keeps as a constant. The concrete trace (fx_trace.concrete) passes a real device, so
+    its constant is made there, and written out as a CPU tensor all the same (fx_forms.
+    small_constant). A 0-d CPU tensor combines with a tensor on any device in arithmetic, not
+    everywhere (clamp's bound must be on its input's device): a constant made with a device the
+    forward chose is noted in `dropped`, and the functional form then makes the graph's 0-d
+    constants on their op's device, as the forward did (fx_graph.Graph's numbers_on_device)."""
     real = torch.tensor
 
     def tensor(data, *args, **kwargs):
-        if isinstance(kwargs.get("device"), torch.fx.Proxy):
+        if kwargs.get("device") is not None:
             dropped.append(True)
         for key in ("device", "dtype"):
             if isinstance(kwargs.get(key), torch.fx.Proxy):

@@ -12,6 +12,7 @@ below a floor (StopRule; the options and their defaults: BENCH_DEFAULTS).
 """
 import bisect
 import ctypes
+import functools
 import math
 import statistics
 import time
@@ -256,13 +257,13 @@ class Timer:
 
         feed.before(i, plan), if given, runs untimed before timed call i (which input set it
         runs on, timed_inputs.py; plan: the calls it may count on, so a rotation's moves fall
-        inside the loop); after_call(i) runs untimed after it (a sample of its output),
-        in the same untimed stretch as the next call's feed (one wait between calls, not two).
-        Both run on a stream of their own, outside every call's window. hardened: the
-        persisting-L2 set-aside is reset before every call as well, so no data a candidate
-        pinned in L2 survives the flush. calls_done(), if given, runs once every call's work
-        (on all streams) has finished, before the activity trace is read: where the caller
-        announces a stage there, the worker's clock bound on the loop (timed_verdict.py) counts
+        inside the loop); after_call(i) runs untimed after it (a sample of its output), in the
+        same untimed stretch as the next call's feed, on a stream of their own. hardened: the
+        persisting-L2 set-aside is reset in that stretch too, so no data a candidate pinned in
+        L2 survives the flush. A feed with ``untimed(work)`` is handed the whole stretch (to
+        announce it: the worker's clock bound, candidate_timing.py). calls_done(), if given,
+        runs once every call's work (on all streams) has finished, before the activity trace
+        is read: where the caller announces a stage there, that bound (timed_verdict.py) counts
         the calls and not the reading of the trace."""
         o = bench_options(opts)
         done = self.warm(fn, o["warmup"], o["warmup_time"])
@@ -279,6 +280,7 @@ class Timer:
             prep_stream = self.torch.cuda.Stream()
             if tracer is not None:
                 gap_streams = (tracer.stream_id(prep_stream.cuda_stream),)
+        reset, announce = self._reset_persisting_l2 if hardened else None, getattr(feed, "untimed", None)
         events, walls = [], []
         records = end_mark = None
         if tracer is not None:
@@ -287,10 +289,9 @@ class Timer:
         try:
             i = 0
             while True:
-                if feed is not None or (after_call is not None and i > 0):
-                    self._untimed(lambda: _between(i, rule.plan, feed, after_call), prep_stream)
-                if hardened and self._reset_persisting_l2 is not None:
-                    self._reset_persisting_l2()
+                if feed is not None or reset is not None or (after_call is not None and i > 0):
+                    work = functools.partial(_between, i, rule.plan, feed, after_call, reset)
+                    self._untimed((lambda: announce(work)) if announce else work, prep_stream)
                 e, w = self.time_once(fn, mark)
                 events.append(e)
                 walls.append(w)
@@ -342,12 +343,14 @@ class Timer:
         stream.synchronize()
 
 
-def _between(i, plan, feed, after_call):
-    """The untimed work before timed call i: the last call's output sampled, then call i's inputs."""
+def _between(i, plan, feed, after_call, reset=None):
+    """The untimed work before timed call i: the last output's sample, i's inputs, the L2 reset."""
     if after_call is not None and i > 0:
         after_call(i - 1)
     if feed is not None:
         feed.before(i, plan)
+    if reset is not None:
+        reset()
 
 
 def _persisting_l2_reset():
