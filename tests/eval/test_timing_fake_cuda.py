@@ -3,6 +3,7 @@ events read a simulated GPU clock, so it runs on a machine without a GPU."""
 import contextlib
 import os
 import sys
+import types
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "src", "gpu", "eval"))
@@ -187,12 +188,7 @@ class TimerFakeCudaTest(unittest.TestCase):
         for at in resets:  # each inside an announced stretch: after a prep, before the loop's
             stage = [m["stage"] for m, _ in messages if m["t"] * 1e3 <= at][-1]
             self.assertEqual(stage, "benchmark_prep")
-
-        class Out:
-            pass
-        out = Out()
-        out.messages = messages
-        per_call = timed_verdict.loop_ms(out) / (res["n"] + 3)
+        per_call = timed_verdict.loop_ms(types.SimpleNamespace(messages=messages)) / (res["n"] + 3)
         self.assertLess(per_call, 3 * res["median"] + 1.0 + timing.MAX_PAD_MS)
 
     def test_warm_up_lasts_its_minimum_duration(self):

@@ -31,7 +31,7 @@ def analyze(torch, ch, spec):
     # torch.fx's own trace first; where it cannot trace (branches on shapes, arguments left to
     # their defaults), the concrete trace (fx_trace.py)
     gm = None
-    dropped = []  # set where a constant was made without the device the forward asked for
+    dropped = []  # set where the forward made a constant on a device of its choosing
     for mode in (("concrete",) if fx_trace.needs_concrete(model, args) else ("plain", "concrete")):
         try:
             with _constants_on_traced_devices(torch, dropped):

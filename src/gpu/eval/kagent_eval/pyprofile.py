@@ -1,6 +1,6 @@
-"""Where a job's Python time goes, for the harness benchmarks (bench/eval_latency.py
---pyprofile): with KAGENT_EVAL_PYPROFILE=1 in the worker's environment (the sandbox passes the
-evaluator's own settings on to its children), the candidate's process profiles its job with
+"""Where a job's Python time goes, for the harness benchmark (bench/harness_profile.py): with
+KAGENT_EVAL_PYPROFILE=1 in the worker's environment (the sandbox passes the evaluator's own
+settings on to its children), the candidate's process profiles its job with
 cProfile and sends the functions that took the most cumulative time, and the worker does the
 same for its own checks after that process's last message (their comparisons of the trials'
 outputs then run one after another in the profiled thread, not on a few threads at once). Both
