@@ -20,6 +20,9 @@ describe("refused_for_load", function()
     expect.truthy(fake.refused_for_load({ code = 5 }, summary({ "timing", DISAGREE })))
     expect.truthy(fake.refused_for_load({ code = 5 }, summary({ "timing", SPREAD }, { "timing", DISAGREE })))
     expect.truthy(fake.refused_for_load({ code = 5 }, summary({ "timing", (DISAGREE:gsub("first$", "first; the timed calls vary too much (p90/p10 above the limit)")) })))
+    -- as the evaluator words a spread refusal: with the calls' p90/p10 of each measure
+    expect.truthy(fake.refused_for_load({ code = 5 }, summary({ "timing", SPREAD .. " (p90/p10 of the calls: first 3.32, re-measure 11)" })))
+    expect.truthy(fake.refused_for_load({ code = 5 }, summary({ "timing", DISAGREE .. "; the timed calls vary too much (p90/p10 above the limit) (p90/p10 of the calls: first 1.2e+03, re-measure 23.2)" })))
   end)
 
   it("knows the evaluator's noise refusals as the evaluator words them", function()
@@ -33,11 +36,21 @@ describe("refused_for_load", function()
       expect.truthy(known[reason], "fake_session.LOAD_REFUSALS lacks: " .. reason)
     end
     expect.eq(#fake.LOAD_REFUSALS, #json.decode(r.stdout), "one entry per noise flag")
+    -- a spread refusal as the evaluator writes it, with its detail (remeasure.py)
+    r = assert(proc.run({ spec.python, "-c", "from kagent_eval import remeasure, trust; r = {'flags': []}; "
+      .. "trust.reject_untrusted(r, ['spread', 'remeasure_disagrees'], "
+      .. "remeasure._trust_detail({'spread': 3.32}, {'spread': 11.0}, True)); print(r['error'])" },
+      { env = { PYTHONPATH = kagent.root .. "/src/gpu/eval" }, timeout = 60 }))
+    expect.eq(r.code, 0, r.stderr)
+    local worded = r.stdout:gsub("%s+$", "")
+    expect.match(worded, "p90/p10 of the calls", "the detail is in the message")
+    expect.truthy(fake.refused_for_load({ code = 5 }, summary({ "timing", worded })), worded)
   end)
 
   it("not a refusal a cheat or a failure raises, nor another exit", function()
     expect.falsy(fake.refused_for_load({ code = 5 }, summary({ "timing", STREAM })))
     expect.falsy(fake.refused_for_load({ code = 5 }, summary({ "timing", DISAGREE .. "; " .. (STREAM:gsub("^EUNTRUSTED: ", "")) })))
+    expect.falsy(fake.refused_for_load({ code = 5 }, summary({ "timing", SPREAD .. " (first: 3 of 50 calls with work outside the events, 0 records outside every call)" })))
     expect.falsy(fake.refused_for_load({ code = 5 }, summary({ "timing", DISAGREE }, { "correctness", "EMISMATCH: output 0 differs" })))
     expect.falsy(fake.refused_for_load({ code = 5 }, summary({ "timing", "ESTALE: a timed call returned a stale output" })))
     expect.falsy(fake.refused_for_load({ code = 5 }, summary()))
