@@ -36,6 +36,42 @@ class SamplePositionsTest(unittest.TestCase):
         np.testing.assert_array_equal(digest.sample_positions(5000, 1), np.arange(5000))
 
 
+class TensorStatsTest(unittest.TestCase):
+    """The whole-tensor statistics a sampled digest carries: the data's, chunk by chunk."""
+
+    def setUp(self):
+        try:
+            import torch
+        except ImportError:
+            self.skipTest("no torch")
+        self.torch = torch
+        self.chunk = digest.STATS_CHUNK
+        digest.STATS_CHUNK = 1000  # several chunks, the last a short one
+
+    def tearDown(self):
+        digest.STATS_CHUNK = self.chunk
+
+    def test_sums_and_non_finite_count_over_chunks(self):
+        torch = self.torch
+        x = torch.linspace(-3.0, 2.0, 4321)
+        st = digest._stats(torch, x)
+        a = x.numpy().astype(np.float64)
+        self.assertAlmostEqual(st["sum"], float(a.sum()), delta=1e-9 * float(np.abs(a).sum()))
+        self.assertAlmostEqual(st["abs_sum"], float(np.abs(a).sum()), places=6)
+        self.assertEqual(st["nonfinite"], 0)
+        for i, v in ((5, float("nan")), (1500, float("inf")), (4320, float("-inf")),
+                     (4000, float("nan"))):
+            x[i] = v
+        self.assertEqual(digest._stats(torch, x)["nonfinite"], 4)
+
+    def test_integers_and_booleans_sum_without_an_absolute_sum(self):
+        torch = self.torch
+        st = digest._stats(torch, torch.arange(-50, 2950, dtype=torch.int32))
+        self.assertEqual((st["sum"], st["abs_sum"], st["nonfinite"]),
+                         (float(sum(range(-50, 2950))), None, 0))
+        self.assertEqual(digest._stats(torch, torch.arange(2500) % 3 == 0)["sum"], 834.0)
+
+
 class ElementwiseErrorsTest(unittest.TestCase):
     """The all-finite path gives what the masked path gives on the same finite data."""
 
@@ -75,6 +111,28 @@ class ElementwiseErrorsTest(unittest.TestCase):
         self.assertTrue(compare.compare_tensor(got, exp, 1e-4, 1e-4, 0)["ok"])
         got["data"] = np.array([1.0, 0.0, np.inf, 2.0], dtype=np.float32)
         self.assertFalse(compare.compare_tensor(got, exp, 1e-4, 1e-4, 0)["ok"])
+
+    def test_a_non_finite_output_against_a_finite_reference_is_wrong(self):
+        e = np.linspace(-1.0, 1.0, 1000).astype(np.float32)
+        for bad in (np.nan, np.inf, -np.inf):
+            g = e.copy()
+            g[417] = bad
+            self.assertIsNone(compare.errors_finite(g.astype(np.float64), e.astype(np.float64),
+                                                    1e-4, 1e-4))
+            got = {"kind": "tensor", "plain": True, "dtype": "float32", "shape": [1000],
+                   "numel": 1000, "full": True, "data": g}
+            r = compare.compare_tensor(got, dict(got, data=e), 1e-4, 1e-4, 0)
+            self.assertFalse(r["ok"], r)
+            self.assertEqual(r["mismatch"]["index"], [417])
+
+    def test_errors_at_the_least_allowance_are_right_and_just_above_it_wrong(self):
+        # every element's allowance is at least atol: errors of exactly atol pass, and one
+        # error just above it (where rtol adds nothing) is the one mismatch
+        e = np.zeros(4096)
+        g = np.full(4096, 1e-4)
+        self.assertFalse(self.assert_same(g, e, 1e-4, 1e-4)[1].any())
+        g[4000] = np.nextafter(1e-4, 1.0)
+        self.assertEqual(int(self.assert_same(g, e, 1e-4, 1e-4)[1].sum()), 1)
 
 
 class CompareTensorFiguresTest(unittest.TestCase):
