@@ -73,6 +73,17 @@ describe("refused_for_load", function()
       expect.match(try({ code = 5 }, summary({ "timing", DISAGREE })), "too loaded to confirm")
       expect.eq(try({ code = 5 }, summary({ "timing", STREAM })), nil, "a cheat's refusal fails the spec")
       expect.eq(try({ code = 0 }, summary({ "timing", DISAGREE })), nil, "another exit")
+      -- an attempt of a round refused for noise: a spec counting what each kernel did skips
+      local function attempt(stage, err)
+        said = nil
+        kagent.fs.mkdir_p(dir .. "/rounds/round_1/w2")
+        kagent.fs.write(dir .. "/rounds/round_1/w2/verify_1.json", json.encode({ ok = false, stage = stage, error = err }))
+        pcall(fake.skip_if_an_attempt_refused_for_load, dir)
+        return said
+      end
+      expect.match(attempt("timing", SPREAD .. " (p90/p10 of the calls: first 12, re-measure 30)"), "too loaded to time round_1/w2")
+      expect.eq(attempt("timing", STREAM), nil, "a cheat's refusal is counted as the spec says")
+      expect.eq(attempt("correctness", "EMISMATCH: output 0 differs"), nil)
     end)
     skip = real  -- luacheck: ignore
     assert(ok, err)
