@@ -148,12 +148,15 @@ class CpuVerifyTest(CpuWorkerTest):
         self.assertRegex(r["error"], r"p90/p10 of the calls: first [0-9.e+]+, re-measure [0-9.e+]+")
         self.assertNotIn("time_ms", r)
 
-    def test_a_bound_below_the_time_is_accepted_without_remeasure(self):
+    def test_a_bound_below_the_time_raises_no_flag_and_asks_no_remeasure(self):
         r = self.w.job("benchmark", "relu_problem.py", fixture("eval", "relu_good.py"),
                        sol_ms=1e-6, bench={"budget": 0.05, "baselines": []})
         self.assertNotIn("beyond_sol", r["trust"]["first_flags"], r)
         self.assertNotIn("beyond_sol", r["trust"].get("second_flags", []), r)
-        if r["trust"]["remeasured"]:
+        if not r["trust"]["first_flags"]:
+            self.assertFalse(r["trust"]["remeasured"], r)  # the bound alone asks for none
+            self.assertTrue(r["ok"], r)
+        else:
             # only a loaded machine's flags may have asked for it, never the bound
             self.assertLessEqual(set(r["trust"]["first_flags"]), trust.NOISE_FLAGS, r)
         if r["ok"]:

@@ -260,11 +260,10 @@ class Timer:
         inside the loop); after_call(i) runs untimed after it (a sample of its output), in the
         same untimed stretch as the next call's feed, on a stream of their own. hardened: the
         persisting-L2 set-aside is reset in that stretch too, so no data a candidate pinned in
-        L2 survives the flush. A feed with ``untimed(work)`` is handed the whole stretch (to
-        announce it: the worker's clock bound, candidate_timing.py). calls_done(), if given,
-        runs once every call's work (on all streams) has finished, before the activity trace
-        is read: where the caller announces a stage there, that bound (timed_verdict.py) counts
-        the calls and not the reading of the trace."""
+        L2 survives the flush. A feed with ``untimed(work)`` is handed the whole stretch to
+        announce (the worker's clock bound, candidate_timing.py). calls_done(), if given, runs
+        once every call's work (on all streams) has finished, before the activity trace is
+        read: a stage announced there makes that bound count the calls, not the trace."""
         o = bench_options(opts)
         done = self.warm(fn, o["warmup"], o["warmup_time"])
         self.fit_pad(fn)
@@ -280,7 +279,8 @@ class Timer:
             prep_stream = self.torch.cuda.Stream()
             if tracer is not None:
                 gap_streams = (tracer.stream_id(prep_stream.cuda_stream),)
-        reset, announce = self._reset_persisting_l2 if hardened else None, getattr(feed, "untimed", None)
+        reset = self._reset_persisting_l2 if hardened else None
+        announce = getattr(feed, "untimed", None)
         events, walls = [], []
         records = end_mark = None
         if tracer is not None:
