@@ -112,7 +112,7 @@ describe("agents/beam.lua on CPU with the fake LLM server", function()
     local ids = {}
     for _, k in ipairs(s.beam) do ids[#ids + 1] = k.id end
     expect.eq(table.concat(ids, ","), "r1w1,input", "beam = the fast kernel and the input (slower and duplicates rejected)")
-    expect.eq(s.outcomes.improved, 1, "only the refined kernel improved on its parent")
+    expect.eq(s.outcomes.improved, 1, "only the refined kernel improved on its parent: " .. json.encode(s.outcomes))
     expect.truthy((s.outcomes.duplicate or 0) >= 2, "duplicates detected (the fast kernel reformatted, twice)")
     -- the slow kernels are "slower", or "same" when CPU timing noise is wider than the gap, or
     -- failed when the evaluator's checks reject them; never "improved" and never in the beam
