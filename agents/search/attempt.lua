@@ -86,7 +86,7 @@ local function write_trace(run, parent, d, a)
   rd:write(dir .. "/benchmark_results.json", rd.benchmark_json(run.problem_path, run.device_name, run.dtype,
     { [string.format("kernel_round_%d", a.round)] = { time_ms = a.child_ms or json.null, worker = a.worker,
       p10 = t.p10, p90 = t.p90, path = dir .. "/kernel.py", ok = a.ok, outcome = a.outcome, stage = a.stage,
-      error = a.error, parent = parent.id, parent_ms = a.parent_ms } }, { ["repeat"] = t.n }))
+      error = a.error, promotion = a.promotion, parent = parent.id, parent_ms = a.parent_ms } }, { ["repeat"] = t.n }))
   if a.cached then
     rd:write(dir .. "/duplicate.json", { source_fingerprint = fingerprint.of(a.code), evaluated = false,
       reason = "same source as a kernel already evaluated in this run" })
@@ -167,13 +167,15 @@ function M.store(run, parent, d, a)
 end
 
 -- summary(a, id, parent) -> the row the driver keeps per attempt (state.json, summary.json
--- outcomes, report.html): outcome, time with its spread, the parent's time, the bottleneck.
+-- outcomes, report.html): outcome, time with its spread, the parent's time, the bottleneck, and
+-- the promotion gate's reason (why a verified kernel was improved, same or slower).
 function M.summary(a, id, parent)
   local t = a.ok and a.result.time_ms or {}
   local bottleneck = a.direction and a.direction.summary
   return { round = a.round, worker = a.worker, outcome = a.outcome, skill = a.skill, time_ms = a.child_ms,
     p10 = t.p10, p90 = t.p90, parent_ms = a.parent_ms, stage = a.stage, error = a.error, llm_code = a.llm_code,
     tries = a.tries, parent = parent.id, attempt_id = id, duplicate_of = a.duplicate_of, gained = a.gained == true or nil,
+    promotion = a.promotion and tostring(a.promotion):sub(1, 300) or nil,
     bottleneck = bottleneck and tostring(bottleneck):sub(1, 200) or nil, role = a.role, model = a.model }
 end
 

@@ -31,6 +31,10 @@ class CompareTest(unittest.TestCase):
         first, second = r["candidates"]
         self.assertEqual(first["speedup"]["median"], 1.0)
         self.assertEqual(second["speedup"]["pairs"], 2)  # four blocks: two A B | B A pairs
+        ratios = second["speedup"]["ratios"]  # what a gate's sign test counts
+        self.assertEqual(len(ratios), 2)
+        self.assertEqual(ratios, sorted(ratios))
+        self.assertEqual(ratios[0], second["speedup"]["min"])
         self.assertGreater(second["speedup"]["median"], 2.0)
         self.assertLess(second["time_ms"]["median"], first["time_ms"]["median"])
         self.assertEqual(second["time_ms"]["n"], 12)

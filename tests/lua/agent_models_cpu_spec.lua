@@ -77,7 +77,11 @@ describe("--model per role", function()
     expect.eq(bad.attempts, 2, "worker 2 in each of the two rounds")
     expect.eq(bad.improved, 0, "the worse model's kernels never verify")
     expect.eq(bad.verified, 0)
-    expect.eq(good.improved, 1, "the fast kernel, once (then a duplicate)")
+    local gate = {}
+    for _, a in ipairs(json.decode(assert(fs.read(rd .. "/state.json"))).attempts) do
+      gate[#gate + 1] = string.format("r%dw%d %s: %s", a.round, a.worker, tostring(a.outcome), tostring(a.promotion or a.error))
+    end
+    expect.eq(good.improved, 1, "the fast kernel, once (then a duplicate): " .. table.concat(gate, "; "))
     expect.eq(good.share_improved, 1)
     expect.eq(bad.share_improved, 0)
     expect.eq(good.best, true, "the best kernel is the good model's")

@@ -73,12 +73,23 @@ describe("promotion.promote", function()
     expect.match(why, "not verified")
   end)
   it("confirms a gain by timing parent and child interleaved in one job", function()
+    -- a FAKE pool: each comparison answers the next scripted list of per-pair ratios
     local asked = {}
-    local function gated(speedup, cv, min)
+    local function gated(...)
+      local answers = { ... }
       local pool = { compare = function(_, job)
         asked[#asked + 1] = job
+        local ratios = table.remove(answers, 1)
+        if not ratios then return { ok = false, stage = "timing", error = "EUNTRUSTED: fake" } end
+        table.sort(ratios)
+        local sum, sq = 0, 0
+        for _, r in ipairs(ratios) do sum = sum + r end
+        local mean = sum / #ratios
+        for _, r in ipairs(ratios) do sq = sq + (r - mean) ^ 2 end
+        local median = (ratios[math.floor((#ratios + 1) / 2)] + ratios[math.ceil((#ratios + 1) / 2)]) / 2
         return { ok = true, candidates = { { speedup = { median = 1, cv = 0 } },
-          { speedup = { median = speedup, min = min or speedup * (1 - cv), p10 = speedup, p90 = speedup, cv = cv } } } }
+          { speedup = { median = median, min = ratios[1], p10 = ratios[1], p90 = ratios[#ratios],
+            cv = math.sqrt(sq / #ratios) / mean, pairs = #ratios, ratios = ratios } } } }
       end }
       return { opts = { min_gain = 1 }, can_profile = true, pool = pool,
         job = function(code, extra) local j = { candidate = code }; for k, v in pairs(extra) do j[k] = v end; return j end }
@@ -88,20 +99,47 @@ describe("promotion.promote", function()
       r.code, r.fingerprint = code, code
       return r
     end
-    expect.truthy(promotion.promote(gated(1.25, 0.01), kern(1.0, "P"), kern(0.8, "C")))
+    expect.truthy(promotion.promote(gated({ 1.24, 1.25, 1.25, 1.26 }), kern(1.0, "P"), kern(0.8, "C")))
     expect.eq(asked[1].candidates[1], "P")
     expect.eq(asked[1].candidates[2], "C")
-    local ok, why = promotion.promote(gated(1.004, 0.01), kern(1.0, "P"), kern(0.8, "C2"))
+    expect.eq(asked[1].rounds, promotion.ROUNDS)
+    local ok, why = promotion.promote(gated({ 1.0, 1.004, 1.005, 1.006 }), kern(1.0, "P"), kern(0.8, "C2"))
     expect.falsy(ok, "the search-time gain does not hold up interleaved")
     expect.match(why, "under 1%%")
-    ok, why = promotion.promote(gated(1.25, 0.2), kern(1.0, "P"), kern(0.8, "C3"))
-    expect.falsy(ok, "blocks that disagree")
-    expect.match(why, "cv")
-    expect.truthy(promotion.promote(gated(3.0, 0.6, 1.5), kern(1.0, "P"), kern(0.3, "C5")),
-      "a gain every pair shows passes however much the pairs differ")
     local n = #asked
-    expect.falsy(promotion.promote(gated(1.25, 0.01), kern(1.0, "P"), kern(0.999, "C4")))
+    ok, why = promotion.promote(gated({ 1.0, 1.2, 1.3, 1.5 }, { 0.9, 1.0, 1.1, 1.2, 1.3, 1.4, 1.5, 1.6, 0.95, 1.0,
+      1.05, 1.2, 1.3, 1.4, 1.5, 1.6 }), kern(1.0, "P"), kern(0.8, "C3"))
+    expect.falsy(ok, "blocks that disagree, twice")
+    expect.match(why, "cv")
+    expect.eq(#asked, n + 2, "the larger comparison made once")
+    expect.eq(asked[#asked].rounds, promotion.ROUNDS_AGAIN)
+    expect.truthy(promotion.promote(gated({ 1.5, 2.0, 3.0, 4.0 }), kern(1.0, "P"), kern(0.3, "C5")),
+      "a gain every pair shows passes however much the pairs differ")
+    -- one pair of four stalled on a loaded machine: the larger comparison, 14 pairs of 16
+    -- above the bar, decides
+    n = #asked
+    ok, why = promotion.promote(gated({ 1.0, 8.0, 12.0, 14.0 }, { 0.9, 1.0, 5, 6, 7, 8, 9, 10, 11, 11, 12, 12, 13, 13, 14, 14 }),
+      kern(1.0, "P"), kern(0.1, "C6"))
+    expect.truthy(ok, why)
+    expect.eq(#asked, n + 2)
+    expect.match(why, "14 of 16 pairs")
+    ok, why = promotion.promote(gated({ 1.0, 8.0, 12.0, 14.0 }, { 0.9, 1.0, 1.0, 1.0, 7, 8, 9, 10, 11, 11, 12, 12, 13, 13, 14, 14 }),
+      kern(1.0, "P"), kern(0.1, "C7"))
+    expect.falsy(ok, "12 of 16 pairs could be chance (over 1 in 32)")
+    expect.match(why, "12 of 16 pairs")
+    ok, why = promotion.promote(gated({ 1.0, 8.0, 12.0, 14.0 }), kern(1.0, "P"), kern(0.1, "C8"))
+    expect.falsy(ok, "a larger comparison that fails is no gain")
+    expect.match(why, "again: interleaved timing failed: EUNTRUSTED")
+    n = #asked
+    expect.falsy(promotion.promote(gated({ 1.25, 1.25, 1.25, 1.25 }), kern(1.0, "P"), kern(0.999, "C4")))
     expect.eq(#asked, n, "no interleaved job for a child that is not even nominally faster")
+  end)
+  it("rules out chance with a one-sided sign test over the pairs", function()
+    expect.eq(promotion.chance_of(4, 4), 1 / 16)
+    expect.eq(promotion.chance_of(0, 4), 1)
+    expect.eq(promotion.chance_of(13, 16), 697 / 65536)
+    expect.truthy(promotion.chance_of(12, 16) > promotion.CHANCE_AGAIN)
+    expect.truthy(promotion.chance_of(3, 4) > promotion.CHANCE, "three pairs of four is not enough")
   end)
   it("keep_best moves the head only through the gate", function()
     local head = k("head", 1.0, 0.01, "h", 0)

@@ -91,9 +91,9 @@ describe("agents/skill.lua on CPU with the fake LLM server", function()
     local v1 = read_json(w1 .. "verify_1.json")
     if v1.stage == "timing" then skip("the machine was too noisy to rank the repaired kernel: " .. tostring(v1.error)) end
     expect.eq(v1.ok, true)
-    local outcomes = {}
-    for _, a in ipairs(read_json(rd .. "/state.json").attempts) do outcomes[a.worker] = a.outcome end
-    expect.eq(outcomes[1], "improved", "the repaired kernel is far faster than slow.py")
+    local outcomes, why = {}, {}
+    for _, a in ipairs(read_json(rd .. "/state.json").attempts) do outcomes[a.worker], why[a.worker] = a.outcome, a.promotion end
+    expect.eq(outcomes[1], "improved", "the repaired kernel is far faster than slow.py: " .. tostring(why[1]))
     expect.eq(s.best.id, "r1w1")
     -- prompt caching: the shared block (system prompt with the skill catalogue, problem, parent)
     -- is written once and read by the calls after it

@@ -89,6 +89,7 @@ def _compare(ev, spec, result):
         entry["speedup"] = {"median": _median(ratios), "min": ratios[0] if ratios else None,
                             "p10": timing.percentile(ratios, 0.1),
                             "p90": timing.percentile(ratios, 0.9), "pairs": len(ratios),
+                            "ratios": ratios,
                             # the pairs' agreement: what a promotion gate asks of a gain
                             "cv": statistics.pstdev(ratios) / mean if len(ratios) > 1 and mean
                             else 0.0}
