@@ -73,6 +73,8 @@ describe("report.html", function()
     for _ in rows:gmatch("<tr") do n = n + 1 end
     expect.eq(n, #synthetic.ATTEMPTS)
     expect.truthy(rows:find("failed at timing", 1, true) and rows:find("duplicate of r2w1", 1, true))
+    expect.truthy(rows:find('<span title="1.6000 ms vs 1.6000 ms: inside 1% or the spreads">same</span>', 1, true),
+      "the promotion gate's reason on the outcome")
     expect.truthy(page:find("DRAM bandwidth (% of peak)", 1, true), "counters side by side")
     local d = run_data.load(dir)
     local roles = {}

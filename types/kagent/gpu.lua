@@ -323,10 +323,11 @@ function pool:evaluate(job) end
 ---  each already verified) in one process: the same inputs, timer and launch pad, in `rounds`
 ---  blocks (default 8) of `calls_per_block` calls (default 5) ordered A B … then … B A, under the
 ---  all-stream check. Result `{ok, stage, candidates = {{time_ms, blocks, roofline, speedup =
----  {median, min, p10, p90, cv, pairs}}, ...}, rounds, calls_per_block}`; `speedup` summarises, over
+---  {median, min, p10, p90, cv, pairs, ratios}}, ...}, rounds, calls_per_block}`; `speedup` summarises, over
 ---  the A B | B A pairs of blocks (`rounds` must be even), the first candidate's time over this
 ---  one's (the first's is 1): the order within a block cancels in a pair; `min` is the smallest
----  per-pair ratio and `cv` their coefficient of variation. The last output of each is checked
+---  per-pair ratio, `ratios` every per-pair ratio in ascending order, and `cv` their coefficient of
+---  variation. The last output of each is checked
 ---  against the reference (`EMISMATCH` names the candidate). A candidate whose timing raises a
 ---  trust flag other than `spread` fails the comparison with `stage = "timing"`, `EUNTRUSTED`
 ---  (the spread is reported for the caller's gate: `time_ms.cv`, `speedup.p10..p90`). Takes the

@@ -87,7 +87,7 @@ local function attempt_rows(st, input_ms)
     local row = { id = attempt_id(a), round = a.round, worker = a.worker, parent = a.parent, skill = a.skill or "-",
       bottleneck = a.bottleneck or "-", outcome = o, stage = a.stage, error = a.error, time_ms = num(a.time_ms),
       p10 = num(a.p10), p90 = num(a.p90), parent_ms = num(a.parent_ms), duplicate_of = a.duplicate_of, tries = a.tries,
-      x = x }
+      promotion = a.promotion, x = x }
     if row.time_ms and row.parent_ms then row.vs_parent = row.parent_ms / row.time_ms end
     if row.time_ms and input_ms then row.vs_input = input_ms / row.time_ms end
     if row.p10 and row.p90 then row.spread = string.format("%.4f-%.4f", row.p10, row.p90) end

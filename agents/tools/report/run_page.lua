@@ -57,7 +57,9 @@ local ROUND_COLUMNS = {
   { key = "bottleneck", title = "bottleneck (direction)" }, { key = "skill" },
   { key = "outcome", fmt = function(r)
     if r.outcome == "failed" then return "failed at " .. esc(r.stage) end
-    return esc(r.outcome) .. (r.duplicate_of and (" of " .. esc(r.duplicate_of)) or "")
+    local text = esc(r.outcome) .. (r.duplicate_of and (" of " .. esc(r.duplicate_of)) or "")
+    -- the promotion gate's reason on hover: why a verified kernel was improved, same or slower
+    return r.promotion and string.format('<span title="%s">%s</span>', esc(r.promotion), text) or text
   end },
   { key = "time_ms", title = "time ms (p10-p90)", fmt = function(r)
     if not r.time_ms then return "-" end
