@@ -175,7 +175,7 @@ function M.summary(a, id, parent)
   return { round = a.round, worker = a.worker, outcome = a.outcome, skill = a.skill, time_ms = a.child_ms,
     p10 = t.p10, p90 = t.p90, parent_ms = a.parent_ms, stage = a.stage, error = a.error, llm_code = a.llm_code,
     tries = a.tries, parent = parent.id, attempt_id = id, duplicate_of = a.duplicate_of, gained = a.gained == true or nil,
-    promotion = a.promotion and tostring(a.promotion):sub(1, 300) or nil,
+    promotion = a.promotion and tostring(a.promotion):sub(1, 600) or nil,
     bottleneck = bottleneck and tostring(bottleneck):sub(1, 200) or nil, role = a.role, model = a.model }
 end
 
