@@ -215,8 +215,17 @@ class SideBySideTest(unittest.TestCase):
         ref = tensor(np.arange(1, 101))
         pairs = [(tensor(np.arange(1, 101)), ref) for _ in range(7)]
         pairs[4] = (tensor(np.arange(1, 101) * 2), ref)
-        got = list(verdict._compare_side_by_side(pairs, 1e-4, 1e-4, 0))
+        one = verdict.trial_comparer(1e-4, 1e-4, 0)
+        got = list(verdict._compare_side_by_side(pairs, one))
         self.assertEqual([ok for ok, _, _ in got], [True] * 4 + [False] + [True] * 2)
+        self.assertIn("outside", got[4][1]["reason"])
+        # outcomes known already (early_checks.py) are taken at their places, the rest computed
+        known = (True, {"reason": "known"}, {})
+        got = list(verdict._compare_side_by_side(pairs, one, [None, known, None, None, None, known]))
+        self.assertEqual([ok for ok, _, _ in got], [True] * 4 + [False] + [True] * 2)
+        self.assertEqual([s.get("reason") for _, s, _ in got].count("known"), 2)
+        self.assertEqual(got[1][1]["reason"], "known")
+        self.assertEqual(got[5][1]["reason"], "known")
         self.assertIn("outside", got[4][1]["reason"])
 
 

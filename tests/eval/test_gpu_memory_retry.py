@@ -20,7 +20,7 @@ class FakeSpare:
     def __init__(self, out):
         self.out = out
 
-    def run(self, spec, timeouts, on_stage=None, defer_exit=False):
+    def run(self, spec, timeouts, on_stage=None, defer_exit=False, on_message=None):
         return self.out
 
 

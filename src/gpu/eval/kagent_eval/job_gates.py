@@ -5,7 +5,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from . import compare, extra_trials, fingerprint, host_load, loader, pyprofile, remeasure, sandbox
+from . import compare, early_checks, extra_trials, fingerprint, host_load, loader, pyprofile
+from . import remeasure, sandbox
 from . import sanitize_op, static_checks
 from . import timed_verdict
 from . import trust, verdict
@@ -24,6 +25,7 @@ class Checked:
     atol: float = None
     host_loaded: bool = False  # the host's CPUs oversubscribed while the candidate ran (host_load.py)
     pyprofile: Any = None  # cProfile of the checks after the candidate's process (pyprofile.py)
+    early: Any = None  # the trials' comparisons begun while the process ran (early_checks.py)
 
     @property
     def trial0(self):
@@ -80,7 +82,11 @@ def candidate(c):
                  input_contract=trial0.get("input_contract"))
     t = time.monotonic()
     window = host_load.Window()
-    out = c.out = c.ev.run_candidate(cspec, defer_exit=True)
+    if early_checks.enabled(c.ev.cuda):
+        c.early = early_checks.EarlyTrials(c.ref_trials, c.rtol, c.atol, c.ev.sample_seed,
+                                           _kernelbench(spec), spec["nonfinite"])
+    out = c.out = c.ev.run_candidate(cspec, defer_exit=True,
+                                     on_message=c.early.offer if c.early is not None else None)
     c.host_loaded = window.loaded()
     c.ev.exiting = out
     # the child's last message is in: the worker's own checks start here (the child exits
@@ -126,12 +132,16 @@ def candidate(c):
 def trials(c):
     """Every trial's outputs against the reference's."""
     spec = c.spec
-    if not verdict.check_trials(c.result, c.ref_trials, c.out, c.rtol, c.atol, c.ev.sample_seed,
-                                spec["nonfinite"], {"dtype": spec["dtype"],
-                                                    "tolerance": spec["tolerance"],
-                                                    "problem": spec["problem"]}):
-        return c.result
-    return None
+    ok = verdict.check_trials(c.result, c.ref_trials, c.out, c.rtol, c.atol, c.ev.sample_seed,
+                              spec["nonfinite"], _kernelbench(spec), c.early)
+    if c.early is not None:
+        c.result["worker_s"]["early_trials"] = c.early.taken
+    return None if ok else c.result
+
+
+def _kernelbench(spec):
+    """What check_trials needs to record the KernelBench outcomes of a job's trials."""
+    return {"dtype": spec["dtype"], "tolerance": spec["tolerance"], "problem": spec["problem"]}
 
 
 def outcome(c):

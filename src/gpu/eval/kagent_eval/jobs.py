@@ -65,14 +65,16 @@ class Evaluator:
         if self.refs.share is not None:
             self.refs.share.close()
 
-    def run_candidate(self, cspec, defer_exit=False):
+    def run_candidate(self, cspec, defer_exit=False, on_message=None):
         """The candidate's child for a job: the prepared spare when there is one, else a fresh
         fork; the next spare starts preparing meanwhile (it needs no lease). The spare's child
         holds no lease until its first gate; at each gate the worker gets the lease in the mode
         the child asks for (shared for the build and the trials, exclusive for the timed and
         profiled stages, shared again for the late trials, none for its exit). A child that ran out
         of GPU memory beside the other workers' processes is run once more in a fresh process
-        holding the lease exclusive throughout (result.retried_alone)."""
+        holding the lease exclusive throughout (result.retried_alone). on_message(obj, arrays):
+        each frame of the prepared spare's process as it arrives (early_checks.py; a process
+        forked on demand or run again is not followed)."""
         current, self.spare = self.spare, None
         self._refill_spare()
 
@@ -82,7 +84,7 @@ class Evaluator:
 
         cspec = dict(cspec, shared_device=self.lease.enabled)
         try:
-            out = current.run(cspec, cspec["timeouts"], on_stage, defer_exit) \
+            out = current.run(cspec, cspec["timeouts"], on_stage, defer_exit, on_message) \
                 if current is not None else None
             if out is None:
                 # a child forked on demand has no gate to stop at: it holds the lease
@@ -126,6 +128,8 @@ class Evaluator:
             result["elapsed"] = time.monotonic() - t0
             if checked.pyprofile is not None:
                 result.setdefault("pyprofile", {})["worker_checks"] = pyprofile.text(checked.pyprofile)
+            if checked.early is not None:
+                checked.early.close()
         return result
 
     def wait_exit(self, result=None):

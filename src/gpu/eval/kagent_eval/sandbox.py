@@ -138,8 +138,7 @@ class Outcome:
         return [(o, a) for o, a in self.messages if o.get("type") == kind]
 
     def first(self, kind):
-        found = self.of_type(kind)
-        return found[0] if found else (None, None)
+        return next(iter(self.of_type(kind)), (None, None))
 
     def stage_durations(self):
         """Seconds the child spent in each stage it announced, to its last message."""
@@ -212,14 +211,14 @@ def limits_with(timeouts):
     return limits
 
 
-def collect(pid, rfd, timeouts, on_stage=None, job_dir=None, defer_exit=False, role="candidate"):
-    """Read a child's frames until it exits, applying per-stage deadlines; reaps it and closes
-    rfd. on_stage(name), if given, runs when the child announces a stage (before its deadline
-    starts). job_dir: the child's job folder, whose cgroups say whether it hit a limit.
-    defer_exit: a child that said "done" is left to exit (its CUDA context's teardown takes a
-    tenth of a second) while the caller checks what it sent; the caller then calls
-    finish_exit(outcome), before it replies. role: the child's (role_of); a trusted child's tasks
-    are not counted, as no cgroup limits them either."""
+def collect(pid, rfd, timeouts, on_stage=None, job_dir=None, defer_exit=False, role="candidate",
+            on_message=None):
+    """Read a child's frames until it exits, with per-stage deadlines; reaps it and closes rfd.
+    on_stage(name) runs as the child announces a stage (before its deadline starts), on_message(obj,
+    arrays) for every other frame as it arrives (early_checks.py). job_dir: the child's job folder,
+    whose cgroups tell a hit limit. defer_exit: a child that said "done" is left to exit (its CUDA
+    teardown) while the caller checks what it sent, then calls finish_exit(outcome) before replying.
+    role: the child's (role_of); a trusted child's tasks are not counted (no cgroup limits them)."""
     limits = limits_with(timeouts)
     out = Outcome()
     t_start = time.monotonic()
@@ -254,10 +253,10 @@ def collect(pid, rfd, timeouts, on_stage=None, job_dir=None, defer_exit=False, r
                 continue
             obj["t"] = now
             out.messages.append((obj, arrays))
-            if kind == "done":
-                done = True
-                break
-            if kind == "error":
+            if on_message:
+                on_message(obj, arrays)
+            done = kind == "done"
+            if done or kind == "error":
                 break
         if watch is not None and out.failure is None and watch.over():
             out.failure = watch.failure  # what it left running as it ended counts too

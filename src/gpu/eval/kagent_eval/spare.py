@@ -58,11 +58,11 @@ class Spare:
         self.discard()
         return False
 
-    def run(self, spec, timeouts, on_stage=None, defer_exit=False):
+    def run(self, spec, timeouts, on_stage=None, defer_exit=False, on_message=None):
         """Outcome of the job in the prepared child, or None when the child is not usable (the
         caller then forks a fresh one). The child stops at each gate (stages "gate_shared" and
-        "gate") until open_gate() is called (typically from on_stage). defer_exit: see
-        sandbox.collect."""
+        "gate") until open_gate() is called (typically from on_stage). defer_exit, on_message:
+        see sandbox.collect."""
         if not self.wait_ready():
             return None
         try:
@@ -74,7 +74,8 @@ class Spare:
         self.pid = self.rfd = None
         out = None
         try:
-            out = sandbox.collect(pid, rfd, timeouts, on_stage, job_dir=self.job_dir, defer_exit=defer_exit)
+            out = sandbox.collect(pid, rfd, timeouts, on_stage, job_dir=self.job_dir,
+                                  defer_exit=defer_exit, on_message=on_message)
         finally:
             sandbox.PARENT_ONLY_FDS.difference_update((rfd, gate_w))
             os.close(gate_w)

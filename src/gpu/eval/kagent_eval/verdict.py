@@ -54,25 +54,70 @@ def _changed_inputs(after, ref_inputs):
     return [k for k, (a, b) in enumerate(zip(after, ref_inputs)) if not compare.same_digest(a, b)]
 
 
-def _compare_side_by_side(pairs, rtol, atol, sample_seed, also=None):
-    """compare_outputs of each (outputs, expected[, shadow[, property trial]]) pair, in order,
-    computed on a few threads; each item is (ok, summary, {name: ok}) with the outcome at each of
-    `also`'s tolerances ({name: (rtol, atol)}).
-    Each trial's comparison reads a million-element sample per output in float64 (tens of ms);
-    numpy leaves the interpreter lock while it does, so a job's eight or so trials take about
-    the time of two instead of adding up on the path of every candidate."""
+def trial_comparer(rtol, atol, sample_seed, kernelbench=None):
+    """The comparison of one trial: (outputs, expected[, shadow[, property trial[, judged]]]) ->
+    (ok, summary, {name: ok}), with the outcome at each KernelBench tolerance where `kernelbench`
+    is given (check_trials) and the trial is judged (not a soft non-finite one, whose outcome is
+    a check of its own: none then). Pure: its outcome does not depend on when or where it runs
+    (early_checks.py runs it while the candidate's process is still timing)."""
+    also = kernelbench_tolerances(kernelbench)
+
     def at(p, r, a):
         return compare.compare_outputs(p[0], p[1], r, a, sample_seed, p[2] if len(p) > 2 else None,
                                        len(p) > 3 and p[3])
 
     def one(p):
         ok, summary = at(p, rtol, atol)
+        judged = len(p) < 5 or p[4]
         return ok, summary, {name: _outcome_at(ok, rtol, atol, r, a, lambda: at(p, r, a)[0])
-                             for name, (r, a) in (also or {}).items()}
-    if len(pairs) < 2 or COMPARE_THREADS < 2:
-        return iter([one(p) for p in pairs])
-    with ThreadPoolExecutor(max_workers=min(len(pairs), COMPARE_THREADS)) as pool:
-        return iter(list(pool.map(one, pairs)))
+                             for name, (r, a) in also.items() if judged}
+    return one
+
+
+def kernelbench_tolerances(kernelbench):
+    """{outcome name: (rtol, atol)} of the KernelBench outcomes a verdict records, or {}."""
+    if not kernelbench:
+        return {}
+    return {name: compare.tolerances(kernelbench["dtype"], name=name)
+            for name in KERNELBENCH_OUTCOMES.values()}
+
+
+def trial_pair(obj, arrays, ref_trials, nonfinite="report"):
+    """What check_trials compares for one of the candidate's trial frames, its arrays attached:
+    (outputs, expected, shadow, property trial, judged), or None where that trial is not compared
+    here (it failed to run, the reference left it out, or another check judges it). judged:
+    False for the trial of non-finite inputs unless the job requires it (soft_nonfinite)."""
+    i = obj.get("trial")
+    ref = ref_trials.get(i) if isinstance(i, int) else None
+    if ref is None or ref.get("skipped") or ref.get("kind") in ("resized", "review") \
+            or obj.get("error"):
+        return None
+    _attach(obj, arrays, ("outputs", "inputs_after"))
+    return (obj.get("outputs") or [], ref["outputs"], ref.get("shadow"), ref.get("kind") == "property",
+            not soft_nonfinite(ref, nonfinite))
+
+
+def soft_nonfinite(ref, nonfinite):
+    """A trial of non-finite inputs whose outcome is only the check "nonfinite" (the job does not
+    require it): no KernelBench outcome, no largest error, no failure comes of it."""
+    return ref.get("dist") == "nonfinite" and nonfinite != "require"
+
+
+def _compare_side_by_side(pairs, one, done=()):
+    """one(pair) of each pair, in order, computed on a few threads; `done`: outcomes already
+    known, by position (None where not), taken as they are.
+    Each trial's comparison reads a million-element sample per output in float64 (tens of ms);
+    numpy leaves the interpreter lock while it does, so a job's eight or so trials take about
+    the time of two instead of adding up on the path of every candidate."""
+    done = list(done) + [None] * (len(pairs) - len(done))
+    todo = [p for p, d in zip(pairs, done) if d is None]
+    if len(todo) < 2 or COMPARE_THREADS < 2:
+        fresh = [one(p) for p in todo]
+    else:
+        with ThreadPoolExecutor(max_workers=min(len(todo), COMPARE_THREADS)) as pool:
+            fresh = list(pool.map(one, todo))
+    fresh = iter(fresh)
+    return iter([d if d is not None else next(fresh) for d in done])
 
 
 def _outcome_at(ok, rtol, atol, r, a, compute):
@@ -117,35 +162,34 @@ def skipped_trials(result, ref_trials):
 
 
 def check_trials(result, ref_trials, cand_outcome, rtol, atol, sample_seed, nonfinite="report",
-                 kernelbench=None):
+                 kernelbench=None, early=None):
     """Fills checks/max errors from the regular and property trials; returns False (and sets
     the failure) on the first bad one. A "nonfinite" property trial (NaN/inf inputs) only
     rejects when nonfinite == "require"; otherwise its outcome is the check of that name. A
     value mismatch only a property trial shows fails with EPROPERTY (every regular trial comes
     first and passed). kernelbench ({dtype, tolerance, problem}): also records, over every
     judged trial, whether the verdict would be a pass at KernelBench's tolerances
-    (result["kernelbench"]) and a likely cause of a small error (result["likely_cause"])."""
+    (result["kernelbench"]) and a likely cause of a small error (result["likely_cause"]).
+    early: the comparisons early_checks.EarlyTrials started while the process ran (built with the
+    same tolerances and kernelbench), taken where there is one."""
     checks = result["checks"]
     passed = properties = 0
     replay = result.get("replay_seed")
     skipped_trials(result, ref_trials)
-    trials = []
+    trials, pairs, done = [], [], []
     for obj, arrays in cand_outcome.of_type("trial"):
         i = obj.get("trial")
         ref = ref_trials.get(i) if isinstance(i, int) else None
         if ref is None or ref.get("skipped") or ref.get("kind") in ("resized", "review"):
             continue
-        if not obj.get("error"):
-            _attach(obj, arrays, ("outputs", "inputs_after"))
         trials.append((i, obj, ref))
-    also = {}
-    if kernelbench:
-        also = {name: compare.tolerances(kernelbench["dtype"], name=name)
-                for name in KERNELBENCH_OUTCOMES.values()}
-    compared = _compare_side_by_side(
-        [(obj.get("outputs") or [], ref["outputs"], ref.get("shadow"), ref.get("kind") == "property")
-         for _, obj, ref in trials if not obj.get("error")],
-        rtol, atol, sample_seed, also)
+        pair = trial_pair(obj, arrays, ref_trials, nonfinite)
+        if pair is not None:
+            pairs.append(pair)
+            done.append(early.outcome(obj) if early is not None else None)
+    also = kernelbench_tolerances(kernelbench)
+    compared = _compare_side_by_side(pairs, trial_comparer(rtol, atol, sample_seed, kernelbench),
+                                     done)
     # every trial is looked at, past the first failure too: the KernelBench outcomes and the
     # largest errors are over all judged trials; the verdict is the first failure's
     failure = None
@@ -153,7 +197,7 @@ def check_trials(result, ref_trials, cand_outcome, rtol, atol, sample_seed, nonf
     value_errors = []  # relative L2 errors of the trials failing a tolerance
     for i, obj, ref in trials:
         where = _where(i, ref, replay)
-        soft = ref.get("dist") == "nonfinite" and nonfinite != "require"
+        soft = soft_nonfinite(ref, nonfinite)
         if obj.get("error"):
             if soft:
                 checks["nonfinite"] = False
