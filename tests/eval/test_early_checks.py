@@ -13,6 +13,22 @@ IN_PLACE = ("import torch\nclass ModelNew(torch.nn.Module):\n    def forward(sel
 WRONG_ON_ZEROS = ("import torch\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n"
                   "        return torch.where(x == 0, torch.ones_like(x), torch.relu(x))\n")
 
+# a candidate that forges a trial frame out of shape through its process's own channel to the
+# worker, then hangs in its first call
+FORGES_AND_HANGS = (
+    "import fcntl, os, signal, stat, sys, time\nimport torch\n"
+    "wire = sys.modules['kagent' + '_eval.wire']\n"
+    "class ModelNew(torch.nn.Module):\n    def forward(self, x):\n"
+    "        signal.signal(signal.SIGPIPE, signal.SIG_IGN)\n"
+    "        for fd in range(3, 256):\n"
+    "            try:\n"
+    "                if stat.S_ISFIFO(os.fstat(fd).st_mode) and "
+    "fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE == os.O_WRONLY:\n"
+    "                    wire.send(fd, {'type': 'trial', 'trial': 0, 'outputs': 'junk'})\n"
+    "            except OSError:\n"
+    "                pass\n"
+    "        while True:\n            time.sleep(1)\n")
+
 # the parts of a result the verdict decides
 VERDICT_KEYS = ("ok", "error", "stage", "checks", "trials", "property_trials", "mismatch",
                 "max_abs_err", "max_rel_err", "rel_l2_err", "kernelbench", "skipped_trials")
@@ -78,6 +94,16 @@ class EarlyChecksTest(unittest.TestCase):
         self.assertFalse(early["ok"])
         self.assertTrue(early["error"].startswith("EPROPERTY"), early["error"])
         self.assertSameVerdict(early, after)
+
+    def test_a_forged_frame_leaves_the_hanging_process_to_its_deadline(self):
+        """A frame the early checks cannot read must not stop the worker reading the process:
+        the process still runs into its stage's deadline, the worker still answers, and the
+        job is refused for what its process sent."""
+        r = self.early.job("verify", "relu_problem.py", FORGES_AND_HANGS,
+                           timeouts={"compile": 4, "run": 4})
+        self.assertFalse(r["ok"])
+        self.assertIn("bad data from the sandbox: trial 0's outputs", r["error"])
+        self.assertTrue(self.early.request("ping", timeout=30)["ok"])
 
 
 if __name__ == "__main__":

@@ -47,7 +47,12 @@ class EarlyTrials:
         verdict.check_trials will compare starts its comparison now."""
         if not isinstance(obj, dict) or obj.get("type") != "trial":
             return
-        pair = verdict.trial_pair(obj, arrays, self.ref_trials, self.nonfinite)
+        try:
+            pair = verdict.trial_pair(obj, arrays, self.ref_trials, self.nonfinite)
+        except Exception:
+            # a frame the candidate forged out of shape: check_trials meets it after the process
+            # has ended, as without early checks; raising here would stop reading a live process
+            return
         if pair is not None:
             self.started[id(obj)] = (obj, self.pool.submit(self.one, pair))
 

@@ -92,9 +92,17 @@ def trial_pair(obj, arrays, ref_trials, nonfinite="report"):
     if ref is None or ref.get("skipped") or ref.get("kind") in ("resized", "review") \
             or obj.get("error"):
         return None
+    for key in ("outputs", "inputs_after"):
+        metas = obj.get(key) or []
+        if not isinstance(metas, list) or not all(isinstance(m, dict) for m in metas):
+            raise BadFrame("trial %d's %s are not a list of digests" % (i, key))
     _attach(obj, arrays, ("outputs", "inputs_after"))
     return (obj.get("outputs") or [], ref["outputs"], ref.get("shadow"), ref.get("kind") == "property",
             not soft_nonfinite(ref, nonfinite))
+
+
+class BadFrame(ValueError):
+    """A trial frame out of shape: only a candidate's own code can have sent it."""
 
 
 def soft_nonfinite(ref, nonfinite):
@@ -183,7 +191,10 @@ def check_trials(result, ref_trials, cand_outcome, rtol, atol, sample_seed, nonf
         if ref is None or ref.get("skipped") or ref.get("kind") in ("resized", "review"):
             continue
         trials.append((i, obj, ref))
-        pair = trial_pair(obj, arrays, ref_trials, nonfinite)
+        try:
+            pair = trial_pair(obj, arrays, ref_trials, nonfinite)
+        except BadFrame as e:
+            return not fail(result, "run", "EWORKER", "bad data from the sandbox: %s" % e)
         if pair is not None:
             pairs.append(pair)
             done.append(early.outcome(obj) if early is not None else None)
