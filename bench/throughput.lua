@@ -34,7 +34,7 @@ local spec = {
   devices = options.devices,
   problem = { type = "string", metavar = "file.py", help = "KernelBench problem (default " .. DEFAULTS.gpu.problem .. "; " .. DEFAULTS.cpu.problem .. " in CPU mode)" },
   kernel = { type = "string", metavar = "file.py", help = "kernel whose knobs are varied; also the control (default " .. DEFAULTS.gpu.kernel .. "; " .. DEFAULTS.cpu.kernel .. " in CPU mode)" },
-  op = { type = "string", choices = { "evaluate", "benchmark" }, default = "evaluate", help = "pool method per job: evaluate (verify, time, profile: what a search does) or benchmark (verify, time)" },
+  op = { type = "string", choices = { "evaluate", "benchmark" }, default = "evaluate", help = "pool method per job: evaluate (verify, time, profile: what a search pays for a kernel it keeps, and for every candidate with profile_children) or benchmark (verify, time: what it pays for every other candidate)" },
   metrics = options.metrics,
   timeout = { type = "number", above = 0, default = 900, help = "seconds the pool waits for one job" },
   json = { type = "string", metavar = "file", help = "also write every configuration's figures and each job's whole result (its stage timeline, lease waits, errors) as JSON" },
