@@ -87,11 +87,10 @@ def trial_pair(obj, arrays, ref_trials, nonfinite="report"):
     (outputs, expected, shadow, property trial, judged), or None where that trial is not compared
     here (it failed to run, the reference left it out, or another check judges it). judged:
     False for the trial of non-finite inputs unless the job requires it (soft_nonfinite)."""
-    i = obj.get("trial")
-    ref = ref_trials.get(i) if isinstance(i, int) else None
-    if ref is None or ref.get("skipped") or ref.get("kind") in ("resized", "review") \
-            or obj.get("error"):
+    ref = judged_ref(obj, ref_trials)
+    if ref is None or obj.get("error"):
         return None
+    i = obj["trial"]
     for key in ("outputs", "inputs_after"):
         metas = obj.get(key) or []
         if not isinstance(metas, list) or not all(isinstance(m, dict) for m in metas):
@@ -99,6 +98,17 @@ def trial_pair(obj, arrays, ref_trials, nonfinite="report"):
     _attach(obj, arrays, ("outputs", "inputs_after"))
     return (obj.get("outputs") or [], ref["outputs"], ref.get("shadow"), ref.get("kind") == "property",
             not soft_nonfinite(ref, nonfinite))
+
+
+def judged_ref(obj, ref_trials):
+    """The reference trial check_trials judges a candidate's trial frame against, or None where
+    it does not judge that trial (the reference left it out; a resized or reviewer trial, which
+    checks of their own judge)."""
+    i = obj.get("trial")
+    ref = ref_trials.get(i) if isinstance(i, int) else None
+    if ref is None or ref.get("skipped") or ref.get("kind") in ("resized", "review"):
+        return None
+    return ref
 
 
 class BadFrame(ValueError):
@@ -186,11 +196,10 @@ def check_trials(result, ref_trials, cand_outcome, rtol, atol, sample_seed, nonf
     skipped_trials(result, ref_trials)
     trials, pairs, done = [], [], []
     for obj, arrays in cand_outcome.of_type("trial"):
-        i = obj.get("trial")
-        ref = ref_trials.get(i) if isinstance(i, int) else None
-        if ref is None or ref.get("skipped") or ref.get("kind") in ("resized", "review"):
+        ref = judged_ref(obj, ref_trials)
+        if ref is None:
             continue
-        trials.append((i, obj, ref))
+        trials.append((obj["trial"], obj, ref))
         try:
             pair = trial_pair(obj, arrays, ref_trials, nonfinite)
         except BadFrame as e:
