@@ -54,7 +54,9 @@ case "$phase" in
   dispatch)  # least-loaded dispatch: throughput of #4 with 1 and N workers per GPU, jobs per device
          step dispatch_gpu_check bash tests/gpu/dispatch_gpu_check.sh ${KAGENT_THROUGHPUT_WORKERS:+--workers "$KAGENT_THROUGHPUT_WORKERS"}
          sed -n '/^pool /,$p' "$OUT/dispatch_gpu_check.log" ;;
-  confirm-phases)  # #4 confirmed twice on one database: where the confirmation's time goes, cold and cached
+  confirm-phases)  # #4 confirmed twice on one database: where the confirmation's time goes, cold and cached;
+         # and the compiled fingerprint its verdicts are kept under, the same from two processes
+         step compiled_fingerprint_gpu_check python3 tests/gpu/compiled_fingerprint_gpu_check.py
          step confirm_phases_gpu_check bash tests/gpu/confirm_phases_gpu_check.sh "$OUT/confirm_phases"
          sed -n '/^== first/,$p' "$OUT/confirm_phases_gpu_check.log" ;;
   sweep-cache)  # the showcase tuner sweep cold then with cached baselines and verdicts: the time split

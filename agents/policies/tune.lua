@@ -2,8 +2,8 @@
 -- constants such as BLOCK_SIZE, CHUNK; launch keywords num_warps=, num_stages=; triton.Config
 -- entries): each round evaluates the neighbours (x2, /2; num_stages +-1) of its knobs, those a
 -- firing skill's `tunables` hint points at first, at most --tune-candidates of them; a knob
--- change tried from this kernel before (memory) is not tried again. It stops when no neighbour
--- passes the promotion gate.
+-- change tried from this kernel before (memory) is not tried again, unless it passed the promotion
+-- gate then. It stops when no neighbour passes the promotion gate.
 local features = require("agents.lib.features")
 local promotion = require("agents.search.promotion")
 local skills = require("agents.lib.skills")
@@ -18,7 +18,12 @@ end
 
 function P.directions(parent, run)
   local hits = skills.retrieve(run.skills, parent.profile, features.extract(parent.code, run.problem_code, run.dtype))
-  local function tried(sig) return run.mem:plan_tried(parent.fingerprint, "launch_tuning", sig) ~= nil end
+  -- a change that beat this kernel before is tried again: a later run from the same kernel then
+  -- finds (and measures anew) the best setting memory knows, instead of stopping at a slower one
+  local function tried(sig)
+    return run.mem:plan_tried(parent.fingerprint, "launch_tuning", sig) ~= nil
+      and run.mem:plan_improved(parent.fingerprint, "launch_tuning", sig) == nil
+  end
   local cands = tunables.candidates(parent.code, tunables.hints(hits), run.opts.tune_candidates, tried)
   if #cands == 0 then
     return {}, #tunables.find(parent.code) == 0 and "no tunable knobs found in the kernel" or "every neighbouring setting tried"

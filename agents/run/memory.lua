@@ -140,17 +140,28 @@ function M.skill_table(db, f)
   return out
 end
 
--- plan_tried(parent_fingerprint, skill, signature) -> the earliest attempt (any run on this GPU)
--- that applied this plan to a kernel with this fingerprint, or nil. The hard de-duplication of
--- plans: memory decides, not the wording of a prompt.
-function M:plan_tried(parent_fp, skill, signature)
+local function plan_attempt(self, parent_fp, skill, signature, only_improved)
   if not parent_fp then return nil end
   local rows = self.db:query("SELECT c.id, c.run_id, c.round, c.worker, c.stage, c.time_ms FROM attempts c"
     .. " JOIN attempts p ON c.parent_id = p.id JOIN runs r ON c.run_id = r.id"
     .. " WHERE p.fingerprint = :fp AND c.skill = :skill AND c.plan_signature = :sig AND r.gpu = :gpu"
-    .. " AND c.role != 'repair' AND " .. M.EVIDENCE .. " ORDER BY c.id LIMIT 1",
+    .. " AND c.role != 'repair' AND " .. M.EVIDENCE .. (only_improved and " AND c.stage = 'improved'" or "")
+    .. " ORDER BY c.id LIMIT 1",
     { fp = parent_fp, skill = skill or "", sig = signature, gpu = self.info.gpu }) or {}
   return rows[1]
+end
+
+-- plan_tried(parent_fingerprint, skill, signature) -> the earliest attempt (any run on this GPU)
+-- that applied this plan to a kernel with this fingerprint, or nil. The hard de-duplication of
+-- plans: memory decides, not the wording of a prompt.
+function M:plan_tried(parent_fp, skill, signature)
+  return plan_attempt(self, parent_fp, skill, signature, false)
+end
+
+-- plan_improved(parent_fingerprint, skill, signature) -> the earliest such attempt whose kernel
+-- passed the promotion gate over that parent (stage "improved"), or nil
+function M:plan_improved(parent_fp, skill, signature)
+  return plan_attempt(self, parent_fp, skill, signature, true)
 end
 
 -- skills_tried(parent_fingerprint) -> {skill = true} for every skill applied to this kernel

@@ -264,6 +264,47 @@ describe("search driver", function()
     expect.eq(st.baselines.compile_ms, nil, "a null reads as nil (no arithmetic on json.null)")
   end)
 
+  it("a tuner run again from the same kernel finds the setting an earlier run improved with", function()
+    local dir = spec.tmpdir("search-tune-again")
+    -- the FAKE pool's time is the kernel's BLOCK_SIZE's: 256 is fastest, 64 slowest
+    local ms = { [64] = 1.4, [128] = 1.0, [256] = 0.6, [512] = 0.9 }
+    local function time_of(code) return ms[tonumber(code:match("BLOCK_SIZE = (%d+)"))] end
+    local function tuner_run(name)
+      local run = fake_run(dir, { rounds = 1, tune_candidates = 4, policy = "tune" },
+        assert(rundir.open(dir .. "/runs", name)))
+      fs.write(run.opts.kernel, "BLOCK_SIZE = 128\n")
+      local pool = run.pool
+      local function timed(code)
+        local t = time_of(code)
+        return { ok = true, stage = "done", fingerprint = "fp:" .. code:gsub("%s+", ""),
+          time_ms = { median = t, p10 = t * 0.999, p90 = t * 1.001, n = 100 }, eager_ms = 1.0, compile_ms = 0.9 }
+      end
+      function pool:evaluate(job) self.jobs = self.jobs + 1; return timed(job.candidate) end
+      function pool:benchmark(job) self.jobs = self.jobs + 1; return timed(job.candidate) end
+      function pool:profile(job) return timed(job.candidate) end
+      function pool:compare(job)
+        local out, t1 = {}, time_of(job.candidates[1])
+        for i, code in ipairs(job.candidates) do
+          out[i] = { time_ms = { median = time_of(code) }, speedup = { median = t1 / time_of(code), cv = 0.001, pairs = 4 } }
+        end
+        return { ok = true, stage = "done", candidates = out }
+      end
+      local st = assert(search.start(run, nil))
+      local reason = search.search(run, assert(policy.load("tune")), st)
+      run.db:close()
+      return st, reason
+    end
+    local first = tuner_run("first")
+    expect.match(first.best.code, "BLOCK_SIZE = 256")
+    -- the same kernel, the same database: 64 (slower then) is not tried again, 256 (the gain) is
+    local again, reason = tuner_run("again")
+    expect.eq(reason, nil, "the run had a setting to try: " .. tostring(reason))
+    expect.eq(#again.attempts, 1, "only the earlier gain is tried again")
+    expect.eq(again.attempts[1].time_ms, ms[256])
+    expect.eq(again.attempts[1].outcome, "improved")
+    expect.match(again.best.code, "BLOCK_SIZE = 256", "the second run ends where the first did")
+  end)
+
   it("stops when the policy has nothing to try, with its reason", function()
     local dir = spec.tmpdir("search-none")
     local run = fake_run(dir, { rounds = 3 })

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import candidate_timing, child_common, child_reference, digest, extra_trials, loader
-from . import pyprofile
+from . import fingerprint, pyprofile
 from .timing import _perf_counter
 
 
@@ -230,9 +230,9 @@ def _poison(torch, device, nbytes, trial):
 
 
 def _compiled_fingerprint(module):
-    """Hash of the PTX of the Triton kernels the candidate compiled, where Triton exposes it."""
-    import hashlib
-    h, found = hashlib.sha256(), 0
+    """fingerprint.of_compiled over the PTX of the Triton kernels the candidate compiled, where
+    Triton exposes it."""
+    texts = []
     for value in list(vars(module).values()):
         caches = getattr(value, "device_caches", None) or {}
         if not caches and isinstance(getattr(value, "cache", None), dict):
@@ -241,11 +241,9 @@ def _compiled_fingerprint(module):
             for dev_cache in caches.values():
                 table = dev_cache[0] if isinstance(dev_cache, tuple) else dev_cache
                 for kernel in list(getattr(table, "values", lambda: [])()):
-                    asm = getattr(kernel, "asm", {}) or {}
-                    code = asm.get("ptx") or asm.get("ttgir")
+                    code = (getattr(kernel, "asm", {}) or {}).get("ptx")
                     if code:
-                        h.update(code.encode() if isinstance(code, str) else bytes(code))
-                        found += 1
+                        texts.append(code if isinstance(code, str) else bytes(code).decode("utf-8", "replace"))
         except Exception:
             continue
-    return h.hexdigest()[:16] if found else None
+    return fingerprint.of_compiled(texts)

@@ -1,6 +1,8 @@
-"""Fingerprints that let the agent spot duplicate candidates."""
+"""Fingerprints that let the agent spot duplicate candidates, and the confirmation reuse a
+kernel's verdicts (docs/lua-api.md, `fingerprint` and `compiled_fingerprint`)."""
 import ast
 import hashlib
+import re
 
 
 def of_source(source):
@@ -10,3 +12,37 @@ def of_source(source):
     except SyntaxError:
         norm = "\n".join(line.rstrip() for line in source.splitlines() if line.strip())
     return hashlib.sha256(norm.encode()).hexdigest()[:16]
+
+
+# PTX lines that say where the code came from, not what it does: the source file's path (a new
+# temporary file in every candidate process, loader.load_module) and line numbers.
+_PTX_SOURCE_LINE = re.compile(r"^\s*\.(file|loc)\b")
+_PTX_DEBUG_SECTION = re.compile(r"^\s*\.section\s+\.debug")
+
+
+def ptx_code(ptx):
+    """The PTX without its debug information: `.file` and `.loc` lines and the `.debug_*`
+    sections (which spell the source's path and folder out as bytes). What is left is the
+    kernel's code, the same for the same kernel compiled in any process from any file."""
+    kept, in_debug = [], False
+    for line in ptx.splitlines():
+        if in_debug:
+            if line.strip().startswith("}"):
+                in_debug = False
+            continue
+        if _PTX_DEBUG_SECTION.match(line):
+            in_debug = "{" not in line or "}" not in line.split("{", 1)[1]
+            continue
+        if not _PTX_SOURCE_LINE.match(line):
+            kept.append(line.rstrip())
+    return "\n".join(kept)
+
+
+def of_compiled(ptx_texts):
+    """Hash of the compiled kernels' code (PTX texts, in any order), or None when there are none.
+    A verdict on compiled code is kept under it (agents/search/confirm.lua), so it must not change
+    with what a process names its files or in which order its kernels were compiled."""
+    codes = sorted(hashlib.sha256(ptx_code(t).encode()).hexdigest() for t in ptx_texts)
+    if not codes:
+        return None
+    return hashlib.sha256("\n".join(codes).encode()).hexdigest()[:16]
