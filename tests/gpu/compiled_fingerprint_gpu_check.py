@@ -4,7 +4,6 @@ cache, must give one fingerprint, or a confirmation never finds the verdicts kep
 (agents/search/confirm.lua); the same kernel with one constant changed must give another.
 Prints each process's fingerprint and the hash of its raw PTX (which names the file).
 Usage: python3 tests/gpu/compiled_fingerprint_gpu_check.py"""
-import hashlib
 import json
 import os
 import subprocess
@@ -40,11 +39,7 @@ import hashlib, json, sys
 from kagent_eval import child_candidate, loader
 module = loader.load_module("candidate", sys.argv[1])
 module.run()
-raw = []
-for value in vars(module).values():
-    for dev_cache in (getattr(value, "device_caches", None) or {}).values():
-        table = dev_cache[0] if isinstance(dev_cache, tuple) else dev_cache
-        raw += [k.asm["ptx"] for k in table.values()]
+raw = sorted(child_candidate.compiled_ptx(module))
 print(json.dumps({"file": module.__file__, "fingerprint": child_candidate._compiled_fingerprint(module),
                   "raw_ptx_sha": hashlib.sha256("".join(raw).encode()).hexdigest()[:16]}))
 '''

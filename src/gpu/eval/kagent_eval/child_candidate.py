@@ -229,9 +229,8 @@ def _poison(torch, device, nbytes, trial):
     del buf
 
 
-def _compiled_fingerprint(module):
-    """fingerprint.of_compiled over the PTX of the Triton kernels the candidate compiled, where
-    Triton exposes it."""
+def compiled_ptx(module):
+    """The PTX of the Triton kernels the candidate compiled, where Triton exposes it."""
     texts = []
     for value in list(vars(module).values()):
         caches = getattr(value, "device_caches", None) or {}
@@ -246,4 +245,8 @@ def _compiled_fingerprint(module):
                         texts.append(code if isinstance(code, str) else bytes(code).decode("utf-8", "replace"))
         except Exception:
             continue
-    return fingerprint.of_compiled(texts)
+    return texts
+
+
+def _compiled_fingerprint(module):
+    return fingerprint.of_compiled(compiled_ptx(module))
