@@ -6,8 +6,11 @@
 -- Baselines are measured once per problem and environment and kept in the memory database
 -- (agents/search/measured.lua): a later job times eager only, and the cached torch.compile and
 -- max-autotune figures stand when that eager median agrees with the cached one within 2%;
--- otherwise every baseline is measured again. A result says which: `baselines_source` is
--- "measured", "cached" or "remeasured" (the re-check disagreed; `baselines_recheck` says how).
+-- otherwise every baseline is measured again. Baselines missing from the cache (the start times
+-- eager and torch.compile, the final confirmation max-autotune too) are measured beside the
+-- re-check and join it. A result says which: `baselines_source` is "measured", "cached",
+-- "completed" (cached, and the missing ones measured) or "remeasured" (the re-check disagreed;
+-- `baselines_recheck` says how).
 local log = require("kagent.log")
 local ktime = require("kagent.time")
 local measured = require("agents.search.measured")
@@ -35,16 +38,23 @@ function M.timed(run, op, code, extra, names)
   -- CPU mode measures them every time: wall-clock figures on a shared CPU vary by more than the
   -- re-check's 2%, so a cached figure would rarely stand and each re-check would cost a job
   local cached = run.can_profile and measured.baselines(run) or nil
-  if measured.has(cached, names) then
-    local r = run.pool[op](run.pool, job({ "eager" }))
+  if measured.has(cached, { "eager" }) then
+    local missing = measured.missing(cached, names)
+    local asked = { "eager" }
+    for _, n in ipairs(missing) do asked[#asked + 1] = n end
+    local r = run.pool[op](run.pool, job(asked))
     if not r.ok then return r end  -- the kernel failed: its verdict needs no baselines
     local agree, why = measured.agrees(cached, r)
     if agree then
-      -- eager is the re-check's own figure, measured beside the kernel; the others are cached
+      -- eager is the re-check's own figure, measured beside the kernel, and so are the missing
+      -- ones, which join the cache; the others are cached
       local rest = {}
-      for _, n in ipairs(names) do if n ~= "eager" then rest[#rest + 1] = n end end
+      for _, n in ipairs(names) do
+        if n ~= "eager" and not r[n .. "_ms"] then rest[#rest + 1] = n end
+      end
       measured.fill(r, cached, rest)
-      r.baselines_source = "cached"
+      if #missing > 0 then measured.put_baselines(run, r, missing) end
+      r.baselines_source = #missing > 0 and "completed" or "cached"
       return r
     end
     log.info("cached baselines not reused: %s; measuring them again", why)

@@ -71,13 +71,14 @@ function M.baselines(run)
   return get(run, "baselines", M.baselines_key(run))
 end
 
--- put_baselines(run, result): the baselines an evaluator result measured join those cached (a
--- figure measured now replaces the cached one of the same name)
-function M.put_baselines(run, r)
+-- put_baselines(run, result[, names]): the baselines an evaluator result measured (or only
+-- `names` of them) join those cached (a figure measured now replaces the cached one of the same
+-- name)
+function M.put_baselines(run, r, names)
   local v = M.baselines(run) or { times = {} }
   v.times = v.times or {}
   local any = false
-  for _, n in ipairs(baselines.ALL) do
+  for _, n in ipairs(names or baselines.ALL) do
     if type(r[n .. "_ms"]) == "number" then
       v[n .. "_ms"] = r[n .. "_ms"]
       v.times[n] = r.baseline_times and r.baseline_times[n] or json.null
@@ -94,6 +95,15 @@ function M.has(cached, names)
     if type(cached[n .. "_ms"]) ~= "number" then return false end
   end
   return true
+end
+
+-- missing(cached, names) -> the names the cached baselines lack, in order
+function M.missing(cached, names)
+  local out = {}
+  for _, n in ipairs(names) do
+    if type(cached[n .. "_ms"]) ~= "number" then out[#out + 1] = n end
+  end
+  return out
 end
 
 -- agrees(cached, r) -> true, or false, why: the eager median of result r against the cached one

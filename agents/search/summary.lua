@@ -117,8 +117,9 @@ function M.search(run, st, reason, fin)
   local s = M.base(run)
   s.input_kernel = run.opts.kernel or st.input.label
   local mat = final.compile_max_autotune_ms
-  -- source: whether the final's baselines were measured, cached (agents/search/measured.lua) or
-  -- measured again after a failed re-check; input_source: the same for the start's
+  -- source: whether the final's baselines were measured, cached (agents/search/measured.lua),
+  -- completed (cached, the missing ones measured) or measured again after a failed re-check;
+  -- input_source: the same for the start's
   s.baselines = { eager_ms = eager or json.null, compile_ms = comp or json.null,
     compile_max_autotune_ms = mat or json.null, times = final.baseline_times or json.null,
     source = final.baselines_source or json.null, recheck = final.baselines_recheck or json.null,

@@ -36,11 +36,11 @@ def run():
 
 CHILD = '''
 import hashlib, json, sys
-from kagent_eval import child_candidate, loader
+from kagent_eval import fingerprint, loader
 module = loader.load_module("candidate", sys.argv[1])
 module.run()
-raw = sorted(child_candidate.compiled_ptx(module))
-print(json.dumps({"file": module.__file__, "fingerprint": child_candidate._compiled_fingerprint(module),
+raw = sorted(fingerprint.compiled_ptx(module))
+print(json.dumps({"file": module.__file__, "fingerprint": fingerprint.of_module(module),
                   "raw_ptx_sha": hashlib.sha256("".join(raw).encode()).hexdigest()[:16]}))
 '''
 

@@ -13,7 +13,8 @@ stale output (on one call in sixteen, or most), an output cached by address, or 
 with the call count. algorithmic: diag(A) @ B as a row scaling, a better algorithm than the
 reference's matmul, is accepted with its speedup (and KernelBench's own L1 #12 where
 KAGENT_KERNELBENCH names its folder). sanitize: compute-sanitizer passes a clean kernel and
-finds an out-of-bounds read that no output shows. compare: interleaved timing ranks the one-pass
+finds an out-of-bounds read that no output shows; on showcase #4, racecheck checks the problem
+shrunk (K / 16) and keeps that verdict, having run the kernels memcheck ran as stated. compare: interleaved timing ranks the one-pass
 kernel above the three-pass one. memory: a 16 GiB input verifies and times without running out
 of memory. ka: the ten kernels of KernelAgent's artifacts (KAGENT_KA_ARTIFACTS, default
 ../shared/data/ka-artifacts) load and get their verdicts (bf16). baselines: eager, torch.compile
@@ -174,6 +175,22 @@ def part_sanitize(run):
     run.record("sanitize", "job with sanitize", passed, r, without=short(plain))
     print("OOB reader: verify alone ok=%s; with sanitize=memcheck: pass=%s %s" % (
         plain.get("ok"), passed, r.get("error")), flush=True)
+    # racecheck costs as much as the work it checks: #4 as stated takes about a minute under it
+    t0 = time.time()
+    r = run.job("sanitize", {"problem": os.path.join(ROOT, "examples/problems/4_matmul_gemv.py"),
+                             "candidate": os.path.join(ROOT, "examples/kernels/4_matmul_gemv.py"),
+                             "dtype": "bf16"}, timeout=1800)
+    tools = r.get("tools") or {}
+    race, mem = tools.get("racecheck") or {}, tools.get("memcheck") or {}
+    passed = (r.get("ok") is True and mem.get("sizes") == {} and bool(race.get("sizes"))
+              and "shrunk" not in race and mem.get("compiled") is not None
+              and race.get("compiled") == mem.get("compiled"))
+    run.record("sanitize", "4_matmul_gemv shrunk racecheck", passed, r, wall_s=time.time() - t0)
+    print("sanitize 4_matmul_gemv: ok=%s in %.1f s; memcheck %.1f s at %s, racecheck %.1f s at %s "
+          "(kernels %s / %s) pass=%s %s" % (
+              r.get("ok"), time.time() - t0, mem.get("seconds") or 0, mem.get("sizes"),
+              race.get("seconds") or 0, race.get("sizes"), mem.get("compiled"),
+              race.get("compiled"), passed, (r.get("error") or "")[:200]), flush=True)
 
 
 def part_compare(run):

@@ -341,10 +341,15 @@ function pool:evaluate(job) end
 function pool:compare(job) end
 
 ---`pool:sanitize(job)` ⏸ → compute-sanitizer on one forward of `job.candidate`:
----  `{ok = true|false|nil, tools = {memcheck = {ok, errors, seconds, report}, racecheck = ...},
----  error}`. `ok = nil` means the tools could not judge (CPU mode, no `compute-sanitizer`: set
----  `KAGENT_COMPUTE_SANITIZER` or put the CUDA toolkit's `bin` on `PATH`; the forward failed under
----  them). `job.tools` picks tools (default `{"memcheck", "racecheck"}`), `job.tool_timeout`
+---  `{ok = true|false|nil, tools = {memcheck = {ok, errors, seconds, report, sizes, compiled},
+---  racecheck = {..., shrunk}}, error}`. `ok = nil` means the tools could not judge (CPU mode, no
+---  `compute-sanitizer`: set `KAGENT_COMPUTE_SANITIZER` or put the CUDA toolkit's `bin` on `PATH`;
+---  the forward failed under them). `job.tools` picks tools (default `{"memcheck", "racecheck"}`),
+---  which run at once; with both, racecheck checks the problem about 16 times smaller and keeps
+---  that verdict only if it ran the kernels memcheck ran as stated (the same `compiled`
+---  fingerprint), else it checks the problem as stated too (docs/agents.md, the final choice).
+---  `sizes` are the size constants a tool ran the problem at (`{}`: as stated; `nil`: the forward
+---  did not finish), `shrunk` the smaller racecheck run that was not kept. `job.tool_timeout`
 ---  seconds per tool (default 600); `job.dtype`, `job.seed` and `job.timeout(s)` as for every job,
 ---  which it is checked as (a `verify` job: a malformed field is refused, `EBADREQ`). PyTorch's caching allocator is off in the checked process and
 ---  PyTorch's own kernels are left out of the check.

@@ -113,9 +113,9 @@ def _run(ch, spec, state):
             if e["trial"] not in set(spec.get("skip_trials") or ())]
     _trials(job, [e for e in plan if not e["late"]])
     ch.send({"type": "threads", "before": job.threads_before, "after": threading.active_count()})
-    fingerprint = _compiled_fingerprint(job.module)
-    if fingerprint:
-        ch.send({"type": "compiled", "fingerprint": fingerprint})
+    compiled = fingerprint.of_module(job.module)
+    if compiled:
+        ch.send({"type": "compiled", "fingerprint": compiled})
 
     if times_anything(spec):
         candidate_timing.timed(job, plan)
@@ -227,26 +227,3 @@ def _poison(torch, device, nbytes, trial):
     buf = torch.empty(n, dtype=torch.float32, device=device)
     buf.fill_(float("nan") if trial % 2 == 0 else 1e4)
     del buf
-
-
-def compiled_ptx(module):
-    """The PTX of the Triton kernels the candidate compiled, where Triton exposes it."""
-    texts = []
-    for value in list(vars(module).values()):
-        caches = getattr(value, "device_caches", None) or {}
-        if not caches and isinstance(getattr(value, "cache", None), dict):
-            caches = value.cache
-        try:
-            for dev_cache in caches.values():
-                table = dev_cache[0] if isinstance(dev_cache, tuple) else dev_cache
-                for kernel in list(getattr(table, "values", lambda: [])()):
-                    code = (getattr(kernel, "asm", {}) or {}).get("ptx")
-                    if code:
-                        texts.append(code if isinstance(code, str) else bytes(code).decode("utf-8", "replace"))
-        except Exception:
-            continue
-    return texts
-
-
-def _compiled_fingerprint(module):
-    return fingerprint.of_compiled(compiled_ptx(module))

@@ -46,3 +46,28 @@ def of_compiled(ptx_texts):
     if not codes:
         return None
     return hashlib.sha256("\n".join(codes).encode()).hexdigest()[:16]
+
+
+def compiled_ptx(module):
+    """The PTX of the Triton kernels a loaded candidate module compiled, where Triton exposes it
+    (its kernels' per-device caches)."""
+    texts = []
+    for value in list(vars(module).values()):
+        caches = getattr(value, "device_caches", None) or {}
+        if not caches and isinstance(getattr(value, "cache", None), dict):
+            caches = value.cache
+        try:
+            for dev_cache in caches.values():
+                table = dev_cache[0] if isinstance(dev_cache, tuple) else dev_cache
+                for kernel in list(getattr(table, "values", lambda: [])()):
+                    code = (getattr(kernel, "asm", {}) or {}).get("ptx")
+                    if code:
+                        texts.append(code if isinstance(code, str) else bytes(code).decode("utf-8", "replace"))
+        except Exception:
+            continue
+    return texts
+
+
+def of_module(module):
+    """The compiled fingerprint of the kernels a candidate module has compiled so far."""
+    return of_compiled(compiled_ptx(module))

@@ -263,3 +263,21 @@ def size_variants(problem):
         if v != sizes and v not in variants:
             variants.append(v)
     return variants
+
+
+def shrunk_sizes(problem, factor):
+    """The problem made about `factor` times smaller (compute-sanitizer's racecheck, sanitizer.py,
+    whose cost grows with the work): the largest size constants halved, one halving at a time,
+    while they stay multiples of 16 and at least 64, so that kernels specialized on a size's
+    divisibility compile as at full size. {name: int} of the changed constants; {} where none
+    can shrink."""
+    sizes = size_constants(problem)
+    out, reduced = dict(sizes), 1
+    while reduced < factor:
+        can = [n for n, v in out.items() if v % 32 == 0 and v // 2 >= 64]
+        if not can:
+            break
+        name = max(can, key=lambda n: (out[n], n))
+        out[name] //= 2
+        reduced *= 2
+    return {n: v for n, v in out.items() if v != sizes[n]}

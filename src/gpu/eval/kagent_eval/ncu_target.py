@@ -4,7 +4,10 @@ so warm-up and Triton compilation are not profiled).
 
     python3 -m kagent_eval.ncu_target job.json
 job: {"problem": path, "candidate": path or null (profile the reference), "dtype": "bf16",
-      "seed": 0, "device": 0, "warmup": 2, "preroll": 0}
+      "seed": 0, "device": 0, "warmup": 2, "preroll": 0, "shrink": null, "report": null}
+"shrink": run the problem about that many times smaller (inputs.shrunk_sizes; compute-sanitizer's
+racecheck, sanitizer.py). "report": a file to write {"sizes": the changed size constants,
+"compiled": the candidate's compiled fingerprint} to once the forward has run.
 "preroll": tiny fill kernels launched inside the profiled range before the forward, so that
 whatever the profiler does at the start of a pass is charged to them (the caller drops them).
 Prints nothing on stdout (ncu's CSV goes there); exit 0 on success.
@@ -14,10 +17,11 @@ import sys
 
 
 def build_forward(job):
-    """(torch, zero-argument forward) for the job, on its device, inputs cast to its dtype."""
+    """(torch, zero-argument forward, what it ran: {"sizes", "module"}) for the job, on its
+    device, inputs cast to its dtype."""
     import torch
     from . import loader
-    from .inputs import make_inputs
+    from .inputs import make_inputs, shrunk_sizes
 
     device = "cuda:%d" % int(job.get("device", 0))
     torch.cuda.set_device(device)
@@ -28,7 +32,9 @@ def build_forward(job):
     ref = loader.build_model(torch, problem.Model, init_inputs, seed, dtype, device)
     # The evaluator's first trial: generated on the device, so ncu's process does not spend
     # seconds making a multi-GB input on the CPU.
-    inputs, _ = make_inputs(torch, problem, seed, 0, dtype, device)
+    sizes = shrunk_sizes(problem, int(job["shrink"])) if job.get("shrink") else {}
+    inputs, _ = make_inputs(torch, problem, seed, 0, dtype, device, sizes=sizes or None)
+    module = None
     if job.get("candidate"):
         module = loader.load_module("candidate", job["candidate"])
         model = loader.build_candidate(torch, module, ref, init_inputs, seed, dtype, device)
@@ -39,7 +45,14 @@ def build_forward(job):
         with torch.no_grad():
             return model(*inputs)
 
-    return torch, forward
+    return torch, forward, {"sizes": sizes, "module": module}
+
+
+def write_report(path, ran):
+    from . import fingerprint
+    with open(path, "w") as f:
+        json.dump({"sizes": ran["sizes"],
+                   "compiled": fingerprint.of_module(ran["module"]) if ran["module"] else None}, f)
 
 
 def main(argv):
@@ -48,7 +61,7 @@ def main(argv):
     real_stdout = sys.stdout
     sys.stdout = sys.stderr  # keep ncu's CSV on stdout clean of the candidate's prints
     try:
-        torch, forward = build_forward(job)
+        torch, forward, ran = build_forward(job)
         for _ in range(int(job.get("warmup", 2))):
             forward()
         torch.cuda.synchronize()
@@ -60,6 +73,8 @@ def main(argv):
         forward()
         torch.cuda.synchronize()
         torch.cuda.profiler.stop()
+        if job.get("report"):
+            write_report(job["report"], ran)
     finally:
         sys.stdout = real_stdout
     return 0

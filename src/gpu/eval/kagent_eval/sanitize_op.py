@@ -20,7 +20,8 @@ def run(ev, job):
     if not ev.cuda:
         return {"ok": None, "error": "ENOTSUP: compute-sanitizer needs a GPU (CPU mode)",
                 "elapsed": time.monotonic() - t0}
-    limit = spec["tool_timeout"] * len(tools) + 60
+    # the tools run at once; one may run again alone, and racecheck again at full size
+    limit = spec["tool_timeout"] * (len(tools) + 1) + 60
     with ev.lease.timed():  # the tools replay the forward many times: nothing else is timed
         out = sandbox.run_child(sanitizer.run_child, (spec,), dict(spec["timeouts"],
                                                                     sanitize=limit),

@@ -8,6 +8,14 @@ allocator is turned off in it, so each tensor is its own allocation and an acces
 outside every allocation, where memcheck can see it. PyTorch's own kernels (inputs, copies) are
 left out of the check by name.
 
+The tools run at once, each in its own process. racecheck costs about as much as the work it
+checks (69 s on the H200 for KernelBench L1 #4 as stated, 9 s at 1/16 of it: docs/agents.md),
+so it runs on the problem made RACECHECK_SHRINK times smaller (inputs.shrunk_sizes), and its
+verdict there stands only when it ran the very kernels memcheck ran at full size: the same
+compiled fingerprint, of Triton code. Otherwise (other kernels, no Triton code, the shrunk
+forward failed, memcheck did not run) racecheck runs again at full size. A tool that could not
+judge while running beside another (out of GPU memory, say) runs again alone.
+
     run_child(channel, spec)   sandboxed child: runs the tools, sends {"type": "sanitize"}
 """
 import json
@@ -15,10 +23,13 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
+import threading
 import time
 
 TOOLS = ("memcheck", "racecheck")
+RACECHECK_SHRINK = 16
 ERROR_EXIT = 97
 _EVAL_ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 _SUMMARY = re.compile(r"ERROR SUMMARY:\s*(\d+)\s+error")
@@ -79,8 +90,66 @@ def run_tool(tool, job_path, timeout, python):
     return {"ok": True, "errors": 0, "seconds": seconds, "report": report}
 
 
+def run_tools(tools, job, timeout, python):
+    """{tool: run_tool's result, with "sizes" (the size constants the problem ran at: {} as
+    stated, None where the forward did not finish) and "compiled" (the compiled fingerprint of
+    what ran)} for each tool asked. A racecheck that ran shrunk and was not kept says so under
+    "shrunk"."""
+    full = dict(job, shrink=None)
+    shrink = "racecheck" in tools and "memcheck" in tools
+    runs = {t: dict(job, shrink=RACECHECK_SHRINK if t == "racecheck" and shrink else None)
+            for t in tools}
+    out = _at_once(runs, timeout, python)
+    for t, r in out.items():  # a tool that could not judge may have lacked what the other held
+        if r["ok"] is None and len(runs) > 1 and not (t == "racecheck" and shrink):
+            out[t] = _run_one(t, full, timeout, python)
+    if shrink and out["memcheck"]["ok"] is not False:  # else rejected whatever racecheck says
+        race, mem = out["racecheck"], out["memcheck"]
+        if race["sizes"] == {}:  # nothing to shrink: it ran as stated
+            keep = race["ok"] is not None
+        else:
+            keep = (race["sizes"] is not None and race["ok"] is not None
+                    and race["compiled"] is not None and race["compiled"] == mem["compiled"])
+        if not keep:
+            out["racecheck"] = _run_one("racecheck", full, timeout, python)
+            if race["sizes"] != {}:  # it ran, or tried to run, shrunk
+                out["racecheck"]["shrunk"] = {k: race[k] for k in ("ok", "sizes", "compiled",
+                                                                   "seconds")}
+    return out
+
+
+def _run_one(tool, job, timeout, python):
+    fd, job_path = tempfile.mkstemp(prefix="kagent_sanitize_", suffix=".json")
+    report_path = job_path[:-len(".json")] + ".ran.json"
+    with os.fdopen(fd, "w") as f:
+        json.dump(dict(job, report=report_path), f)
+    try:
+        result = run_tool(tool, job_path, timeout, python)
+        ran = {}
+        if os.path.exists(report_path):
+            with open(report_path) as f:
+                ran = json.load(f)
+    finally:
+        for path in (job_path, report_path):
+            if os.path.exists(path):
+                os.unlink(path)
+    result["sizes"] = ran.get("sizes") if isinstance(ran.get("sizes"), dict) else None
+    result["compiled"] = ran.get("compiled")
+    return result
+
+
+def _at_once(runs, timeout, python):
+    out = {}
+    threads = [threading.Thread(target=lambda t=t, j=j: out.__setitem__(
+        t, _run_one(t, j, timeout, python))) for t, j in runs.items()]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    return {t: out[t] for t in runs}
+
+
 def run_child(ch, spec):
-    import sys
     ch.stage("sanitize")
     exe = sanitizer_path()
     if not exe:
@@ -90,15 +159,7 @@ def run_child(ch, spec):
         return
     job = {"problem": spec["problem"], "candidate": spec["candidate"], "dtype": spec["dtype"],
            "seed": spec["seed"], "device": 0, "warmup": 0}
-    fd, job_path = tempfile.mkstemp(prefix="kagent_sanitize_", suffix=".json")
-    with os.fdopen(fd, "w") as f:
-        json.dump(job, f)
-    tools = {}
-    try:
-        for tool in spec["tools"]:
-            tools[tool] = run_tool(tool, job_path, spec["tool_timeout"], sys.executable)
-    finally:
-        os.unlink(job_path)
+    tools = run_tools(spec["tools"], job, spec["tool_timeout"], sys.executable)
     verdicts = [t["ok"] for t in tools.values()]
     ok = False if False in verdicts else (None if None in verdicts else True)
     ch.send({"type": "sanitize", "result": {"ok": ok, "tools": tools}})
