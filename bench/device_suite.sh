@@ -60,7 +60,9 @@ case "$phase" in
          step confirm_phases_gpu_check bash tests/gpu/confirm_phases_gpu_check.sh "$OUT/confirm_phases"
          sed -n '/^== first/,$p' "$OUT/confirm_phases_gpu_check.log" ;;
   sweep-cache)  # the showcase tuner sweep cold then with cached baselines and verdicts: the time split
-         # (about 2 x 12 minutes before #29: run it again on the same folder to continue)
+         # (KAGENT_SWEEP_ARGS="--max-concurrent 5" runs the five at once: 3 min 40 s then 2 min 21 s on
+         # an H200, docs/results/2026-11-28-gpu-c.md; one at a time it took about 2 x 12 minutes
+         # before #29: run it again on the same folder to continue)
          step sweep_cache_gpu_check bash tests/gpu/sweep_cache_gpu_check.sh "$OUT/sweep_cache"
          sed -n '/^== cold/,$p' "$OUT/sweep_cache_gpu_check.log" ;;
   sandbox) step sandbox_layers python3 bench/sandbox_layers.py

@@ -90,6 +90,15 @@ class RunTools(unittest.TestCase):
         self.assertIsNone(out["racecheck"]["shrunk"]["ok"])
         self.assertIsNone(out["racecheck"]["shrunk"]["sizes"])
 
+    def test_a_report_that_is_not_json_counts_as_none(self):
+        out, runs = self.run_plan({
+            "memcheck": {"compiled": "k1"},
+            "racecheck_shrunk": {"garbage": True},
+            "racecheck": {"compiled": "k1"}})
+        self.assertEqual(runs, ["memcheck full", "racecheck full", "racecheck shrunk"])
+        self.assertTrue(out["racecheck"]["ok"])
+        self.assertEqual(out["racecheck"]["sizes"], {})
+
     def test_memcheck_errors_reject_without_checking_races_again(self):
         out, runs = self.run_plan({
             "memcheck": {"compiled": "k1", "errors": 1},

@@ -125,10 +125,7 @@ def _run_one(tool, job, timeout, python):
         json.dump(dict(job, report=report_path), f)
     try:
         result = run_tool(tool, job_path, timeout, python)
-        ran = {}
-        if os.path.exists(report_path):
-            with open(report_path) as f:
-                ran = json.load(f)
+        ran = _read_report(report_path)
     finally:
         for path in (job_path, report_path):
             if os.path.exists(path):
@@ -136,6 +133,17 @@ def _run_one(tool, job, timeout, python):
     result["sizes"] = ran.get("sizes") if isinstance(ran.get("sizes"), dict) else None
     result["compiled"] = ran.get("compiled")
     return result
+
+
+def _read_report(path):
+    """What the target says it ran; {} where it wrote nothing readable (its process runs the
+    candidate's code, so the file is read as untrusted text)."""
+    try:
+        with open(path) as f:
+            ran = json.load(f)
+    except (OSError, ValueError):
+        return {}
+    return ran if isinstance(ran, dict) else {}
 
 
 def _at_once(runs, timeout, python):
