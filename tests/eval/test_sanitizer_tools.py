@@ -8,6 +8,7 @@ import sys
 import tempfile
 import types
 import unittest
+from unittest import mock
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "src", "gpu", "eval"))
@@ -22,18 +23,11 @@ class RunTools(unittest.TestCase):
     def setUp(self):
         self.dir = tempfile.TemporaryDirectory()
         self.plan = os.path.join(self.dir.name, "plan.json")
-        self.saved = {k: os.environ.get(k) for k in ("KAGENT_COMPUTE_SANITIZER",
-                                                     "FAKE_SANITIZER_PLAN")}
-        os.environ["KAGENT_COMPUTE_SANITIZER"] = FAKE
-        os.environ["FAKE_SANITIZER_PLAN"] = self.plan
-
-    def tearDown(self):
-        for k, v in self.saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-        self.dir.cleanup()
+        self.addCleanup(self.dir.cleanup)
+        env = mock.patch.dict(os.environ, KAGENT_COMPUTE_SANITIZER=FAKE,
+                              FAKE_SANITIZER_PLAN=self.plan)
+        env.start()
+        self.addCleanup(env.stop)
 
     def run_plan(self, plan, tools=("memcheck", "racecheck")):
         with open(self.plan, "w") as f:

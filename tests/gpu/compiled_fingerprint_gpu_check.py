@@ -4,6 +4,7 @@ cache, must give one fingerprint, or a confirmation never finds the verdicts kep
 (agents/search/confirm.lua); the same kernel with one constant changed must give another.
 Prints each process's fingerprint and the hash of its raw PTX (which names the file).
 Usage: python3 tests/gpu/compiled_fingerprint_gpu_check.py"""
+import importlib.util
 import json
 import os
 import subprocess
@@ -12,6 +13,7 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "src", "gpu", "eval"))
+sys.path.insert(0, os.path.join(HERE, "..", "eval"))
 
 KERNEL = '''
 import torch
@@ -57,14 +59,9 @@ def compile_in_fresh_process(source):
 
 
 def main():
-    try:
-        import torch
-        import triton  # noqa: F401
-    except ImportError:
-        print("skipped: no torch or Triton")
-        return 77
-    if not torch.cuda.is_available():
-        print("skipped: no GPU")
+    from worker_client import have_cuda
+    if not (have_cuda() and importlib.util.find_spec("triton")):
+        print("SKIP: no CUDA device or no Triton")
         return 77
     same = KERNEL.replace("ADDEND", "1.0")
     runs = [compile_in_fresh_process(same) for _ in range(2)]
