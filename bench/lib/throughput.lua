@@ -102,15 +102,19 @@ function M.run(o)
   pool:close()
   proc.run({ "rm", "-rf", dir })
   local results, waits, shared_waits, failed = {}, 0, 0, {}
+  local job_s, cpu_s = {}, {}
   for k, r in ipairs(out) do
     results[k] = r.ok and r[1] or { ok = false, error = tostring(r[1] or r[2]) }
     if not results[k].ok then failed[#failed + 1] = k end
     waits = waits + (results[k].lease_wait_s or 0)
     shared_waits = shared_waits + (results[k].lease_shared_wait_s or 0)
+    if results[k].elapsed then job_s[#job_s + 1] = results[k].elapsed end
+    local cpu = results[k].cpu_s
+    if type(cpu) == "table" and cpu.candidate then cpu_s[#cpu_s + 1] = cpu.candidate + (cpu.worker or 0) end
   end
   return { jobs = o.jobs, results = results, wall = wall, start = start, waits = waits,
     shared_waits = shared_waits, alone = alone, failed = failed, warm_failed = warm_failed,
-    warm_results = warm_results, devices = devs }
+    warm_results = warm_results, devices = devs, job_s = median(job_s), cpu_s = median(cpu_s) }
 end
 
 -- controls(run) -> the results of the batch's control jobs
@@ -150,14 +154,18 @@ end
 -- per_minute(run) -> jobs per minute of the batch
 function M.per_minute(run) return #run.jobs / run.wall * 60 end
 
-M.HEADER = string.format("%-18s %8s %8s %5s %5s %8s %10s %13s %13s", "pool", "workers", "start s",
-  "jobs", "ok", "wall s", "cand/min", "excl. wait s", "shared wait s")
+M.HEADER = string.format("%-18s %8s %8s %5s %5s %8s %10s %13s %13s %7s %7s", "pool", "workers", "start s",
+  "jobs", "ok", "wall s", "cand/min", "excl. wait s", "shared wait s", "job s", "cpu s")
+
+local function secs(v) return v and string.format("%7.3f", v) or string.format("%7s", "-") end
 
 -- row(label, workers, run) -> one line of the table under M.HEADER (start s: the warm-up, apart
--- from the batch's wall and candidates per minute)
+-- from the batch's wall and candidates per minute; job s: a job's median time in its worker;
+-- cpu s: a job's median CPU time, its candidate's process and its worker's together)
 function M.row(label, workers, run)
-  return string.format("%-18s %8d %8.1f %5d %5d %8.1f %10.2f %13.1f %13.1f", label, workers, run.start,
-    #run.jobs, #run.jobs - #run.failed, run.wall, M.per_minute(run), run.waits, run.shared_waits)
+  return string.format("%-18s %8d %8.1f %5d %5d %8.1f %10.2f %13.1f %13.1f %s %s", label, workers, run.start,
+    #run.jobs, #run.jobs - #run.failed, run.wall, M.per_minute(run), run.waits, run.shared_waits,
+    secs(run.job_s), secs(run.cpu_s))
 end
 
 return M

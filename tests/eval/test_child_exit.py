@@ -1,5 +1,6 @@
 """A candidate's process left to exit while the worker checks its results (sandbox.collect with
-defer_exit): its `exit` time is its own teardown, seen between the checks, not the checks."""
+defer_exit): its `exit` time is its own teardown, seen between the checks, not the checks; its CPU
+time is taken when it is reaped."""
 import os
 import sys
 import time
@@ -9,9 +10,12 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "src", "g
 from kagent_eval import sandbox  # noqa: E402
 
 
-def exiting_child(after_s):
+def exiting_child(after_s, burn_cpu_s=0.0):
     pid = os.fork()
     if pid == 0:
+        start = time.process_time()
+        while time.process_time() - start < burn_cpu_s:
+            pass
         time.sleep(after_s)
         os._exit(0)
     sandbox.LIVE.add(pid)
@@ -41,6 +45,13 @@ class ChildExitTest(unittest.TestCase):
         sandbox.finish_exit(out)
         self.assertGreaterEqual(out.exit_s, 0.35)
         sandbox.finish_exit(out)  # twice is safe
+
+    def test_the_cpu_time_of_the_reaped_process_is_its_own(self):
+        busy, idle = exiting_child(0.0, burn_cpu_s=0.3), exiting_child(0.3)
+        sandbox.finish_exit(busy)
+        sandbox.finish_exit(idle)
+        self.assertGreaterEqual(busy.cpu_s, 0.3)
+        self.assertLess(idle.cpu_s, 0.2)  # it slept: the time it took is not CPU
 
 
 if __name__ == "__main__":

@@ -67,6 +67,9 @@ class EarlyChecksTest(unittest.TestCase):
         # the five regular trials and the property trial the input contract keeps
         self.assertEqual(early["worker_s"]["early_trials"], 6)
         self.assertNotIn("early_trials", after["worker_s"])
+        # the candidate's process built a model and ran its trials: CPU time, taken when reaped
+        self.assertGreater(early["cpu_s"]["candidate"], 0)
+        self.assertIn("worker", early["cpu_s"])
 
     def test_a_timed_job_compares_its_trials_early_and_times_alike(self):
         early, after = self.both("benchmark", "relu_problem.py", fixture("eval", "relu_good.py"),

@@ -17,9 +17,11 @@ describe("bench/throughput.lua --devices cpu", function()
     expect.eq(r.code, 0, r.stdout .. r.stderr)
     expect.match(r.stdout, "CPU MODE: .*NOT GPU figures")
     local rows = {}
-    for workers, start, jobs, ok, wall, per_min in r.stdout:gmatch("\ncpu +(%d+) +([%d.]+) +(%d+) +(%d+) +([%d.]+) +([%d.]+)") do
+    local line = "\ncpu +(%d+) +([%d.]+) +(%d+) +(%d+) +([%d.]+) +([%d.]+) +[%d.]+ +[%d.]+ +([%d.]+) +([%d.]+)"
+    for workers, start, jobs, ok, wall, per_min, job_s, cpu_s in r.stdout:gmatch(line) do
       rows[#rows + 1] = { workers = tonumber(workers), start = tonumber(start), jobs = tonumber(jobs),
-        ok = tonumber(ok), wall = tonumber(wall), per_min = tonumber(per_min) }
+        ok = tonumber(ok), wall = tonumber(wall), per_min = tonumber(per_min), job_s = tonumber(job_s),
+        cpu_s = tonumber(cpu_s) }
     end
     expect.eq(#rows, 2, r.stdout)
     expect.eq(rows[1].workers, 1); expect.eq(rows[2].workers, 2)
@@ -28,6 +30,8 @@ describe("bench/throughput.lua --devices cpu", function()
       expect.eq(row.ok, 7)
       expect.truthy(row.wall > 0 and row.per_min > 0, r.stdout)
       expect.truthy(row.start > 0, "the warm-up before the batch is reported apart: " .. r.stdout)
+      -- each job's median time and CPU time (its candidate's process and its worker)
+      expect.truthy(row.job_s > 0 and row.cpu_s > 0, r.stdout)
     end
     expect.match(r.stdout, "pipelined / 1 worker, cpu: [%d.]+x")
     local alone = tonumber(r.stdout:match("control alone %(1 worker, cpu%) +median ([%d.]+) ms"))

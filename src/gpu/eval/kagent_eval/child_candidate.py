@@ -15,12 +15,13 @@ from . import fingerprint, pyprofile
 from .timing import _perf_counter
 
 
-def prepare(device, threads, warm=True):
+def prepare(device, threads, warm=True, profile=True):
     """Everything a candidate's process needs before the candidate: torch on the device, the
     timer (its primitives bound before candidate code runs, its all-stream trace ready) and, on
-    a GPU, Triton's driver and the profiler started, so a spare sandbox pays for them before the
-    job arrives. Nothing here runs on the GPU (a spare prepares without its GPU's lease); what
-    does is kept in state["device_warm"] for warmup.on_device once the job holds the lease."""
+    a GPU, Triton's driver and, with `profile`, the profiler started, so a spare sandbox pays for
+    them before the job arrives. Nothing here runs on the GPU (a spare prepares without its GPU's
+    lease); what does is kept in state["device_warm"] for warmup.on_device once the job holds the
+    lease."""
     t0 = _perf_counter()
     one_compile_thread()
     torch = child_common.setup_torch(device, threads)
@@ -29,7 +30,7 @@ def prepare(device, threads, warm=True):
              "warmed": {"context_timer": _perf_counter() - t0}}
     if warm and device.startswith("cuda"):
         from . import warmup
-        warmed, state["device_warm"] = warmup.host(torch)
+        warmed, state["device_warm"] = warmup.host(torch, profile=profile)
         state["warmed"].update(warmed)
     return state
 

@@ -3,6 +3,7 @@
 process (a spare prepared ahead of the job, or a fresh fork) under the device's lease."""
 import os
 import random
+import resource
 import time
 
 from . import child_candidate, compile_gate, job_gates, job_spec, pyprofile, sandbox
@@ -24,6 +25,12 @@ def follow_stage(lease, name):
     if name in (compile_gate.STAGE, child_candidate.GPU_DONE) and lease.mode == SHARED:
         lease.release()
     return False
+
+
+def _own_cpu_s():
+    """CPU seconds (user and system) of the worker's process so far, all its threads."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
 
 
 class Evaluator:
@@ -53,10 +60,16 @@ class Evaluator:
         self.spare = None
         self._refill_spare()
 
-    def _refill_spare(self):
+    def _refill_spare(self, profile=True):
+        """A spare for the next job. It prepares the profile only where `profile` (the job that
+        starts it profiled; the worker's first spare does). That preparation is 0.5-0.7 s of CPU
+        work that also asks the GPU for its counters: on a host of two GPUs the spares preparing
+        it slowed the other GPU's jobs (docs/results/2026-11-28-gpu-d.md), and a search profiles
+        only the kernels it keeps. A job that profiles after one that did not pays for it in its
+        profile stage."""
         if self.use_spare and self.spare is None:
             self.spare = spare_mod.Spare(child_candidate.prepare, child_candidate.run,
-                                         (self.device, self.threads), self.close_fds)
+                                         (self.device, self.threads, True, profile), self.close_fds)
 
     def close(self):
         if self.spare is not None:
@@ -76,7 +89,7 @@ class Evaluator:
         each frame of the prepared spare's process as it arrives (early_checks.py; a process
         forked on demand or run again is not followed)."""
         current, self.spare = self.spare, None
-        self._refill_spare()
+        self._refill_spare(profile=cspec.get("profile") is not None)
 
         def on_stage(name):
             if follow_stage(self.lease, name):
@@ -108,7 +121,7 @@ class Evaluator:
 
     # -- one job ------------------------------------------------------------------------
     def run(self, op, job):
-        t0 = time.monotonic()
+        t0, cpu0 = time.monotonic(), _own_cpu_s()
         spec = job_spec.normalize(self, op, job)
         result = {"ok": False, "stage": "load", "checks": {}, "flags": [],
                   "audit": {"applicable": self.cuda, "static_findings": []},
@@ -126,6 +139,10 @@ class Evaluator:
                 result["worker_s"]["verdict"] = time.monotonic() - result["stage_at"]["verdict"]
             self.wait_exit(result)
             result["elapsed"] = time.monotonic() - t0
+            result["cpu_s"] = {"worker": round(_own_cpu_s() - cpu0, 4)}
+            out = getattr(checked, "out", None)
+            if getattr(out, "cpu_s", None) is not None:
+                result["cpu_s"]["candidate"] = out.cpu_s
             if checked.pyprofile is not None:
                 result.setdefault("pyprofile", {})["worker_checks"] = pyprofile.text(checked.pyprofile)
             if checked.early is not None:

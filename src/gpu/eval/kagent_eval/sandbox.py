@@ -6,6 +6,7 @@ reports over a pipe with `wire` frames; the parent only reads data from it. Each
 sandbox (`jail`) in its own job folder, and when it has been reaped every process it left behind
 is killed (`reaper`).
 """
+import contextlib
 import ctypes
 import os
 import select
@@ -133,6 +134,7 @@ class Outcome:
         self.exit_s = None  # from the child's last message until it was reaped
         self.pending_exit = None  # (pid, when its last message came) while it exits (collect)
         self.exited_at = None  # when it was first seen gone (note_exit)
+        self.cpu_s = None  # CPU seconds of it and what it waited for, from its fork: _wait_child
 
     def of_type(self, kind):
         return [(o, a) for o, a in self.messages if o.get("type") == kind]
@@ -268,7 +270,7 @@ def collect(pid, rfd, timeouts, on_stage=None, job_dir=None, defer_exit=False, r
             out.pending_exit = (pid, t_last)
             status = 0
         else:
-            status = _reap(pid, kill=not done and out.failure is not None)
+            status = _reap(pid, kill=not done and out.failure is not None, out=out)
             out.exit_s = time.monotonic() - t_last
         out.elapsed = time.monotonic() - t_start
     err, _ = out.first("error")
@@ -358,42 +360,40 @@ def finish_exit(out):
     note_exit(out)
     out.pending_exit = None
     pid, t_last = pending
-    _reap(pid, kill=False)
+    _reap(pid, kill=False, out=out)
     out.exit_s = (getattr(out, "exited_at", None) or time.monotonic()) - t_last
     job_dir, out.job_dir_after_exit = getattr(out, "job_dir_after_exit", None), None
     if job_dir:
         jail.remove_job_dir(job_dir)
 
 
-def _reap(pid, kill):
+def _reap(pid, kill, out=None):
     """Wait for the child (killing its whole process group first when it must not go on), then
-    kill whatever else it started."""
+    kill whatever else it started; out.cpu_s is then the child's CPU time."""
     try:
-        return _wait_child(pid, kill)
+        return _wait_child(pid, kill, out)
     finally:
         LIVE.discard(pid)
         reaper.sweep(keep=LIVE)
 
 
-def _wait_child(pid, kill):
+def _wait_child(pid, kill, out=None):
     if kill:
         for target in (-pid, pid):
-            try:
+            with contextlib.suppress(OSError):
                 os.kill(target, signal.SIGKILL)
-            except OSError:
-                pass
     deadline = time.monotonic() + 10.0
     while True:
         try:
-            got, status = os.waitpid(pid, 0 if kill else os.WNOHANG)
+            got, status, usage = os.wait4(pid, 0 if kill else os.WNOHANG)
         except ChildProcessError:
             return 0
         if got == pid:
+            if out is not None:  # user and system; a spare's preparation is included
+                out.cpu_s = round(usage.ru_utime + usage.ru_stime, 4)
             return status
         if time.monotonic() > deadline:
             kill = True
-            try:
+            with contextlib.suppress(OSError):
                 os.killpg(pid, signal.SIGKILL)
-            except OSError:
-                pass
         time.sleep(0.005)

@@ -2,7 +2,8 @@
 
 host(): without running anything on the GPU, so a spare prepares without its GPU's lease: Triton's
 driver and launcher, the module of a small kernel compiled and loaded (not launched), CUPTI's
-activity tracing set up, and the default profile's metric check and config image.
+activity tracing set up, and, for a spare whose job is likely to profile, the default profile's
+metric check and config image (CPU-heavy, and it asks the GPU which counters it has).
 on_device(): what does run on the GPU (a first Triton launch, a first traced kernel), called by
 the job once it holds the lease shared. Each part is optional: a failure here only means the job
 pays that cost itself."""
@@ -40,8 +41,10 @@ def parent():
             pass
 
 
-def host(torch):
-    """{part: seconds} for the parts prepared; state for on_device() under "touch"."""
+def host(torch, profile=True):
+    """{part: seconds} for the parts prepared; state for on_device() under "touch". profile=False
+    leaves the profile's metric check and config image to a job that profiles (jobs.py: a spare
+    prepares them when the job that started it profiled)."""
     warmed, state = {}, {}
     x = torch.empty(1024, device="cuda")  # an allocation, no kernel
     state["x"] = x
@@ -53,8 +56,10 @@ def host(torch):
             warmed["triton"] = time.monotonic() - t0
         except Exception:
             pass
+    if not profile:
+        return warmed, state
     t0 = time.monotonic()
-    try:  # host-side only: the default profile's metric check and config image
+    try:  # the default profile's metric check and config image
         from . import ncu_metrics, profiling
         counters, _ = ncu_metrics.split_launch(ncu_metrics.resolve("sol"))
         profiling.check_metrics(counters, 0)
