@@ -9,7 +9,7 @@
 -- the pool is warm (one copy of the control per worker first: each worker's start, reference and
 -- peaks, printed apart as "start s"). Prints a table (workers, start, jobs, verified, wall,
 -- candidates per minute of the warm pool, the batch's seconds of waiting for the lease exclusive
--- and shared), the ratios, and the
+-- and shared, a job's median seconds in its worker and its median CPU seconds), the ratios, and the
 -- control's median with p10/p90 timed alone (before any batch, one worker) and inside each batch.
 -- A failed variant is a figure (a search pays for it too); a failed control, or a pool that does
 -- not start, fails the benchmark (exit 1): its figures cannot be trusted. The measuring itself is

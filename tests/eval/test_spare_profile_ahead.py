@@ -1,10 +1,12 @@
 """A spare prepares the profile (its metric check and config image, warmup.host) only where the
-job that started it profiled (jobs.Evaluator._refill_spare), without a GPU: the spares are FAKE
-recorders of what they were asked to prepare."""
+job that started it profiled (jobs.Evaluator._refill_spare); a job that profiles prepares its own
+set before its exclusive stages (candidate_timing.prepare_profile). Without a GPU: the spares are
+FAKE recorders of what they were asked to prepare, and the profiler's preparation a FAKE too."""
 import unittest
 from unittest import mock
 
-from kagent_eval import jobs, sandbox
+from kagent_eval import candidate_timing, jobs, profiling, sandbox
+from kagent_eval.profiler_error import ProfilerError
 from kagent_eval.lease import Lease
 
 
@@ -61,6 +63,20 @@ class SpareProfileAhead(unittest.TestCase):
         ev.run_candidate(spec({"metric_set": "sol"}))  # a kept kernel, profiled
         self.assertTrue(self.prepares_profile(ev.spare))
         self.assertEqual(len(FakeSpare.made), 3)
+
+
+class JobPreparesItsProfile(unittest.TestCase):
+    def test_the_jobs_own_set_is_prepared(self):
+        with mock.patch.object(profiling, "prepare_set") as prepare:
+            candidate_timing.prepare_profile("full")
+        prepare.assert_called_once_with("full", 0)
+
+    def test_a_gpu_that_another_process_profiles_leaves_it_to_the_profile_stage(self):
+        busy = ProfilerError("ECUPTI", "cuptiProfilerGetCounterAvailability: "
+                             "CUPTI_ERROR_HARDWARE_BUSY")
+        with mock.patch.object(profiling, "prepare_set", side_effect=busy) as prepare:
+            candidate_timing.prepare_profile("sol")  # no exception: the job goes on
+        prepare.assert_called_once()
 
 
 if __name__ == "__main__":

@@ -9,9 +9,9 @@ TRACE_STAGE = "benchmark_trace"
 
 
 def timed(job, plan):
-    """The timed phase of a verified candidate: the warm-up while the lease is shared, then under
-    it exclusive the audit's traced call, the benchmark's loop and fresh-input probe, and the
-    profile; the loop's checks once the lease is shared again."""
+    """The timed phase of a verified candidate: the warm-up (and a profile's preparation) while
+    the lease is shared, then under it exclusive the audit's traced call, the benchmark's loop
+    and fresh-input probe, and the profile; the loop's checks once the lease is shared again."""
     ch, torch, timer, spec, cuda = job.ch, job.torch, job.timer, job.spec, job.cuda
     # the timed calls' input sets and the warm-up run while the lease is still shared: neither
     # is a figure; the lease exclusive covers only the calls that are timed or profiled
@@ -27,6 +27,10 @@ def timed(job, plan):
     warm_calls = 0
     if spec.get("bench") is not None:
         ch.stage("warmup")
+    if spec.get("profile") is not None and cuda:
+        # before the warm-up, which leaves the GPU's clocks as the timed calls need them
+        prepare_profile(spec["profile"]["metric_set"])
+    if spec.get("bench") is not None:
         warm_calls = timer.warm(call, opts["warmup"], opts["warmup_time"])
     child_common.gate(job.state, "exclusive")
 
@@ -166,6 +170,18 @@ def _kernels(torch, call):
     except Exception:
         from . import audit
         return audit.kernels_of(torch, call)
+
+
+def prepare_profile(metric_set):
+    """The profile's metric check and config image for the job's set, made while the lease is
+    still shared (a spare makes them only where the job before it profiled, jobs.py): the
+    exclusive lease then holds the replay passes only. Where they cannot be made now (another
+    process profiling the GPU), the profile stage makes them itself."""
+    try:
+        from . import profiling
+        profiling.prepare_set(metric_set, 0)
+    except Exception:
+        pass
 
 
 def _profile(call, spec):

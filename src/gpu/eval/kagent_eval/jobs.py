@@ -65,8 +65,8 @@ class Evaluator:
         starts it profiled; the worker's first spare does). That preparation is 0.5-0.7 s of CPU
         work that also asks the GPU for its counters: on a host of two GPUs the spares preparing
         it slowed the other GPU's jobs (docs/results/2026-11-28-gpu-d.md), and a search profiles
-        only the kernels it keeps. A job that profiles after one that did not pays for it in its
-        profile stage."""
+        only the kernels it keeps. A job that profiles makes it for its own set before its exclusive
+        stages (candidate_timing.prepare_profile)."""
         if self.use_spare and self.spare is None:
             self.spare = spare_mod.Spare(child_candidate.prepare, child_candidate.run,
                                          (self.device, self.threads, True, profile), self.close_fds)

@@ -136,6 +136,16 @@ def check_metrics(metrics, device_index=0):
     return dict(_checks[key])
 
 
+def prepare_set(metric_set, device_index=0):
+    """check_metrics for a metric set's counters (a set's name or a list, ncu_metrics.resolve):
+    what a profile of that set makes before its first pass, made ahead of it (a spare's
+    preparation, warmup.py; a candidate's process before its exclusive stages,
+    candidate_timing.py). CPU work, and the GPU is asked for its counters: ProfilerError
+    (CUPTI_ERROR_HARDWARE_BUSY) while another process profiles it."""
+    counters, _ = ncu_metrics.split_launch(ncu_metrics.resolve(metric_set))
+    return check_metrics(counters, device_index)
+
+
 _flushers = {}
 
 
