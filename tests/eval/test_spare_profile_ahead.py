@@ -6,8 +6,8 @@ import unittest
 from unittest import mock
 
 from kagent_eval import candidate_timing, jobs, profiling, sandbox
-from kagent_eval.profiler_error import ProfilerError
 from kagent_eval.lease import Lease
+from kagent_eval.profiler_error import ProfilerError
 
 
 class FakeSpare:
