@@ -25,8 +25,8 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 TOOLS = ("memcheck", "racecheck")
 RACECHECK_SHRINK = 16
@@ -147,14 +147,9 @@ def _read_report(path):
 
 
 def _at_once(runs, timeout, python):
-    out = {}
-    threads = [threading.Thread(target=lambda t=t, j=j: out.__setitem__(
-        t, _run_one(t, j, timeout, python))) for t, j in runs.items()]
-    for th in threads:
-        th.start()
-    for th in threads:
-        th.join()
-    return {t: out[t] for t in runs}
+    with ThreadPoolExecutor(len(runs)) as pool:
+        futures = {t: pool.submit(_run_one, t, j, timeout, python) for t, j in runs.items()}
+        return {t: f.result() for t, f in futures.items()}
 
 
 def run_child(ch, spec):
