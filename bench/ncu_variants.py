@@ -71,7 +71,7 @@ def main():
     for name, problem, candidate in targets_for(a.targets.split(",")):
         job = {"problem": problem, "candidate": candidate, "dtype": "bf16", "device": 0,
                "seed": 0}
-        _, forward = ncu_target.build_forward(job)
+        _, forward, _ = ncu_target.build_forward(job)
         forward()
         torch.cuda.synchronize()
         results = {}

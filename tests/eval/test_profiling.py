@@ -337,12 +337,17 @@ class FakeProfLib:
 
 
 class FakeTorch:
-    """Stands in for torch where the replay loop only synchronizes."""
+    """Stands in for torch where the replay loop only synchronizes (and a profile asks for the
+    device's capability)."""
 
     class cuda:
         @staticmethod
         def synchronize():
             pass
+
+        @staticmethod
+        def get_device_capability(index):
+            return (9, 0)
 
 
 class ReplayModes(unittest.TestCase):

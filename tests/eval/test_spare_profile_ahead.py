@@ -72,8 +72,8 @@ class JobPreparesItsProfile(unittest.TestCase):
         prepare.assert_called_once_with("full", 0)
 
     def test_a_gpu_that_another_process_profiles_leaves_it_to_the_profile_stage(self):
-        busy = ProfilerError("ECUPTI", "cuptiProfilerGetCounterAvailability: "
-                             "CUPTI_ERROR_HARDWARE_BUSY")
+        busy = ProfilerError("EBUSY", "cuptiProfilerGetCounterAvailability: "
+                             "CUPTI_ERROR_HARDWARE_BUSY (another process is profiling this GPU)")
         with mock.patch.object(profiling, "prepare_set", side_effect=busy) as prepare:
             candidate_timing.prepare_profile("sol")  # no exception: the job goes on
         prepare.assert_called_once()

@@ -24,7 +24,7 @@ def main():
     problem = os.path.join(ROOT, "tests/gpu/profile_fixture_problem.py")
     kernel = os.path.join(ROOT, "tests/gpu/profile_fixture_kernel.py")
     job = {"problem": problem, "candidate": kernel, "dtype": "bf16", "device": 0}
-    _, forward = ncu_target.build_forward(job)
+    _, forward, _ = ncu_target.build_forward(job)
     forward()
     ok, reason = profiling.available(0)
     print("available:", ok, reason)

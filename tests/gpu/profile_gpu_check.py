@@ -138,7 +138,7 @@ def check_target(name, problem, candidate, args, profiling, ncu_target, report):
            "seed": 0}
     entry = {"target": name, "problem": problem, "candidate": candidate}
     report["targets"].append(entry)
-    torch_, forward = ncu_target.build_forward(job)
+    torch_, forward, _ = ncu_target.build_forward(job)
     forward()
     forward()
     torch.cuda.synchronize()

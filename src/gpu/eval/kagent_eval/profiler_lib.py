@@ -15,7 +15,7 @@ import os
 from .profiler_error import ProfilerError
 
 
-_CODES = {1: "ENOTSUP", 2: "EPERM", 3: "EINVAL", 4: "ESTATE", 5: "ECUDA", 6: "ECUPTI"}
+_CODES = {1: "ENOTSUP", 2: "EPERM", 3: "EINVAL", 4: "ESTATE", 5: "ECUDA", 6: "ECUPTI", 7: "EBUSY"}
 _ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
 
 

@@ -2,8 +2,9 @@
 
 host(): without running anything on the GPU, so a spare prepares without its GPU's lease: Triton's
 driver and launcher, the module of a small kernel compiled and loaded (not launched), CUPTI's
-activity tracing set up, and, for a spare whose job is likely to profile, the default profile's
-metric check and config image (CPU-heavy, and it asks the GPU which counters it has).
+activity trace set up (begun and ended with no kernel), and, for a spare whose job is likely to
+profile, the default profile's metric check and config image (CPU-heavy, and it asks the GPU which
+counters it has, which fails while another process profiles the GPU).
 on_device(): what does run on the GPU (a first Triton launch, a first traced kernel), called by
 the job once it holds the lease shared. Each part is optional: a failure here only means the job
 pays that cost itself."""
@@ -56,6 +57,13 @@ def host(torch, profile=True):
             warmed["triton"] = time.monotonic() - t0
         except Exception:
             pass
+    t0 = time.monotonic()
+    try:  # CUPTI's own set-up of the activity trace: a third to a half of the first traced kernel
+        from . import profiling
+        profiling.prepare_trace(0)
+        warmed["trace_setup"] = time.monotonic() - t0
+    except Exception:
+        pass
     if not profile:
         return warmed, state
     t0 = time.monotonic()

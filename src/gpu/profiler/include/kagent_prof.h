@@ -28,7 +28,8 @@ enum {
     KP_EINVAL = 3,   /* bad argument: unknown metric name, empty list, too many ranges */
     KP_ESTATE = 4,   /* call out of order (e.g. pass_begin without profile_begin) */
     KP_ECUDA = 5,    /* CUDA driver error */
-    KP_ECUPTI = 6    /* other CUPTI error */
+    KP_ECUPTI = 6,   /* other CUPTI error */
+    KP_EBUSY = 7     /* another process is profiling this GPU: try again once it is done */
 };
 
 /* Version of this ABI; bump when a signature changes. */

@@ -28,6 +28,9 @@ inline Status from_cupti(CUptiResult r, const char* what) {
     if (r == CUPTI_ERROR_INSUFFICIENT_PRIVILEGES) {
         code = KP_EPERM;
         msg += " (GPU performance counters are restricted to admin users on this machine)";
+    } else if (r == CUPTI_ERROR_HARDWARE_BUSY) {
+        code = KP_EBUSY;
+        msg += " (another process is profiling this GPU)";
     } else if (r == CUPTI_ERROR_INVALID_METRIC_NAME) {
         code = KP_EINVAL;
     } else if (r == CUPTI_ERROR_NOT_SUPPORTED || r == CUPTI_ERROR_NOT_COMPATIBLE ||
