@@ -11,6 +11,8 @@
 -- candidates per minute of the warm pool, the batch's seconds of waiting for the lease exclusive
 -- and shared, a job's median seconds in its worker and its median CPU seconds), the ratios, and the
 -- control's median with p10/p90 timed alone (before any batch, one worker) and inside each batch.
+-- Each configuration's row goes to stderr as soon as it ran, and --json is written after each one,
+-- so a run cut off keeps what it measured.
 -- A failed variant is a figure (a search pays for it too); a failed control, or a pool that does
 -- not start, fails the benchmark (exit 1): its figures cannot be trusted. The measuring itself is
 -- bench/lib/throughput.lua's, shared with tests/gpu/lease_gpu_check.lua.
@@ -37,7 +39,7 @@ local spec = {
   op = { type = "string", choices = { "evaluate", "benchmark" }, default = "evaluate", help = "pool method per job: evaluate (verify, time, profile: what a search pays for a kernel it keeps, and for every candidate with profile_children) or benchmark (verify, time: what it pays for every other candidate)" },
   metrics = options.metrics,
   timeout = { type = "number", above = 0, default = 900, help = "seconds the pool waits for one job" },
-  json = { type = "string", metavar = "file", help = "also write every configuration's figures and each job's whole result (its stage timeline, lease waits, errors) as JSON" },
+  json = { type = "string", metavar = "file", help = "also write every configuration's figures and each job's whole result (its stage timeline, lease waits, errors) as JSON, after each configuration (complete = false until the last)" },
 }
 local opts, _, code = run_lib.parse(PROG, kagent.args, spec, {
   usage = "kagent-rt " .. PROG .. " [options]",
@@ -89,6 +91,23 @@ end
 
 io.stdout:flush()
 
+-- write_json(complete): every configuration measured so far, after each one, so a run cut off
+-- (a device call's time limit, Ctrl-C) keeps what it measured; `complete` says whether all ran
+local function write_json(complete)
+  if not opts.json then return true end
+  local dump = { problem = problem, kernel = kernel_path, op = opts.op, cpu = cpu, complete = complete, configs = {} }
+  for i, c in ipairs(configs) do
+    if not c.run then break end
+    dump.configs[i] = { label = c.label, workers = c.workers, wall_s = c.run.wall,
+      per_minute = tp.per_minute(c.run), alone = c.run.alone, results = c.run.results,
+      tags = {}, controls = {} }
+    for k, j in ipairs(jobs) do dump.configs[i].tags[k], dump.configs[i].controls[k] = j.tag, j.control == true end
+  end
+  local ok_w, werr = fs.write(opts.json, json.encode(dump))
+  if not ok_w then io.stderr:write(PROG .. ": cannot write " .. opts.json .. ": " .. tostring(werr) .. "\n") end
+  return ok_w
+end
+
 local failed_run = false
 for i, c in ipairs(configs) do
   io.stderr:write(string.format("[%d/%d] %s, %d worker(s) per device: %d jobs%s...\n", i, #configs, c.label,
@@ -108,6 +127,9 @@ for i, c in ipairs(configs) do
     return 1
   end
   c.run = run
+  -- its row as soon as it is measured: the table below comes only once every configuration ran
+  io.stderr:write((i == 1 and ("  " .. tp.HEADER .. "\n") or "") .. "  " .. tp.row(c.label, c.workers, run) .. "\n")
+  if not write_json(i == #configs) then return 1 end
   for _, e in ipairs(run.warm_failed) do
     print(string.format("  %s ×%d: a warm-up job failed: %s", c.label, c.workers, e:match("[^\n]*"):sub(1, 160)))
   end
@@ -143,17 +165,6 @@ for _, c in ipairs(configs) do
   print(tp.control_line(string.format("in the batch, %s ×%d", c.label, c.workers), t) .. (vs and ("; vs alone " .. vs) or ""))
 end
 if cpu then print("CPU MODE: not GPU figures.") end
-if opts.json then
-  local dump = { problem = problem, kernel = kernel_path, op = opts.op, cpu = cpu, configs = {} }
-  for i, c in ipairs(configs) do
-    dump.configs[i] = { label = c.label, workers = c.workers, wall_s = c.run.wall,
-      per_minute = tp.per_minute(c.run), alone = c.run.alone, results = c.run.results,
-      tags = {}, controls = {} }
-    for k, j in ipairs(jobs) do dump.configs[i].tags[k], dump.configs[i].controls[k] = j.tag, j.control == true end
-  end
-  local ok_w, werr = fs.write(opts.json, json.encode(dump))
-  if not ok_w then io.stderr:write(PROG .. ": cannot write " .. opts.json .. ": " .. tostring(werr) .. "\n"); return 1 end
-end
 if failed_run then
   io.stderr:write(PROG .. ": a control job failed: the figures cannot be trusted\n")
   return 1
