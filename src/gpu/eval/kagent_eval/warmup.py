@@ -58,7 +58,7 @@ def host(torch, profile=True):
         except Exception:
             pass
     t0 = time.monotonic()
-    try:  # CUPTI's own set-up of the activity trace: a third to a half of the first traced kernel
+    try:  # CUPTI's own set-up of the activity trace, else paid by the job's first traced kernel
         from . import profiling
         profiling.prepare_trace(0)
         warmed["trace_setup"] = time.monotonic() - t0
