@@ -16,7 +16,7 @@ medians) and the harness overhead: wall minus compile minus the timed loop; writ
 --sampled (with --cpu): a ReLU over 8 Mi elements instead of 16 Ki, whose outputs and inputs
 travel and are compared as samples, as the GPU fixture's are. --before DIR: only the warm jobs,
 on a worker of another copy of the evaluator (DIR: its src/gpu/eval) and on one of this tree's,
-taking turns, their phases side by side.
+taking turns, their phases and harness overheads side by side.
 """
 import argparse
 import json
@@ -111,6 +111,12 @@ def phase_table(rows):
     return {k: statistics.median(v) for k, v in phases.items()}
 
 
+def harness_s(rows):
+    """The harness overhead, median seconds: wall minus compile minus the timed loop."""
+    return statistics.median(r["wall_s"] - (r["stage_s"] or {}).get("compile", 0.0) - r["loop_s"]
+                             for r in rows)
+
+
 def print_phases(label, rows):
     if not rows:
         return {}
@@ -156,7 +162,8 @@ def before_after(device, cpu, n, before):
                 rows[name].append(r)
     for w in workers.values():
         w.close()
-    tables = {name: dict(phase_table(r), wall=statistics.median(x["wall_s"] for x in r))
+    tables = {name: dict(phase_table(r), wall=statistics.median(x["wall_s"] for x in r),
+                         harness=harness_s(r))
               for name, r in rows.items()}
     print("side by side, %d warm jobs each, taking turns (median s):" % n)
     print("  %-44s %8s %8s %8s" % ("phase", "before", "after", "ratio"))

@@ -148,6 +148,28 @@ class ProbeTest(unittest.TestCase):
         self.assertGreaterEqual(p["n"], 5)
         self.assertLess(p["repeat_ms"], timed_verdict.CACHE_RATIO * p["fresh_ms"])
 
+    def test_copies_made_ahead_of_the_timed_calls_still_show_an_address_cache(self):
+        # the copies are made before the timed loop (while the lease is shared); the candidate
+        # runs its timed calls meanwhile and must still meet them as fresh in the probe
+        ahead = fresh_probe.prepare(self.torch, self.args)
+        self.assertIsNotNone(ahead)
+        cand = _Memo(self.torch)
+        for _ in range(3):
+            cand(*self.args)
+        seen = set(cand.memo)
+        self.assertFalse(any((c[0].data_ptr(), c[1].data_ptr()) in seen for c in ahead))
+        p = fresh_probe.probe(self.torch, self.timer, cand, self.args, ahead)
+        self.assertGreaterEqual(p["n"], len(ahead))
+        self.assertLess(p["repeat_ms"], timed_verdict.CACHE_RATIO * p["fresh_ms"])
+        # the probe ran the candidate on the copies made ahead
+        self.assertTrue(all((c[0].data_ptr(), c[1].data_ptr()) in cand.memo for c in ahead))
+
+    def test_copies_are_made_ahead_only_where_they_fit(self):
+        gib = 1 << 30
+        # two copies and one copy's temporary: 3 GiB, against half the free memory
+        self.assertTrue(fresh_probe.fits_ahead(gib, 2, 6 * gib))
+        self.assertFalse(fresh_probe.fits_ahead(gib, 2, 6 * gib - 1))
+
     def test_one_slow_call_does_not_look_like_a_cache(self):
         cand = _Hiccup(self.torch)
         p = fresh_probe.probe(self.torch, self.timer, cand, self.args)

@@ -9,9 +9,10 @@ TRACE_STAGE = "benchmark_trace"
 
 
 def timed(job, plan):
-    """The timed phase of a verified candidate: the warm-up (and a profile's preparation) while
-    the lease is shared, then under it exclusive the audit's traced call, the benchmark's loop
-    and fresh-input probe, and the profile; the loop's checks once the lease is shared again."""
+    """The timed phase of a verified candidate: the warm-up (and a profile's preparation, and the
+    fresh-input probe's first copies) while the lease is shared, then under it exclusive the
+    audit's traced call, the benchmark's loop and fresh-input probe, and the profile; the loop's
+    checks once the lease is shared again."""
     ch, torch, timer, spec, cuda = job.ch, job.torch, job.timer, job.spec, job.cuda
     # the timed calls' input sets and the warm-up run while the lease is still shared: neither
     # is a figure; the lease exclusive covers only the calls that are timed or profiled
@@ -30,7 +31,9 @@ def timed(job, plan):
     if spec.get("profile") is not None and cuda:
         # before the warm-up, which leaves the GPU's clocks as the timed calls need them
         prepare_profile(spec["profile"]["metric_set"])
+    ahead = None
     if spec.get("bench") is not None:
+        ahead = fresh_probe.prepare(torch, sets.current)
         warm_calls = timer.warm(call, opts["warmup"], opts["warmup_time"])
     child_common.gate(job.state, "exclusive")
 
@@ -51,7 +54,8 @@ def timed(job, plan):
             calls_done=lambda: ch.stage(TRACE_STAGE))
         last_out = holder[0]  # the last timed call's output (the profile's calls come after)
         ch.stage("benchmark_probe")
-        probe = fresh_probe.probe(torch, timer, job.cand, sets.current)
+        probe = fresh_probe.probe(torch, timer, job.cand, sets.current, ahead)
+        ahead = None
 
     if spec.get("profile") is not None and cuda:
         ch.stage("profile")

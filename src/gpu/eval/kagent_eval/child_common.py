@@ -14,6 +14,14 @@ def setup_torch(device, threads):
     return torch
 
 
+# A process waiting at a gate gives back the GPU memory PyTorch caches for it only while less
+# than this share of the GPU's memory is free. Large frees and allocations are driver calls that
+# the host's other GPUs wait on (docs/results/2026-11-28-gpu-d.md), and a timed stage that
+# allocates again pays for them under the exclusive lease; giving back at every gate cost four
+# workers on one GPU throughput (docs/results/2026-11-28-gpu-f.md).
+GIVE_BACK_BELOW_FREE = 0.2
+
+
 def gate(state, mode):
     """Stops until the worker holds this process's GPU lease in `mode` ("shared" or "exclusive";
     lease.py). Only a spare sandbox has a gate; a process forked on demand runs under a lease the
@@ -21,12 +29,24 @@ def gate(state, mode):
     a shared hold up around each Triton compile)."""
     wait = state.get("gate") if state else None
     if wait is not None:
-        if state.get("empty_cache_at_gates"):
+        # from exclusive to shared the pool turns the hold shared at once: nothing is waited for
+        waits = not (state.get("lease_mode") == EXCLUSIVE and mode == SHARED)
+        if waits and state.get("empty_cache_at_gates") and gpu_memory_short(state["torch"]):
             # waiting, this process keeps no GPU memory it does not use: the processes of the
             # other workers on its GPU may need it meanwhile (a worker's job is "shared_device")
             state["torch"].cuda.empty_cache()
         wait(mode)
         state["lease_mode"] = mode
+
+
+def gpu_memory_short(torch):
+    """Whether less than GIVE_BACK_BELOW_FREE of the current GPU's memory is free, counting every
+    process's use; where that cannot be read, it is taken to be short."""
+    try:
+        free, total = torch.cuda.mem_get_info()
+    except Exception:
+        return True
+    return free < GIVE_BACK_BELOW_FREE * total
 
 
 # The baselines are PyTorch's own code, run by the trusted reference child: nothing there can put

@@ -7,9 +7,41 @@ from . import timed_verdict
 PROBE_CALLS = 5
 PROBE_ROUNDS = 3
 PROBE_MAX_BYTES = 2 << 30
+# The first round's copies are made ahead of the exclusive lease only where they and one copy's
+# temporary take at most this share of the GPU's free memory; else the probe makes them itself.
+AHEAD_MEMORY_SHARE = 0.5
 
 
-def probe(torch, timer, cand, args):
+def _nbytes(torch, args):
+    return sum(a.numel() * a.element_size() for a in args if isinstance(a, torch.Tensor))
+
+
+def _calls(nbytes):
+    return max(2, min(PROBE_CALLS, PROBE_MAX_BYTES // max(1, nbytes)))
+
+
+def fits_ahead(nbytes, calls, free):
+    """Whether `calls` copies of inputs of `nbytes`, and the temporary of the one being made,
+    fit in AHEAD_MEMORY_SHARE of `free` bytes."""
+    return (calls + 1) * nbytes <= AHEAD_MEMORY_SHARE * free
+
+
+def prepare(torch, args):
+    """The first round's fresh copies of the timed inputs, made before the timed loop while the
+    lease is still shared: making them (new allocations, a copy of every input) is GPU work that
+    is not timed, and large allocations are driver calls that the host's other GPUs wait on
+    (docs/results/2026-11-28-gpu-d.md). None where they do not fit beside the timed inputs: the
+    probe then makes them itself. The candidate never sees them before the probe."""
+    nbytes = _nbytes(torch, args)
+    n = _calls(nbytes)
+    if any(isinstance(a, torch.Tensor) and a.is_cuda for a in args):
+        free, _ = torch.cuda.mem_get_info()
+        if not fits_ahead(nbytes, n, free):
+            return None
+    return [[fresh_values(torch, a, i + 1) for a in args] for i in range(n)]
+
+
+def probe(torch, timer, cand, args, ahead=None):
     """Fastest call on the timed inputs and fastest call on fresh inputs: new addresses and new
     values (each floating input's values rotated by a random offset, so the distribution is the
     same and no value sits where it was).
@@ -18,9 +50,11 @@ def probe(torch, timer, cand, args):
     makes every repeated call fast and every fresh one slow. Noise (a preempted call on a loaded machine)
     only ever adds time, so the minimum of several calls per side, interleaved so both sides see
     the same machine state, is what stays comparable. All copies are alive at once: freeing one
-    would let the allocator hand its address to the next and turn a miss into a hit."""
-    nbytes = sum(a.numel() * a.element_size() for a in args if isinstance(a, torch.Tensor))
-    n = max(2, min(PROBE_CALLS, PROBE_MAX_BYTES // max(1, nbytes)))
+    would let the allocator hand its address to the next and turn a miss into a hit.
+    ahead: the first round's copies, made by prepare() from an input set of the same timed loop
+    (its values rotated as here), or None."""
+    nbytes = _nbytes(torch, args)
+    n = _calls(nbytes)
     mode = "cuda" if timer.cuda else "cpu"
     fresh, repeat, alive = [], [], []
     # A cache makes every round look the same; noise does not. So while the minima still look
@@ -29,7 +63,10 @@ def probe(torch, timer, cand, args):
     for k in range(PROBE_ROUNDS):
         if k > 0 and (len(alive) + n) * nbytes > 2 * PROBE_MAX_BYTES:
             break
-        copies = [[fresh_values(torch, a, len(alive) + i + 1) for a in args] for i in range(n)]
+        if k == 0 and ahead:
+            copies = ahead
+        else:
+            copies = [[fresh_values(torch, a, len(alive) + i + 1) for a in args] for i in range(n)]
         alive.extend(copies)
         with torch.no_grad():
             for c in copies:  # the larger of event and host time: work on a side stream counts too
