@@ -19,9 +19,10 @@ def prepare(device, threads, warm=True, profile=True):
     """Everything a candidate's process needs before the candidate: torch on the device, the
     timer (its primitives bound before candidate code runs, its all-stream trace ready) and, on
     a GPU, Triton's driver and, with `profile`, the profiler started, so a spare sandbox pays for
-    them before the job arrives. Nothing here runs on the GPU (a spare prepares without its GPU's
-    lease); what does is kept in state["device_warm"] for warmup.on_device once the job holds the
-    lease."""
+    them before the job arrives. Nothing here runs on the GPU but the timer's calibration
+    (timing.Timer: a few milliseconds of L2 flushes and spins; src/gpu/eval/README.md), since a
+    spare prepares without its GPU's lease; what does run there is kept in state["device_warm"]
+    for warmup.on_device once the job holds the lease."""
     t0 = _perf_counter()
     one_compile_thread()
     torch = child_common.setup_torch(device, threads)
