@@ -151,7 +151,7 @@ class ProbeTest(unittest.TestCase):
     def test_copies_made_ahead_of_the_timed_calls_still_show_an_address_cache(self):
         # the copies are made before the timed loop (while the lease is shared); the candidate
         # runs its timed calls meanwhile and must still meet them as fresh in the probe
-        ahead = fresh_probe.prepare(self.torch, self.args)
+        ahead = fresh_probe.prepare(self.torch, self.args, "cpu")
         self.assertIsNotNone(ahead)
         cand = _Memo(self.torch)
         for _ in range(3):
@@ -166,9 +166,18 @@ class ProbeTest(unittest.TestCase):
 
     def test_copies_are_made_ahead_only_where_they_fit(self):
         gib = 1 << 30
+
+        class FakeCuda:  # a FAKE torch.cuda whose free memory is set
+            free = 0
+
+            def mem_get_info(self):
+                return self.free, 100 * gib
+        fake = type("FakeTorch", (), {"cuda": FakeCuda()})()
         # two copies and one copy's temporary: 3 GiB, against half the free memory
-        self.assertTrue(fresh_probe.fits_ahead(gib, 2, 6 * gib))
-        self.assertFalse(fresh_probe.fits_ahead(gib, 2, 6 * gib - 1))
+        fake.cuda.free = 6 * gib
+        self.assertTrue(fresh_probe.fits_ahead(fake, "cuda:0", gib, 2))
+        fake.cuda.free = 6 * gib - 1
+        self.assertFalse(fresh_probe.fits_ahead(fake, "cuda:0", gib, 2))
 
     def test_one_slow_call_does_not_look_like_a_cache(self):
         cand = _Hiccup(self.torch)

@@ -33,7 +33,7 @@ def timed(job, plan):
         prepare_profile(spec["profile"]["metric_set"])
     ahead = None
     if spec.get("bench") is not None:
-        ahead = fresh_probe.prepare(torch, sets.current)
+        ahead = fresh_probe.prepare(torch, sets.current, job.device)
         warm_calls = timer.warm(call, opts["warmup"], opts["warmup_time"])
     child_common.gate(job.state, "exclusive")
 

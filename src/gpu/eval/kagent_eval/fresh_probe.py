@@ -1,7 +1,7 @@
 """The fresh-input probe of a candidate's benchmark (child_candidate.py): its fastest call on the
 timed inputs against its fastest on fresh copies, which a result cache cannot hide (ECACHE,
 timed_verdict.py)."""
-from . import timed_verdict
+from . import timed_inputs, timed_verdict
 
 
 PROBE_CALLS = 5
@@ -12,32 +12,26 @@ PROBE_MAX_BYTES = 2 << 30
 AHEAD_MEMORY_SHARE = 0.5
 
 
-def _nbytes(torch, args):
-    return sum(a.numel() * a.element_size() for a in args if isinstance(a, torch.Tensor))
-
-
 def _calls(nbytes):
     return max(2, min(PROBE_CALLS, PROBE_MAX_BYTES // max(1, nbytes)))
 
 
-def fits_ahead(nbytes, calls, free):
+def fits_ahead(torch, device, nbytes, calls):
     """Whether `calls` copies of inputs of `nbytes`, and the temporary of the one being made,
-    fit in AHEAD_MEMORY_SHARE of `free` bytes."""
-    return (calls + 1) * nbytes <= AHEAD_MEMORY_SHARE * free
+    fit in AHEAD_MEMORY_SHARE of the GPU's free memory."""
+    return timed_inputs.fits(torch, device, nbytes, calls + 1, AHEAD_MEMORY_SHARE)
 
 
-def prepare(torch, args):
+def prepare(torch, args, device):
     """The first round's fresh copies of the timed inputs, made before the timed loop while the
     lease is still shared: making them (new allocations, a copy of every input) is GPU work that
     is not timed, and large allocations are driver calls that the host's other GPUs wait on
     (docs/results/2026-11-28-gpu-d.md). None where they do not fit beside the timed inputs: the
     probe then makes them itself. The candidate never sees them before the probe."""
-    nbytes = _nbytes(torch, args)
+    nbytes = timed_inputs.nbytes_of(torch, args)
     n = _calls(nbytes)
-    if any(isinstance(a, torch.Tensor) and a.is_cuda for a in args):
-        free, _ = torch.cuda.mem_get_info()
-        if not fits_ahead(nbytes, n, free):
-            return None
+    if not fits_ahead(torch, device, nbytes, n):
+        return None
     return [[fresh_values(torch, a, i + 1) for a in args] for i in range(n)]
 
 
@@ -53,7 +47,7 @@ def probe(torch, timer, cand, args, ahead=None):
     would let the allocator hand its address to the next and turn a miss into a hit.
     ahead: the first round's copies, made by prepare() from an input set of the same timed loop
     (its values rotated as here), or None."""
-    nbytes = _nbytes(torch, args)
+    nbytes = timed_inputs.nbytes_of(torch, args)
     n = _calls(nbytes)
     mode = "cuda" if timer.cuda else "cpu"
     fresh, repeat, alive = [], [], []

@@ -59,15 +59,18 @@ def call_positions(numel, full, sample_seed, count=CALL_SAMPLE):
     return sub, flat
 
 
-def _nbytes(torch, args):
+def nbytes_of(torch, args):
+    """The bytes of the tensors among args."""
     return sum(a.numel() * a.element_size() for a in args if isinstance(a, torch.Tensor))
 
 
-def _fits(torch, device, nbytes, count):
+def fits(torch, device, nbytes, count, share=SET_MEMORY_SHARE):
+    """Whether `count` input sets of `nbytes` take at most `share` of the GPU's free memory
+    (always on the CPU)."""
     if not device.startswith("cuda"):
         return True
     free, _ = torch.cuda.mem_get_info()
-    return nbytes * count <= SET_MEMORY_SHARE * free
+    return nbytes * count <= share * free
 
 
 class Sampler:
@@ -129,7 +132,7 @@ class Rotation:
             # the trial's own inputs, bit for bit (the same contract: inputs.py)
             args, _ = inputs.make_inputs(torch, problem, spec["seed"] + t, t, dtype, device,
                                          inputs.distribution(t), None, spec.get("input_contract"))
-            if self.slots and not _fits(torch, device, _nbytes(torch, args),
+            if self.slots and not fits(torch, device, nbytes_of(torch, args),
                                         len(self.slots) + 1 + (1 if rotate else 0)):
                 del args
                 break
