@@ -46,6 +46,26 @@ def kb_files(kb_dir, ids):
     return [(os.path.basename(by_id[i])[:-3], by_id[i]) for i in ids if i in by_id]
 
 
+def problems(kb_dir, dtype, only=None, cpu=False):
+    """(name, path, dtype) of the problems timed: the showcase problems in bf16 and KB_IDS from
+    kb_dir in `dtype` (the small CPU cases in fp32 with cpu), those named in `only` (comma-separated
+    names or level-1 ids) where given."""
+    def example(name, dt):
+        return name, os.path.join(ROOT, "examples", "problems", name + ".py"), dt
+    if cpu:
+        cases = [example(n, "fp32") for n in CPU_CASES]
+    else:
+        cases = [example(n, "bf16") for n in SHOWCASE]
+        if os.path.isdir(kb_dir):
+            cases += [(n, p, dtype) for n, p in kb_files(kb_dir, KB_IDS)]
+        else:
+            print("note: no KernelBench folder at %s: showcase problems only" % kb_dir)
+    if only:
+        want = set(only.split(","))
+        cases = [c for c in cases if c[0] in want or c[0].split("_", 1)[0] in want]
+    return cases
+
+
 def time_both(timer, fn, first, min_time):
     """{"time": summary, "ci": summary}, the one named first timed first."""
     opts = {"time": {"stop": "time", "min_time": min_time}, "ci": {"stop": "ci"}}
@@ -121,17 +141,7 @@ def main():
         torch.cuda.set_device(0)
     from kagent_eval import child_common
     timer = child_common.timer(torch, device)
-    cases = [(n, os.path.join(ROOT, "examples", "problems", n + ".py"), "bf16") for n in SHOWCASE]
-    if a.cpu:
-        cases = [(n, os.path.join(ROOT, "examples", "problems", n + ".py"), "fp32")
-                 for n in CPU_CASES]
-    elif os.path.isdir(a.kb_dir):
-        cases += [(n, p, a.dtype) for n, p in kb_files(a.kb_dir, KB_IDS)]
-    else:
-        print("note: no KernelBench folder at %s: showcase problems only" % a.kb_dir)
-    if a.only:
-        want = set(a.only.split(","))
-        cases = [c for c in cases if c[0] in want or c[0].split("_", 1)[0] in want]
+    cases = problems(a.kb_dir, a.dtype, a.only, a.cpu)
     rows, t0 = [], time.perf_counter()
     for k, (name, path, dtype) in enumerate(cases):
         try:

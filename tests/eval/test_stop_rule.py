@@ -1,4 +1,4 @@
-"""The timed loop's stopping rule (timing.StopRule) on synthetic streams of call times: a tight
+"""The timed loop's stopping rule (stop_rule.StopRule) on synthetic streams of call times: a tight
 stream stops once the median's interval is narrow, a noisy one runs to its time budget, and no
 stream stops below the floor. The interval itself is checked for its coverage."""
 import math
@@ -8,7 +8,7 @@ import sys
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "src", "gpu", "eval"))
-from kagent_eval import timing  # noqa: E402
+from kagent_eval import stop_rule, timing  # noqa: E402
 
 
 def run(rule, stream):
@@ -29,7 +29,7 @@ def draws(fn, seed=1):
 
 
 def ci_rule(ci=0.005, budget_s=1.0, min_reps=10, max_reps=1000):
-    return timing.StopRule(min_reps, max_reps, ci=ci, budget_s=budget_s)
+    return stop_rule.StopRule(min_reps, max_reps, ci=ci, budget_s=budget_s)
 
 
 class StopRuleTest(unittest.TestCase):
@@ -65,31 +65,31 @@ class StopRuleTest(unittest.TestCase):
         self.assertEqual((n, rep["by"]), (300, "max_reps"))
 
     def test_fixed_counts(self):
-        n, rep = run(timing.StopRule(10, 1000, reps=37), draws(lambda r: 1.0))
+        n, rep = run(stop_rule.StopRule(10, 1000, reps=37), draws(lambda r: 1.0))
         self.assertEqual((n, rep["by"], rep["rule"]), (37, "reps", "reps"))
         # "time": the calls min_time takes at the first call's speed, within the floor and cap
         o = timing.bench_options({"stop": "time", "min_time": 0.2})
-        self.assertEqual(timing.StopRule.for_options(o, 2.0).reps, 100)
-        self.assertEqual(timing.StopRule.for_options(o, 1e-4).reps, o["max_reps"])
-        self.assertEqual(timing.StopRule.for_options(o, 500.0).reps, o["min_reps"])
+        self.assertEqual(stop_rule.StopRule.for_options(o, 2.0).reps, 100)
+        self.assertEqual(stop_rule.StopRule.for_options(o, 1e-4).reps, o["max_reps"])
+        self.assertEqual(stop_rule.StopRule.for_options(o, 500.0).reps, o["min_reps"])
         with self.assertRaises(ValueError):
-            timing.StopRule.for_options(dict(o, stop="sometimes"), 1.0)
+            stop_rule.StopRule.for_options(dict(o, stop="sometimes"), 1.0)
 
     def test_a_feed_can_count_on_the_floor(self):
         # a rotation moves its sets at fractions of the calls it is told of: in "ci" mode those
         # are the floor's, which every loop reaches
         self.assertEqual(ci_rule(min_reps=12).plan, 12)
-        self.assertEqual(timing.StopRule(10, 1000, reps=40).plan, 40)
+        self.assertEqual(stop_rule.StopRule(10, 1000, reps=40).plan, 40)
 
     def test_a_fast_kernel_is_timed_often_enough_to_meet_a_periodic_stale_output(self):
         o = timing.bench_options({})
         # 0.05 ms calls: at least CHECKED_CALLS (a stale call in every 32 is met twice)
-        self.assertEqual(timing.StopRule.for_options(o, 0.05).min_reps, timing.CHECKED_CALLS)
-        self.assertGreaterEqual(timing.CHECKED_CALLS, 64)
+        self.assertEqual(stop_rule.StopRule.for_options(o, 0.05).min_reps, stop_rule.CHECKED_CALLS)
+        self.assertGreaterEqual(stop_rule.CHECKED_CALLS, 64)
         # 200 ms calls: the budget fits 5, so the floor stays min_reps (no more than the fixed loop)
-        self.assertEqual(timing.StopRule.for_options(o, 200.0).min_reps, o["min_reps"])
+        self.assertEqual(stop_rule.StopRule.for_options(o, 200.0).min_reps, o["min_reps"])
         # 40 ms calls: as many as the budget fits
-        self.assertEqual(timing.StopRule.for_options(o, 40.0).min_reps, 25)
+        self.assertEqual(stop_rule.StopRule.for_options(o, 40.0).min_reps, 25)
 
     def test_options_default_from_the_one_table(self):
         o = timing.bench_options({"ci": 0.01, "baselines": ["eager"], "budget": None})
@@ -109,18 +109,18 @@ class MedianIntervalTest(unittest.TestCase):
             for n in (15, 60, 300):
                 hits = 0
                 for _ in range(800):
-                    lo, hi = timing.median_ci(sorted(draw() for _ in range(n)))
+                    lo, hi = stop_rule.median_ci(sorted(draw() for _ in range(n)))
                     hits += lo <= true_median <= hi
                 self.assertGreater(hits / 800, 0.92, (name, n))
                 self.assertLess(hits / 800, 0.995, (name, n))
 
     def test_interval_narrows_with_more_calls(self):
         rng = random.Random(3)
-        widths = [timing.ci_rel(sorted(1.0 + rng.gauss(0, 0.01) for _ in range(n)))
+        widths = [stop_rule.ci_rel(sorted(1.0 + rng.gauss(0, 0.01) for _ in range(n)))
                   for n in (20, 80, 320)]
         self.assertGreater(widths[0], widths[1])
         self.assertGreater(widths[1], widths[2])
-        self.assertTrue(math.isinf(timing.ci_rel([1.0])))
+        self.assertTrue(math.isinf(stop_rule.ci_rel([1.0])))
 
 
 if __name__ == "__main__":

@@ -141,6 +141,35 @@ class CheckTimedOutputsRulesTest(unittest.TestCase):
         self.assertIsNotNone(self.timed_verdict.check_timed_outputs(
             result, msg, [], self.trials(self.ref), {}, 1e-4, 1e-4, self.seed))
 
+    def run_gates(self, rows, calls):
+        """The worker's gates on a GPU job whose audit's traced call launched nothing (a stale or
+        cached output launches nothing), up to the first that refuses; the result."""
+        from types import SimpleNamespace
+        from kagent_eval import job_gates, sandbox
+        out = sandbox.Outcome()
+        msg = {"type": "benchmark", "timed_outputs": {
+            "layout": self.layout, "rows": len(rows), "calls": list(calls), "sets": [0, 1, 2]},
+            "last_outputs": []}
+        out.messages += [({"type": "kernels", "kernels": []}, []), (msg, [np.concatenate(rows)])]
+        c = SimpleNamespace(
+            spec={"bench": {}, "audit": True, "fallback_policy": "reject",
+                  "fallback_threshold": 0.5},
+            out=out, result={"flags": [], "checks": {}, "audit": {}},
+            ev=SimpleNamespace(cuda=True, sample_seed=self.seed), ref_trials=self.trials(self.ref),
+            rtol=1e-4, atol=1e-4)
+        for gate in job_gates.GATES:
+            if gate in (job_gates.timed_outputs, job_gates.audit) and gate(c) is not None:
+                break
+        return c.result
+
+    def test_a_stale_output_is_refused_as_stale_before_the_audit_calls_it_a_fallback(self):
+        result = self.run_gates([self.row(0), self.row(0), self.row(2)], [0, 1, 2])
+        self.assertEqual(result.get("code"), "ESTALE", result.get("error"))
+
+    def test_right_outputs_with_no_kernel_traced_are_still_a_fallback(self):
+        result = self.run_gates([self.row(0), self.row(1), self.row(2)], [0, 1, 2])
+        self.assertEqual(result.get("code"), "EFALLBACK", result.get("error"))
+
 
 if __name__ == "__main__":
     unittest.main()

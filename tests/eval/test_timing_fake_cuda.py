@@ -7,7 +7,7 @@ import types
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "src", "gpu", "eval"))
-from kagent_eval import timing  # noqa: E402
+from kagent_eval import stop_rule, timing  # noqa: E402
 
 
 class FakeGpu:
@@ -86,12 +86,14 @@ class TimerFakeCudaTest(unittest.TestCase):
     def setUp(self):
         self.gpu = FakeGpu()
         self.clock = lambda: self.gpu.now / 1e3
-        self._saved = timing._perf_counter
+        self._saved = timing._perf_counter, timing.cuda_driver.own_stream
         timing._perf_counter = self.clock
+        # the fake's one in-order queue stands for the driver stream the timer makes itself
+        timing.cuda_driver.own_stream = lambda torch, device: torch.cuda.Stream()
         self.timer = timing.Timer(FakeTorch(self.gpu), "cuda:0")
 
     def tearDown(self):
-        timing._perf_counter = self._saved
+        timing._perf_counter, timing.cuda_driver.own_stream = self._saved
 
     def kernel(self, launch_ms, gpu_ms):
         def fn():
@@ -101,6 +103,20 @@ class TimerFakeCudaTest(unittest.TestCase):
 
     def test_spin_rate_is_calibrated(self):
         self.assertAlmostEqual(self.timer.cycles_per_ms, 2.0e6, delta=1e3)
+
+    def test_a_timer_built_uncalibrated_runs_nothing_until_its_calibration(self):
+        # a spare builds its timer without the lease: no flush, no spin on the GPU until the job
+        # holds the lease and calibrates it (child_candidate._load), or a figure first needs it
+        gpu = FakeGpu(cycles_per_ms=3.0e6)
+        timer = timing.Timer(FakeTorch(gpu), "cuda:0", calibrate=False)
+        self.assertEqual((gpu.spins, gpu.gpu_free_at), ([], 0.0))
+        timer.calibrate()
+        self.assertEqual(len(gpu.spins), 6)  # three measured spins, each behind a busy one
+        self.assertAlmostEqual(timer.cycles_per_ms, 3.0e6, delta=1e3)
+        timer.calibrate()  # once only
+        self.assertEqual(len(gpu.spins), 6)
+        lazy = timing.Timer(FakeTorch(FakeGpu()), "cuda:0", calibrate=False)
+        self.assertGreater(lazy.flush_ms, 0.0)  # read before calibrate(): measured then
 
     def test_slow_launch_is_hidden_behind_the_pad(self):
         fn = self.kernel(launch_ms=0.3, gpu_ms=1.0)
@@ -125,7 +141,7 @@ class TimerFakeCudaTest(unittest.TestCase):
         fn = self.kernel(0.01, 1.0)
         res = self.timer.measure(fn, warmup=1, warmup_time=0.0, min_reps=12)
         # 1 ms calls: the budget fits the checked calls, the floor of a fast kernel
-        self.assertEqual((res["n"], res["stop"]["by"]), (timing.CHECKED_CALLS, "ci"))
+        self.assertEqual((res["n"], res["stop"]["by"]), (stop_rule.CHECKED_CALLS, "ci"))
         fixed = self.timer.measure(fn, warmup=1, warmup_time=0.0, stop="time", min_time=0.1)
         self.assertGreaterEqual(fixed["n"], 90)  # 100 ms of 1 ms calls
         self.assertEqual(fixed["stop"]["by"], "reps")

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# GPU time per verified candidate (#29), every check in one call (about 5 minutes on one H100):
+# GPU time per verified candidate (#29), every check in one call (about 9 minutes on one H200):
 #   1. bench/adaptive_timing.py   the fixed second of calls against the confidence-interval rule
 #                                 on the five showcase problems and twenty KernelBench level-1
 #                                 references, side by side; a noisy control both must flag
+#   1b. bench/warmup_time.py      the default warm-up (0.025 s) against 0.1 s on the same problems,
+#                                 with and without a wait at the lease's gate after it
 #   2. bench/eval_latency.py      a warm job's wall and harness overhead per phase, the fixed
 #                                 loop (bench.stop=time, 1 s: the earlier default) against the
 #                                 rule; with an earlier evaluator (KAGENT_BEFORE_EVAL, or the
@@ -33,6 +35,7 @@ step() {  # step NAME COMMAND... : runs with its log under $OUT, prints its tail
 }
 
 step adaptive python3 bench/adaptive_timing.py --kb-dir "$KB" --json "$OUT/adaptive.json"
+step warmup python3 bench/warmup_time.py --kb-dir "$KB" --json "$OUT/warmup.json"
 step latency_fixed python3 bench/eval_latency.py --n 5 --fresh 0 --stop time --min-time 1.0 --id-base 2000
 step latency_ci python3 bench/eval_latency.py --n 5 --fresh 0 --stop ci --id-base 3000
 before="${KAGENT_BEFORE_EVAL:-}"
@@ -54,7 +57,7 @@ step pool_start "$BIN" bench/pool_start.lua --workers 4 --devices 0
 
 echo
 echo "== #29 GPU time per verified candidate: summary"
-grep -h "^RESULT\|^timed-call seconds\|^noisy control" "$OUT/adaptive.log"
+grep -h "^RESULT\|^timed-call seconds\|^noisy control" "$OUT/adaptive.log" "$OUT/warmup.log"
 for k in latency_before latency_fixed latency_ci; do
   [ -f "$OUT/$k.log" ] || continue
   printf '%-15s %s | %s | %s\n' "$k" "$(grep -m1 '^warm ' "$OUT/$k.log")" \

@@ -10,7 +10,8 @@ short launch of 32 rows), a launch from a background thread, a huge spread, and 
 the time (beyond speed-of-light) are each rejected at stage "timing" with a reason that names the
 cause and no figure left on the result, and so are (ESTALE) kernels whose timed calls return a
 stale output (on one call in sixteen, or most), an output cached by address, or one that drifts
-with the call count. algorithmic: diag(A) @ B as a row scaling, a better algorithm than the
+with the call count (or EMISMATCH at stage benchmark, no figure, where the drift stays within each
+sampled element's tolerance and only the last call's whole output shows it). algorithmic: diag(A) @ B as a row scaling, a better algorithm than the
 reference's matmul, is accepted with its speedup (and KernelBench's own L1 #12 where
 KAGENT_KERNELBENCH names its folder). sanitize: compute-sanitizer passes a clean kernel and
 finds an out-of-bounds read that no output shows; on showcase #4, racecheck checks the problem
@@ -55,6 +56,16 @@ def refused_with(code):
     return refuse
 
 
+def stale_or_wrong_last(r):
+    """A drift too small for any one sampled element's tolerance is met by the last timed call's
+    output, checked whole (EMISMATCH at stage benchmark); a larger one by the samples (ESTALE).
+    Either way no figure is left."""
+    wrong_last = (not r["ok"] and r.get("stage") == "benchmark" and r.get("code") == "EMISMATCH"
+                  and "output of the timed calls" in (r.get("error") or "")
+                  and "time_ms" not in r and "speedup_vs_eager" not in r)
+    return wrong_last or refused_with("ESTALE")(r)
+
+
 def rejected_unsynced(r):
     """An output written on a stream nobody joins is read in a race: where the harness reads it
     first the trial mismatches (EMISMATCH at correctness), else the timing catches the escape.
@@ -85,7 +96,7 @@ ESCAPES = [  # candidate, extra job fields, accept, expected
     ("softmax_stale_one_in_16.py", {}, refused_with("ESTALE"), "ESTALE 1 in 16"),
     ("softmax_stale_most.py", {}, refused_with("ESTALE"), "ESTALE most calls"),
     ("softmax_address_cache.py", {}, refused_with("ESTALE"), "ESTALE address cache"),
-    ("softmax_drift.py", {}, refused_with("ESTALE"), "ESTALE drift"),
+    ("softmax_drift.py", {}, stale_or_wrong_last, "ESTALE / EMISMATCH drift"),
     ("softmax_stale_one_in_16.py", {"confirm": True}, refused_with("ESTALE"),
      "ESTALE (confirm)"),
 ]

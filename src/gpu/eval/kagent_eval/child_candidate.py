@@ -19,14 +19,14 @@ def prepare(device, threads, warm=True, profile=True):
     """Everything a candidate's process needs before the candidate: torch on the device, the
     timer (its primitives bound before candidate code runs, its all-stream trace ready) and, on
     a GPU, Triton's driver and, with `profile`, the profiler started, so a spare sandbox pays for
-    them before the job arrives. Nothing here runs on the GPU but the timer's calibration
-    (timing.Timer: a few milliseconds of L2 flushes and spins; src/gpu/eval/README.md), since a
-    spare prepares without its GPU's lease; what does run there is kept in state["device_warm"]
-    for warmup.on_device once the job holds the lease."""
+    them before the job arrives. Nothing here runs on the GPU, since a spare prepares without its
+    GPU's lease: the timer's calibration (a few milliseconds of L2 flushes and spins) waits for
+    the job's first shared hold (_load), and what else runs there is kept in
+    state["device_warm"] for warmup.on_device."""
     t0 = _perf_counter()
     one_compile_thread()
     torch = child_common.setup_torch(device, threads)
-    timer = child_common.timer(torch, device)
+    timer = child_common.timer(torch, device, calibrate=False)
     state = {"torch": torch, "device": device, "threads": threads, "timer": timer,
              "warmed": {"context_timer": _perf_counter() - t0}}
     if warm and device.startswith("cuda"):
@@ -146,6 +146,9 @@ def _load(ch, spec, state):
         from . import warmup
         ch.send({"type": "warmed", "parts": warmup.on_device(torch, state.pop("device_warm"))})
         parts["device_warm"], t = _perf_counter() - t, _perf_counter()
+    if cuda:  # its kernels wait for the lease too (prepare), and run before the candidate's code
+        state["timer"].calibrate()
+        parts["timer_calibration"], t = _perf_counter() - t, _perf_counter()
     init_inputs = list(problem.get_init_inputs())
     ref_model = loader.build_model(torch, problem.Model, init_inputs, spec["seed"], dtype, device)
     parts["reference_model"], t = _perf_counter() - t, _perf_counter()

@@ -56,21 +56,23 @@ def gpu_memory_short(torch):
 BASELINES_UNTRACED = "baselines are the reference's own code, timed without the activity trace"
 
 
-def timer(torch, device, traced=True):
+def timer(torch, device, traced=True, calibrate=True):
     """The timer of a sandboxed child, with the all-stream activity trace
     (``profiler_lib.ActivityTrace``) on a GPU; where the trace cannot be had, the timer says why in
     every timing it summarizes (the figure is then not accepted without a re-measure).
-    traced=False: the reference child's baselines (BASELINES_UNTRACED)."""
+    traced=False: the reference child's baselines (BASELINES_UNTRACED). calibrate=False: no
+    kernel runs yet (a spare, which holds no lease: timing.Timer.calibrate)."""
     from .timing import Timer
     if not device.startswith("cuda"):
         return Timer(torch, device)
     if not traced:
-        return Timer(torch, device, untraced=BASELINES_UNTRACED)
+        return Timer(torch, device, untraced=BASELINES_UNTRACED, calibrate=calibrate)
     try:
         from . import profiler_lib
-        return Timer(torch, device, profiler_lib.activity_trace(0))
+        return Timer(torch, device, profiler_lib.activity_trace(0), calibrate=calibrate)
     except Exception as e:
-        return Timer(torch, device, untraced="%s: %s" % (type(e).__name__, str(e)[:300]))
+        return Timer(torch, device, untraced="%s: %s" % (type(e).__name__, str(e)[:300]),
+                     calibrate=calibrate)
 
 
 def sync(torch, device):

@@ -16,6 +16,7 @@ def run(ch, spec, state):
     dtype = loader.torch_dtype(torch, spec["dtype"])
     problem = loader.load_module("problem", spec["problem"])
     child_common.gate(state, "shared")
+    timer.calibrate()  # before any candidate's code is imported (a spare's timer waits for it)
     init_inputs = list(problem.get_init_inputs())
     ref_model = loader.build_model(torch, problem.Model, init_inputs, spec["seed"], dtype, device)
     cands = []
@@ -37,7 +38,7 @@ def run(ch, spec, state):
     ch.stage("benchmark")
     pad = 0
     for call in calls:  # one launch pad for all: the longest any candidate needs
-        timer.warm(call, 3, float(spec.get("warmup_time", 0.1)))
+        timer.warm(call, 3, float(spec.get("warmup_time", timing.BENCH_DEFAULTS["warmup_time"])))
         timer.fit_pad(call)
         pad = max(pad, timer.pad_cycles)
     timer.pad_cycles = pad
@@ -51,8 +52,8 @@ def run(ch, spec, state):
     owner, all_events, marks = [], [], []
     tracer = timer.tracer
     mark = (lambda: marks.append(tracer.mark())) if tracer is not None else None
-    # the sets' moves and the output samples run on a stream of their own, between the calls
-    prep = torch.cuda.Stream() if timer.cuda else None
+    # the sets' moves and the output samples run on the timer's own stream, between the calls
+    prep = timer.prep_stream
     gap_streams = (tracer.stream_id(prep.cuda_stream),) if tracer is not None else ()
     total = blocks * per_block * len(cands)
     if tracer is not None:

@@ -192,6 +192,27 @@ def code_notes(c):
     return None
 
 
+def timed_outputs(c):
+    """Every timed call's output against its input set's reference (ESTALE), before the audit:
+    a candidate that returns a stale or cached output launches nothing on the audit's traced call
+    either, and that call alone would call it a fallback (EFALLBACK) instead."""
+    if c.spec["bench"] is None:
+        return None
+    b, arrays = c.out.first("benchmark")
+    if b is None:
+        return None  # benchmark() fails the job for it
+    if timed_verdict.check_timed_outputs(c.result, b, arrays, *_timed_checks(c), c.ev.sample_seed):
+        return c.result
+    return None
+
+
+def _timed_checks(c):
+    """(reference trials, the candidate's own trials, rtol, atol): what a timed call's output is
+    held to, here and in the re-measure (remeasure.confirm_figures)."""
+    own = {o["trial"]: o for o, _ in c.out.of_type("trial") if isinstance(o.get("trial"), int)}
+    return c.ref_trials, own, c.rtol, c.atol
+
+
 def audit(c):
     """The kernels one forward ran (a fallback to PyTorch's own rejects or flags)."""
     spec = c.spec
@@ -213,11 +234,8 @@ def benchmark(c):
     b, arrays = c.out.first("benchmark")
     if b is None:
         return verdict.fail(result, "benchmark", "ERUN", "no benchmark report")
-    # every timed call's output first: it names the call that went wrong
-    own = {o["trial"]: o for o, _ in c.out.of_type("trial") if isinstance(o.get("trial"), int)}
-    checked = (c.ref_trials, own, c.rtol, c.atol)
-    if timed_verdict.check_timed_outputs(result, b, arrays, *checked, ev.sample_seed):
-        return result
+    # every timed call's output was checked before the audit (timed_outputs)
+    checked = _timed_checks(c)
     if timed_verdict.apply_benchmark(result, b, arrays, timed_verdict.loop_ms(c.out),
                                      c.ref_trials.get(timed_verdict.last_call_trial(b), c.trial0),
                                      c.rtol, c.atol, ev.sample_seed, "cuda" if ev.cuda else "cpu",
@@ -275,4 +293,4 @@ def timed(gate, c):
 
 
 GATES = (static, reference, candidate, trials, outcome, trial_count, review, generalization,
-         code_notes, audit, benchmark, profile, sanitize)
+         code_notes, timed_outputs, audit, benchmark, profile, sanitize)

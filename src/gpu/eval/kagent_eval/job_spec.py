@@ -2,7 +2,7 @@
 (job_defaults.py): the spec that the job's children and checks read (jobs.py)."""
 import os
 
-from . import compare, extra_trials, job_defaults, loader, sandbox, sanitizer, timing
+from . import compare, extra_trials, job_defaults, loader, sandbox, sanitizer, stop_rule
 from .request import BadRequest
 
 OPS_WITH = {  # op -> (audit, bench, profile)
@@ -47,8 +47,8 @@ def normalize(ev, op, job):
     if bench_opts is not None and "baselines" not in bench_opts:
         bench_opts["baselines"] = list(DEFAULTS["bench"]["baselines"])
     if bench_opts is not None and bench_opts.get("stop", DEFAULTS["bench"]["stop"]) \
-            not in timing.STOPS:
-        raise BadRequest("bench.stop must be one of %s" % ", ".join(timing.STOPS))
+            not in stop_rule.STOPS:
+        raise BadRequest("bench.stop must be one of %s" % ", ".join(stop_rule.STOPS))
     return {
         "op": op, "problem": os.path.abspath(problem), "candidate": candidate, "dtype": dtype,
         "trials": trials, "seed": int(_field(job, "seed")), "timeouts": timeouts,

@@ -28,7 +28,7 @@ STOP_FIELDS = {"rule": str, "by": str, "calls": int, "ci_rel": float, "ci_target
 
 
 def stop_report(stop):
-    """Why the timed loop stopped (timing.StopRule.report), as the child said: its known fields
+    """Why the timed loop stopped (stop_rule.StopRule.report), as the child said: its known fields
     of their types only (the child may run candidate code; the figure rules do not read it)."""
     if not isinstance(stop, dict):
         return None
@@ -47,7 +47,7 @@ def stop_report(stop):
 # stage "benchmark_trace" took it out, candidate_timing.TRACE_STAGE) reading the activity trace
 # of the all-stream check. Seen on an H100 with the trace inside: about 0.1 s for one Triton
 # kernel, 0.2-0.3 s for a composed program of several; a loop of a thousand calls hid it, the 64
-# calls of the stop rule (timing.StopRule) spread it at 1.5-4.5 ms a call over a 30 us kernel,
+# calls of the stop rule (stop_rule.StopRule) spread it at 1.5-4.5 ms a call over a 30 us kernel,
 # which the per-call bound alone took for tampering. On a host running ten sweep runs, loops of
 # 64 calls of 20-80 us Level 3 subgraphs took 0.3-1.2 s, how much of it in the trace's reading
 # not known (docs/results/2026-11-27-gpu-levels23-e.md).
@@ -60,17 +60,17 @@ def apply_benchmark(result, bench_msg, bench_arrays, loop_ms, ref_trial0, rtol, 
     worker's clock (ETAMPER). host_loaded: the host's CPUs were oversubscribed while the calls
     ran (host_load.py): an over-long loop is then flagged `clock_unchecked` (trust.py: re-measured,
     refused where it stays so) instead of failing as tampering."""
-    t = bench_msg.get("time_ms") or {}
-    result["time_ms"] = {k: t.get(k) for k in TIME_KEYS + ("fresh_ms", "repeat_ms")}
-    result["time_ms"]["loop_ms"] = loop_ms
-    result["time_ms"]["stop"] = stop_report(t.get("stop"))
     metas = bench_msg.get("last_outputs") or []
     attach_arrays(metas, bench_arrays)
     ok, summary = compare.compare_outputs(metas, ref_trial0["outputs"], rtol, atol, sample_seed,
                                           ref_trial0.get("shadow"))
-    if not ok:
+    if not ok:  # before any figure is put on the result: a refused timing leaves none
         return fail(result, "benchmark", "EMISMATCH",
                     "the output of the timed calls is wrong: %s" % summary.get("reason"))
+    t = bench_msg.get("time_ms") or {}
+    result["time_ms"] = {k: t.get(k) for k in TIME_KEYS + ("fresh_ms", "repeat_ms")}
+    result["time_ms"]["loop_ms"] = loop_ms
+    result["time_ms"]["stop"] = stop_report(t.get("stop"))
     note_shadow(result, summary, "benchmark", ref_trial0.get("dist"))
     median = t.get("median") or 0.0
     fresh = t.get("fresh_ms")

@@ -8,16 +8,15 @@ agrees that no device work of the call lay outside the events (``stream_check.py
 Timing primitives are bound at import, before any candidate code runs in the process, so a
 candidate that patches them later does not reach this module.
 How many calls: until the median's confidence interval is narrow enough, or a time budget, never
-below a floor (StopRule; the options and their defaults: BENCH_DEFAULTS).
+below a floor (stop_rule.StopRule; the options and their defaults: BENCH_DEFAULTS).
 """
-import bisect
-import ctypes
 import functools
 import math
 import statistics
 import time
 
-from . import stream_check
+from . import cuda_driver, stream_check
+from .stop_rule import StopRule
 
 _perf_counter = time.perf_counter
 _sleep = time.sleep
@@ -27,21 +26,16 @@ MAX_PAD_MS = 1.0  # longest spin put before a timed call to hide its launch
 # A job's timing options and their defaults: the one place (docs/lua-api.md, job field `bench`;
 # the children and the worker read them through bench_options).
 BENCH_DEFAULTS = {
-    "warmup": 3, "warmup_time": 0.1,  # warm-up: at least this many calls and, on a GPU, seconds
+    # warm-up: at least this many calls and, on a GPU, seconds of them; 0.025 s gives the same
+    # medians as 0.1 s within 1%, with or without a wait after it (bench/warmup_time.py,
+    # docs/results/2026-11-28-gpu-g.md)
+    "warmup": 3, "warmup_time": 0.025,
     # how many timed calls: "ci" until the median is known to within +-ci of itself (StopRule),
     # or budget seconds of calls; "time" about min_time seconds of calls (the earlier fixed loop)
     "stop": "ci", "ci": 0.005, "budget": 1.0, "min_time": 1.0,
     "min_reps": 10, "max_reps": 1000,  # floor and cap on the number of timed calls
     "reps": None,  # a fixed number of calls instead (the hardened re-measure)
 }
-STOPS = ("ci", "time")
-# The "ci" rule times at least this many calls where the budget allows them at the first call's
-# speed (a kernel under 15 ms: every kernel the fixed second timed this often). Each timed call's
-# output is checked (timed_inputs.py): a kernel that answers stale on one call in N is met at
-# least twice while N <= 32, as it was by the fixed second of calls.
-CHECKED_CALLS = 64
-# two-sided 95% normal quantile: the median's interval between order statistics (median_ci)
-CI_Z = 1.96
 
 
 def bench_options(bench):
@@ -51,87 +45,12 @@ def bench_options(bench):
     return {k: (bench[k] if bench.get(k) is not None else v) for k, v in BENCH_DEFAULTS.items()}
 
 
-def median_ci(sorted_vals, z=CI_Z):
-    """(low, high): a distribution-free confidence interval of the median, between the order
-    statistics at ranks n/2 -+ z*sqrt(n)/2 (the binomial count of values below the median,
-    approximated as normal). Needs no assumption about the shape of the timings."""
-    n = len(sorted_vals)
-    half = z * math.sqrt(n) / 2.0
-    lo = max(0, int(math.floor(n / 2.0 - half)))
-    hi = min(n - 1, int(math.ceil(n / 2.0 + half)))
-    return sorted_vals[lo], sorted_vals[hi]
-
-
-def ci_rel(sorted_vals):
-    """Half-width of median_ci relative to the median (inf where it cannot be had)."""
-    if len(sorted_vals) < 2:
-        return math.inf
-    lo, hi = median_ci(sorted_vals)
-    n = len(sorted_vals)  # the median of a sorted list, in constant time (checked every call)
-    med = sorted_vals[n // 2] if n % 2 else (sorted_vals[n // 2 - 1] + sorted_vals[n // 2]) / 2.0
-    if med <= 0:
-        return 0.0 if hi == lo else math.inf
-    return (hi - lo) / 2.0 / med
-
-
-class StopRule:
-    """When a timed loop stops. Fixed (reps given, or "time": the count min_time of calls take
-    at the first call's speed): after that many calls. "ci": once at least min_reps calls (and
-    CHECKED_CALLS where the budget fits them) are in and the median's interval (median_ci) lies
-    within +-ci of it, or the loop has run budget seconds, or max_reps calls. Tight timings stop after a few dozen
-    calls; noisy ones run to the budget, so the spread rule sees as many calls as before."""
-
-    def __init__(self, min_reps, max_reps, reps=None, ci=None, budget_s=None):
-        self.min_reps, self.max_reps = max(1, int(min_reps)), max(1, int(max_reps))
-        self.reps = int(reps) if reps else None
-        self.ci, self.budget_s = ci, budget_s
-        # the calls a feed may count on (a rotation's moves fall inside them)
-        self.plan = self.reps or min(self.min_reps, self.max_reps)
-        self.sorted = []
-        self.by = None
-
-    @classmethod
-    def for_options(cls, o, first_ms):
-        if o["reps"]:
-            return cls(o["min_reps"], o["max_reps"], reps=o["reps"])
-        if o["stop"] == "time":
-            est = max(first_ms, 1e-3)
-            reps = int(min(o["max_reps"], max(o["min_reps"], math.ceil(o["min_time"] * 1e3 / est))))
-            return cls(o["min_reps"], o["max_reps"], reps=reps)
-        if o["stop"] != "ci":
-            raise ValueError("bench.stop must be one of %s" % ", ".join(STOPS))
-        fit = math.ceil(float(o["budget"]) * 1e3 / max(first_ms, 1e-3))
-        floor = max(o["min_reps"], min(CHECKED_CALLS, fit))
-        return cls(floor, o["max_reps"], ci=float(o["ci"]), budget_s=float(o["budget"]))
-
-    def add(self, ms, elapsed_s):
-        """Takes one call's time; True when the loop stops after it."""
-        bisect.insort(self.sorted, ms)
-        n = len(self.sorted)
-        if self.reps:
-            self.by = "reps" if n >= self.reps else None
-        elif n < self.min_reps:
-            self.by = None
-        elif n >= self.max_reps:
-            self.by = "max_reps"
-        elif ci_rel(self.sorted) <= self.ci:
-            self.by = "ci"
-        elif elapsed_s >= self.budget_s:
-            self.by = "budget"
-        return self.by is not None
-
-    def report(self):
-        width = ci_rel(self.sorted)
-        return {"rule": "ci" if self.reps is None else "reps", "by": self.by,
-                "calls": len(self.sorted), "ci_rel": None if math.isinf(width) else width,
-                "ci_target": self.ci, "budget_s": self.budget_s}
-
-
 class Timer:
-    def __init__(self, torch, device, tracer=None, untraced=None):
+    def __init__(self, torch, device, tracer=None, untraced=None, calibrate=True):
         """tracer: an object with begin(), mark() and end() (``profiler_lib.ActivityTrace``) that
         sees all device work; without one on a GPU the figures carry no all-stream check, and
-        untraced says why (child_common.timer)."""
+        untraced says why (child_common.timer). calibrate=False: no kernel runs here; the L2
+        flush and the launch pad's spin rate are measured by calibrate(), or when first read."""
         self.torch = torch
         self.cuda = device.startswith("cuda")
         self.tracer = tracer if self.cuda else None
@@ -141,16 +60,41 @@ class Timer:
             self._event = torch.cuda.Event
             self._flush_buf = torch.empty(L2_FLUSH_BYTES // 4, dtype=torch.int32, device=device)
             self._spin = getattr(torch.cuda, "_sleep", None)
-            self._reset_persisting_l2 = _persisting_l2_reset()
-            self.flush_ms = self._flush_time()
-            self.cycles_per_ms = self._spin_rate()
+            self._reset_persisting_l2 = cuda_driver.persisting_l2_reset()
+            # the untimed work between timed calls runs here (inputs, output samples): the
+            # all-stream trace tells it from the candidate's by this stream
+            self.prep_stream = cuda_driver.own_stream(torch, device)
+            self._flush_ms = self._cycles_per_ms = None
         else:
-            self.flush_ms = 0.0
             self._sync = lambda: None
             self._spin = None
             self._reset_persisting_l2 = None
-            self.cycles_per_ms = None
+            self.prep_stream = None
+            self._flush_ms, self._cycles_per_ms = 0.0, None
+        self._calibrated = not self.cuda
+        if calibrate:
+            self.calibrate()
         self.pad_cycles, self.pad_ms = 0, 0.0
+
+    def calibrate(self):
+        """Measures the L2 flush's time and the launch pad's spin rate (kernels: a few ms of GPU
+        work), once. A spare builds its timer without them, since it holds no lease; its job
+        calls this once it holds the lease shared (child_candidate._load)."""
+        if not self._calibrated:
+            self._flush_ms = self._flush_time()
+            self._cycles_per_ms = self._spin_rate()
+            self._calibrated = True
+
+    @property
+    def flush_ms(self):
+        self.calibrate()
+        return self._flush_ms
+
+    @property
+    def cycles_per_ms(self):
+        """GPU spin cycles per ms (for the launch pad), or None where torch cannot spin."""
+        self.calibrate()
+        return self._cycles_per_ms
 
     def flush(self):
         if self.cuda:
@@ -168,7 +112,6 @@ class Timer:
         return sorted(times)[2]
 
     def _spin_rate(self):
-        """GPU spin cycles per ms (for the launch pad), or None where torch cannot spin."""
         if self._spin is None:
             return None
         try:
@@ -274,9 +217,9 @@ class Timer:
         mark = (lambda: marks.append(tracer.mark())) if tracer is not None else None
         prep_stream, gap_streams = None, ()
         if (feed is not None or after_call is not None) and self.cuda:
-            # inputs and output samples are made on a stream of their own, so the trace can tell
-            # that work between calls from work a candidate's thread left there
-            prep_stream = self.torch.cuda.Stream()
+            # inputs and output samples are made on the timer's own stream, so the trace can
+            # tell that work between calls from work a candidate's thread left there
+            prep_stream = self.prep_stream
             if tracer is not None:
                 gap_streams = (tracer.stream_id(prep_stream.cuda_stream),)
         reset = self._reset_persisting_l2 if hardened else None
@@ -351,16 +294,6 @@ def _between(i, plan, feed, after_call, reset=None):
         feed.before(i, plan)
     if reset is not None:
         reset()
-
-
-def _persisting_l2_reset():
-    """cuCtxResetPersistingL2Cache from the driver, or None where it cannot be called."""
-    try:
-        fn = ctypes.CDLL("libcuda.so.1").cuCtxResetPersistingL2Cache
-        fn.restype = ctypes.c_int
-        return lambda: fn()
-    except (OSError, AttributeError):
-        return None
 
 
 def percentile(sorted_vals, q):
