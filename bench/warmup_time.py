@@ -2,7 +2,7 @@
 """How long the warm-up before a timed loop must be: each problem's median (the default stop
 rule) after warm-ups of several lengths, as a candidate's process takes it, side by side.
 
-    PYTHONPATH=src/gpu/eval python3 bench/warmup_time.py [--warmups 0.1,0.025]
+    PYTHONPATH=src/gpu/eval python3 bench/warmup_time.py [--warmups 0.1,0.025,0.1]
         [--gaps 0,0.5] [--kb-dir /work/shared/data/kernelbench/level1] [--only 19,23]
         [--json FILE]
 
@@ -14,8 +14,9 @@ level-1 references), in one process: the GPU left idle for a second (a compile, 
 the warm-up of each length, the gap of each length, one call, the timed loop, for every warm-up
 and gap, the order turned round from problem to problem. Prints each problem's medians and their
 ratios to the first warm-up's at the same gap (the baseline given again: the noise between two
-runs alike); the rule: within 1%. Last line: RESULT PASS or
-FAIL. Exit: 0 pass, 1 fail, 77 without CUDA.
+runs alike); the rule: within 1%. Last line: RESULT PASS or FAIL. Exit: 0 pass, 1 fail, 77
+without CUDA. What it says holds for a candidate's timing, not for the compare op, whose blocks
+start right after the warm-up (it keeps its own: interleave.WARMUP_S).
 """
 import argparse
 import json
