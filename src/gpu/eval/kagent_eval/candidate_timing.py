@@ -55,7 +55,7 @@ def timed(job, plan):
         last_out = holder[0]  # the last timed call's output (the profile's calls come after)
         ch.stage("benchmark_probe")
         probe = fresh_probe.probe(torch, timer, job.cand, sets.current, ahead)
-        ahead = None
+        ahead = None  # the copies' memory goes back before the profile
 
     if spec.get("profile") is not None and cuda:
         ch.stage("profile")
