@@ -30,6 +30,19 @@ class CpuVerifyTest(CpuWorkerTest):
         self.assertEqual(r["max_abs_err"], 0.0)
         self.assertEqual(r["audit"]["applicable"], False)
 
+    def test_an_input_written_in_place_is_named_and_inputs_left_alone_pass(self):
+        bad = self.w.job("verify", "relu_problem.py", fixture("adversarial", "cpu_mutate_input.py"))
+        self.assertFalse(bad["ok"])
+        self.assertIn("wrote into its input", bad["error"])
+        self.assertFalse(bad["checks"]["inputs_unchanged"])
+        # a sampled input holding NaN and infinities (the non-finite trial, required here) is
+        # still the input it was given
+        good = self.w.job("verify", "relu_sampled_problem.py", fixture("eval", "relu_good.py"),
+                          nonfinite="require")
+        self.assertTrue(good["ok"], good.get("error"))
+        self.assertTrue(good["checks"]["inputs_unchanged"])
+        self.assertEqual(good["property_trials"], 4)  # the non-finite one among them, judged
+
     def test_mismatch_location_is_reported(self):
         src = ("import torch\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n"
                "        y = torch.relu(x).clone()\n        y[3, 7] += 1.0\n        return y\n")

@@ -182,28 +182,74 @@ class CompareTensorFiguresTest(unittest.TestCase):
 
 
 class SameDigestTest(unittest.TestCase):
-    """Inputs before and after a call: the same values, NaN and signed zeros included, whichever
-    way the comparison takes (the same bits, or value by value)."""
+    """Inputs before and after a call (digest.input_digest, compare.same_digest): the same values,
+    NaN and signed zeros included, are the same; a changed element, small or moved, is seen;
+    the fingerprint is the exact sum it is defined as, whatever the dtype's bit patterns."""
 
     @staticmethod
     def digest(values, dtype=np.float32):
-        a = np.asarray(values, dtype=dtype)
-        return {"kind": "tensor", "dtype": str(a.dtype), "shape": [a.size], "data": a,
-                "stats": {"sum": float(np.nansum(a))}}
+        import torch
+        return digest.input_digest(torch, torch.from_numpy(np.asarray(values, dtype=dtype)), 5)
 
     def test_the_same_values_are_the_same(self):
         for values in ([1.0, np.nan, -np.inf, 2.5], [0.0, -0.0, 1.0]):
             self.assertTrue(compare.same_digest(self.digest(values), self.digest(values)))
         # a signed zero's other sign is the same value: not a changed input
         self.assertTrue(compare.same_digest(self.digest([0.0, 1.0]), self.digest([-0.0, 1.0])))
+        # and so is a NaN of another payload
+        other_nan = np.array([0x7FC00001], dtype=np.uint32).view(np.float32)[0]
+        self.assertTrue(compare.same_digest(self.digest([np.nan, 1.0]), self.digest([other_nan, 1.0])))
         self.assertTrue(compare.same_digest(self.digest([3, 4], np.int16), self.digest([3, 4], np.int16)))
 
     def test_a_changed_value_is_seen(self):
         self.assertFalse(compare.same_digest(self.digest([1.0, np.nan, 2.0]), self.digest([1.0, np.nan, 2.5])))
         self.assertFalse(compare.same_digest(self.digest([1.0, 2.0]), self.digest([1.0, np.nan])))
         a, b = self.digest([1.0, 2.0]), self.digest([1.0, 2.0 + 2 ** -22])
-        b["stats"] = a["stats"]  # a change too small for the sum: the data still tells
+        b["stats"] = a["stats"]  # a change too small for the sum: the fingerprint still tells
         self.assertFalse(compare.same_digest(a, b))
+
+    def test_moved_values_are_seen(self):
+        import torch
+        x = torch.randn(1 << 16, generator=torch.Generator().manual_seed(3))
+        given = digest.input_digest(torch, x, 5)
+        for i, j in ((0, 1), (10, 10 + (1 << 15)), (100, 60000)):
+            y = x.clone()
+            y[i], y[j] = x[j], x[i]
+            after = digest.input_digest(torch, y, 5)
+            self.assertEqual(after["stats"]["sum"], given["stats"]["sum"])  # the sum cannot tell
+            self.assertFalse(compare.same_digest(given, after), (i, j))
+
+    def test_a_sampled_input_changed_inside_its_sample_is_seen(self):
+        import torch
+        n = (digest.FULL_LIMIT_BYTES // 4) * 2  # 32 MB of fp32: travels as a sample
+        x = torch.zeros(n)
+        given = digest.input_digest(torch, x, 9)
+        self.assertFalse(given["full"])
+        pos = digest.sample_positions(n, 9)
+        y = x.clone()
+        y[int(pos[len(pos) // 2])] = 1e-30  # a change the float64 sum still sees, and a sign flip
+        z = x.clone()
+        z[int(pos[7])] = -0.0  # the same value
+        self.assertFalse(compare.same_digest(given, digest.input_digest(torch, y, 9)))
+        self.assertTrue(compare.same_digest(given, digest.input_digest(torch, z, 9)))
+
+    def test_the_fingerprint_is_its_exact_sum(self):
+        """The device computes it in int32 products and int64 sums: checked against Python's
+        integers on the extremes of each dtype's bit patterns, so no step overflows."""
+        import torch
+        cases = [np.array([-1, 0, np.iinfo(np.int64).min, np.iinfo(np.int64).max] * 300, np.int64),
+                 np.array([np.inf, -np.inf, np.finfo(np.float64).max, -1.5] * 300, np.float64),
+                 np.array([np.finfo(np.float16).max, -np.finfo(np.float16).max, 1.0] * 300, np.float16),
+                 np.array([255, 0, 128] * 300, np.uint8), np.array([-128, 127] * 300, np.int8)]
+        for a in cases:
+            d = digest.input_digest(torch, torch.from_numpy(a), 1)
+            raw = a.view(np.int16) if a.itemsize >= 2 else a.view(np.uint8)
+            units = [int(u) for u in raw]
+            w = [int(v) for v in digest.fingerprint_weights()[:len(units) + 1]]
+            self.assertTrue(all(1 <= v < 2 ** 15 and v % 2 for v in w))
+            self.assertEqual(d["fingerprint"], [sum(u * v for u, v in zip(units, w[:-1])),
+                                                sum(u * v for u, v in zip(units, w[1:]))], a.dtype)
+            self.assertNotIn("data", d)
 
 
 class SideBySideTest(unittest.TestCase):

@@ -214,10 +214,10 @@ def _trials(job, plan, tolerant=False):
         alias_input = any(child_common.overlaps(s, i) for s in spans for i in in_spans)
         alias_prev = any(child_common.overlaps(s, p) for s in spans for p in prev_spans)
         out_metas, out_arrays = digest.digest_list(torch, outs, spec["sample_seed"])
-        in_metas, in_arrays = digest.digest_list(torch, args, spec["sample_seed"])
         ch.send({"type": "trial", "trial": t, "dist": dist, "outputs": out_metas,
-                 "inputs_after": in_metas, "alias_input": alias_input, "alias_prev": alias_prev,
-                 "call_ms": call_ms}, out_arrays + in_arrays)
+                 "inputs_after": digest.input_digests(torch, args, spec["sample_seed"]),
+                 "alias_input": alias_input, "alias_prev": alias_prev,
+                 "call_ms": call_ms}, out_arrays)
         del args, out, prev_keep
         prev_keep, prev_spans = outs, spans
     del prev_keep

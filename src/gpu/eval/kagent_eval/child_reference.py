@@ -61,7 +61,7 @@ def run(ch, spec):
             try:
                 args, dist = extra_trials.trial_inputs(torch, problem, entry, dtype, device,
                                                        contract)
-                in_metas, in_arrays = digest.digest_list(torch, args, spec["sample_seed"])
+                in_metas = digest.input_digests(torch, args, spec["sample_seed"])
                 with torch.no_grad():
                     out = model(*args)
                 child_common.sync(torch, device)
@@ -108,7 +108,7 @@ def run(ch, spec):
                     msg["shadow"] = metas
                 elif note:
                     msg["shadow_note"] = note
-            ch.send(msg, in_arrays + out_arrays + shadow_arrays)
+            ch.send(msg, out_arrays + shadow_arrays)
             del args
         precise.close()  # its memory back before the baselines are timed
         if device != "cpu":

@@ -46,6 +46,22 @@ def _dtype_name(torch, t):
 
 def tensor_digest(torch, t, sample_seed, force_full=False):
     """(meta dict, wire arrays) for one tensor."""
+    meta, flat = _elements(torch, t, sample_seed, force_full)
+    flat = flat.cpu()
+    wire_name = name = meta["dtype"]
+    if name == "bfloat16":
+        flat = flat.view(torch.int16)
+    elif name == "bool":
+        flat = flat.to(torch.uint8)
+        wire_name = "uint8"
+    arr = flat.numpy()
+    return meta, [(wire_name, [arr.size], arr)]
+
+
+def _elements(torch, t, sample_seed, force_full=False):
+    """(meta, flat) of one tensor: its digest's metadata with the whole-tensor statistics, and
+    the elements a digest covers, flat and contiguous on its device: all of them up to
+    FULL_LIMIT_BYTES (or force_full), else the seeded sample."""
     name = _dtype_name(torch, t)
     meta = {"kind": "tensor", "dtype": name, "shape": list(t.shape),
             "plain": type(t) is torch.Tensor, "numel": t.numel()}
@@ -54,7 +70,7 @@ def tensor_digest(torch, t, sample_seed, force_full=False):
     base = base.detach()
     if base.is_complex():
         base = torch.view_as_real(base)
-        name = meta["dtype"] = _dtype_name(torch, base)
+        meta["dtype"] = _dtype_name(torch, base)
     if base.numel():
         meta["stats"] = _stats(torch, base.reshape(-1))
     full = force_full or base.numel() * base.element_size() <= FULL_LIMIT_BYTES
@@ -62,15 +78,7 @@ def tensor_digest(torch, t, sample_seed, force_full=False):
     if not full:
         flat = flat[_positions_on(torch, base.numel(), sample_seed, flat.device)]
     meta["full"] = full
-    flat = flat.contiguous().cpu()
-    wire_name = name
-    if name == "bfloat16":
-        flat = flat.view(torch.int16)
-    elif name == "bool":
-        flat = flat.to(torch.uint8)
-        wire_name = "uint8"
-    arr = flat.numpy()
-    return meta, [(wire_name, [arr.size], arr)]
+    return meta, flat.contiguous()
 
 
 @functools.lru_cache(maxsize=4)
@@ -109,6 +117,60 @@ def _stats(torch, flat):
     return {"sum": sums[0], "abs_sum": sums[1] if as_float else None, "nonfinite": nonfinite}
 
 
+# the weights of an input's fingerprint (input_digest): odd numbers below 2**15, one per 16-bit
+# unit (byte, for 1-byte dtypes) of the most an input digest covers (an input travelling whole),
+# and one more: the second of its two sums takes them shifted by one
+FINGERPRINT_UNITS = FULL_LIMIT_BYTES + 1
+FINGERPRINT_SEED = 0x9E3779B1
+
+
+@functools.lru_cache(maxsize=1)
+def fingerprint_weights():
+    """The fingerprint's weights (int16 numpy array of FINGERPRINT_UNITS). The worker draws them
+    once before it forks (worker._import_stack), so its processes share them instead of each
+    drawing 16 M numbers."""
+    rng = np.random.default_rng(FINGERPRINT_SEED)
+    return rng.integers(0, 1 << 14, FINGERPRINT_UNITS, dtype=np.int16) * 2 + 1
+
+
+def input_digest(torch, value, sample_seed):
+    """Digest of one input item after a call: a tensor's metadata, whole-tensor statistics and a
+    fingerprint of the elements its sample would hold (or of all of them, where it travels
+    whole), but no elements. The worker only asks whether an input is still what the reference
+    was given (compare.same_digest), so a few integers do what a 4 MB sample on the wire did."""
+    if not isinstance(value, torch.Tensor):
+        return value_digest(torch, value, sample_seed)[0]
+    meta, flat = _elements(torch, value, sample_seed)
+    meta["fingerprint"] = _fingerprint(torch, flat)
+    return meta
+
+
+def _fingerprint(torch, flat):
+    """Two weighted sums of the elements' bits, exact in int64: equal for the same values (every
+    NaN alike, -0.0 as 0.0, as compare.same_digest has always judged), and different wherever a
+    single element differs (a 16-bit unit changes by d != 0, times an odd weight). Units are
+    below 2**15 in magnitude and so are the weights: each product fits int32, and a sum of up to
+    2**24 of them stays below 2**54. As few kernels as that takes (one product, one sum for both
+    weightings): each kernel's first launch in a process loads its module, a few ms apiece, and
+    the first trial pays them."""
+    if flat.dtype in (torch.float16, torch.bfloat16, torch.float32, torch.float64):
+        flat = torch.where(flat == flat, flat + 0.0, float("nan"))
+    if flat.dtype == torch.bool:
+        flat = flat.view(torch.uint8)
+    units = flat.view(torch.int16) if flat.element_size() >= 2 else flat.view(torch.uint8)
+    weights = _weights_on(torch, units.numel(), str(units.device))
+    sums = (units.unsqueeze(0) * weights).sum(dim=1, dtype=torch.int64)
+    return [int(v) for v in sums.tolist()]
+
+
+@functools.lru_cache(maxsize=4)
+def _weights_on(torch, n, device):
+    """The fingerprint's two weightings of n units, as a (2, n) int32 tensor on `device` (the
+    weights, and the same shifted by one), copied there once per size."""
+    w = fingerprint_weights()
+    return torch.from_numpy(np.stack([w[:n], w[1:n + 1]]).astype(np.int32)).to(device)
+
+
 def value_digest(torch, value, sample_seed):
     """Digest of one output item (tensor or plain value)."""
     if isinstance(value, torch.Tensor):
@@ -116,6 +178,11 @@ def value_digest(torch, value, sample_seed):
     if isinstance(value, (int, float, bool)) or value is None:
         return {"kind": "value", "value": value}, []
     return {"kind": "value", "value": repr(value)[:200], "type": type(value).__name__}, []
+
+
+def input_digests(torch, values, sample_seed):
+    """input_digest of each input item, in order (no arrays travel with them)."""
+    return [input_digest(torch, v, sample_seed) for v in values]
 
 
 def digest_list(torch, values, sample_seed):

@@ -266,7 +266,7 @@ def _call_failure(got, ref, rtol, atol, sample_seed):
     if obj.get("error"):
         return obj["error"]
     from .verdict import _attach  # check_trials leaves these frames to this module
-    _attach(obj, arrays, ("outputs", "inputs_after"))
+    _attach(obj, arrays, ("outputs",))
     ok, summary = compare.compare_outputs(obj.get("outputs") or [], ref["outputs"], rtol, atol,
                                           sample_seed, ref.get("shadow"))
     if not ok:

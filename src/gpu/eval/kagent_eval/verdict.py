@@ -29,7 +29,7 @@ def reference_trials(outcome):
     trials = {}
     for obj, arrays in outcome.of_type("trial"):
         if not obj.get("skipped"):
-            _attach(obj, arrays, ("inputs", "outputs", "shadow"))
+            _attach(obj, arrays, ("outputs", "shadow"))
         trials[obj["trial"]] = obj
     return trials
 
@@ -95,7 +95,7 @@ def trial_pair(obj, arrays, ref_trials, nonfinite="report"):
         metas = obj.get(key) or []
         if not isinstance(metas, list) or not all(isinstance(m, dict) for m in metas):
             raise BadFrame("trial %d's %s are not a list of digests" % (i, key))
-    _attach(obj, arrays, ("outputs", "inputs_after"))
+    _attach(obj, arrays, ("outputs",))
     return (obj.get("outputs") or [], ref["outputs"], ref.get("shadow"), ref.get("kind") == "property",
             not soft_nonfinite(ref, nonfinite))
 
@@ -332,7 +332,7 @@ def check_generalization(result, ref_trials, cand_outcome, rtol, atol, sample_se
         if obj.get("error"):
             failures.append({"sizes": ref.get("sizes"), "reason": obj["error"]})
             continue
-        _attach(obj, arrays, ("outputs", "inputs_after"))
+        _attach(obj, arrays, ("outputs",))
         ok, summary = compare.compare_outputs(obj.get("outputs") or [], ref["outputs"], rtol, atol,
                                               sample_seed, ref.get("shadow"))
         if not ok:

@@ -78,6 +78,8 @@ def _import_stack(cuda):
     except ImportError:
         pass
     import numpy  # noqa: F401
+    from . import digest
+    digest.fingerprint_weights()  # drawn once: every process forked from here shares them
     return torch, triton_ver
 
 
