@@ -5,8 +5,9 @@ whether the BLAS library's thread pool slows the compare threads down.
     python3 bench/compare_cost.py [--trials 9] [--reps 5] [--before DIR]
 
 Each trial is a million-element sample of an fp32 output and its reference (the digest the
-worker compares, compare.compare_outputs), and of its input before and after the call
-(compare.same_digest, in the worker's own thread). Prints, median seconds per job: the trials
+worker compares, compare.compare_outputs), and its input's digest before and after the call
+(compare.same_digest, in the worker's own thread: the input's fingerprint since
+docs/results/2026-11-29-gpu.md, and its sample, which evaluators before that compared). Prints, median seconds per job: the trials
 compared one after another (outputs and inputs), then the outputs on the worker's compare
 threads; and, side by side on those threads,
 a sum of squares through BLAS (np.dot) against the BLAS-free one the comparison uses
@@ -70,8 +71,14 @@ def one_by_one(pairs, inputs):
 
 
 def trial_inputs(pairs):
-    """An input per trial as given and, a copy of it, as left after the call."""
-    return [(exp[0], dict(exp[0], data=exp[0]["data"].copy())) for _, exp, _ in pairs]
+    """An input per trial as given and, a copy of it, as left after the call: with the sample an
+    evaluator before the fingerprint compares and a fingerprint (digest.input_digest's form) for
+    one since, so that each copy under --before does its own work."""
+    out = []
+    for _, exp, _ in pairs:
+        given = dict(exp[0], full=False, fingerprint=[int(exp[0]["data"].view(np.int32).sum()), 1])
+        out.append((given, dict(given, data=given["data"].copy(), fingerprint=list(given["fingerprint"]))))
+    return out
 
 
 def serial_in(path, trials):
@@ -109,7 +116,8 @@ def main():
         print(timed(lambda: one_by_one(pairs, inputs), 3))
         return
     serial = timed(lambda: one_by_one(pairs, inputs), a.reps)
-    threaded = timed(lambda: list(verdict._compare_side_by_side(pairs, 1e-4, 1e-4, 7)), a.reps)
+    one = verdict.trial_comparer(1e-4, 1e-4, 7)
+    threaded = timed(lambda: list(verdict._compare_side_by_side(pairs, one)), a.reps)
     rng = np.random.default_rng(1)
     vecs = [rng.standard_normal(N) for _ in range(a.trials)]
     with ThreadPoolExecutor(max_workers=verdict.COMPARE_THREADS) as pool:

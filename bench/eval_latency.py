@@ -13,8 +13,9 @@ process per candidate (interpreter start, imports, CUDA context, reference outpu
 what running each candidate as its own script costs. Overhead = wall time minus the timed loop.
 Prints a table, then where a warm job's time goes (the worker's phases and the candidate's stages,
 medians) and the harness overhead: wall minus compile minus the timed loop; writes JSON to $OUT/eval_latency.json when OUT is set.
---sampled (with --cpu): a ReLU over 8 Mi elements instead of 16 Ki, whose outputs and inputs
-travel and are compared as samples, as the GPU fixture's are. --before DIR: only the warm jobs,
+--sampled (with --cpu): a ReLU over 8 Mi elements instead of 16 Ki, whose outputs travel and
+are compared as samples (its inputs as a fingerprint of the same positions), as the GPU
+fixture's are. --before DIR: only the warm jobs,
 on a worker of another copy of the evaluator (DIR: its src/gpu/eval) and on one of this tree's,
 taking turns, their phases and harness overheads side by side.
 """
