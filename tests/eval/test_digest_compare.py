@@ -212,6 +212,8 @@ class SameDigestTest(unittest.TestCase):
         import torch
         x = torch.randn(1 << 16, generator=torch.Generator().manual_seed(3))
         given = digest.input_digest(torch, x, 5)
+        # an input's digest carries the whole-tensor sum, the only statistic same_digest reads
+        self.assertEqual(given["stats"], {"sum": digest._stats(torch, x)["sum"]})
         for i, j in ((0, 1), (10, 10 + (1 << 15)), (100, 60000)):
             y = x.clone()
             y[i], y[j] = x[j], x[i]

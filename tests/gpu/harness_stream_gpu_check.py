@@ -15,6 +15,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "src", "gpu", "eval"))
+from check_table import Checks  # noqa: E402
 
 POOL_ASKS = 96  # torch pools 32 streams per priority: three times round
 
@@ -32,28 +33,23 @@ def main():
     torch.cuda.set_device(0)
     timer = child_common.timer(torch, "cuda:0")
     own = timer.prep_stream.cuda_stream
-    failures = []
-
-    def check(ok, what):
-        print("%-4s %s" % ("ok" if ok else "FAIL", what), flush=True)
-        if not ok:
-            failures.append(what)
+    run = Checks("harness_stream_gpu_check.json")
 
     first = torch.cuda.Stream()
     again = [torch.cuda.Stream().cuda_stream for _ in range(POOL_ASKS)]
-    check(first.cuda_stream in again,
-          "control: torch.cuda.Stream() hands the same stream out again within %d asks" % POOL_ASKS)
+    run.add("pool", "control: torch hands a pooled stream out again", first.cuda_stream in again,
+            "within %d asks" % POOL_ASKS)
     pooled = {first.cuda_stream, *again, torch.cuda.current_stream().cuda_stream}
     for priority in (-1, -2, 0):
         pooled.update(torch.cuda.Stream(priority=priority).cuda_stream for _ in range(POOL_ASKS))
-    check(own not in pooled,
-          "the timer's stream (%#x) is none of %d streams torch hands out" % (own, len(pooled)))
+    run.add("stream", "the timer's stream is none torch hands out", own not in pooled,
+            "%#x against %d streams" % (own, len(pooled)))
 
     x = torch.empty(1 << 20, device="cuda:0")
     with torch.cuda.stream(timer.prep_stream):
         x.fill_(3.0)
     timer.prep_stream.synchronize()
-    check(bool((x == 3.0).all()), "a fill put on the timer's stream ran there")
+    run.add("stream", "a fill put on the timer's stream ran there", bool((x == 3.0).all()), "")
 
     class Feed:  # an input set's move, made by the loop on its stream between calls
         def before(self, i, plan):
@@ -63,14 +59,13 @@ def main():
     summary = timer.measure(lambda: torch.mul(x, 2.0, out=y), feed=Feed(), reps=20)
     streams = summary.get("all_streams")
     if timer.tracer is None:
-        print("note: no activity trace here (%s): the loop ran untraced" % timer.untraced)
-        check(summary["n"] == 20, "a timed loop with a feed on the timer's stream ran 20 calls")
+        run.add("loop", "a timed loop with a feed on it ran 20 calls", summary["n"] == 20,
+                "untraced here: %s" % timer.untraced)
     else:
-        check(bool(streams and streams["ok"] and streams["outside_windows"] == 0),
-              "a traced loop with a feed on the timer's stream passes the all-stream check: %s"
-              % {k: (streams or {}).get(k) for k in ("ok", "outside_windows", "escaped_calls")})
-    print("%d check(s) failed" % len(failures) if failures else "all checks passed")
-    return 1 if failures else 0
+        run.add("loop", "a traced loop with a feed on it passes all-stream",
+                bool(streams and streams["ok"] and streams["outside_windows"] == 0),
+                str({k: (streams or {}).get(k) for k in ("ok", "outside_windows", "escaped_calls")}))
+    return run.finish()
 
 
 if __name__ == "__main__":

@@ -58,10 +58,11 @@ def tensor_digest(torch, t, sample_seed, force_full=False):
     return meta, [(wire_name, [arr.size], arr)]
 
 
-def _elements(torch, t, sample_seed, force_full=False):
-    """(meta, flat) of one tensor: its digest's metadata with the whole-tensor statistics, and
-    the elements a digest covers, flat and contiguous on its device: all of them up to
-    FULL_LIMIT_BYTES (or force_full), else the seeded sample."""
+def _elements(torch, t, sample_seed, force_full=False, sum_only=False):
+    """(meta, flat) of one tensor: its digest's metadata with the whole-tensor statistics (only
+    the sum with sum_only: all an input's digest is asked for), and the elements a digest
+    covers, flat and contiguous on its device: all of them up to FULL_LIMIT_BYTES (or
+    force_full), else the seeded sample."""
     name = _dtype_name(torch, t)
     meta = {"kind": "tensor", "dtype": name, "shape": list(t.shape),
             "plain": type(t) is torch.Tensor, "numel": t.numel()}
@@ -72,7 +73,7 @@ def _elements(torch, t, sample_seed, force_full=False):
         base = torch.view_as_real(base)
         meta["dtype"] = _dtype_name(torch, base)
     if base.numel():
-        meta["stats"] = _stats(torch, base.reshape(-1))
+        meta["stats"] = _stats(torch, base.reshape(-1), sum_only)
     full = force_full or base.numel() * base.element_size() <= FULL_LIMIT_BYTES
     flat = base.reshape(-1)
     if not full:
@@ -92,8 +93,9 @@ def _positions_on(torch, numel, seed, device):
 STATS_CHUNK = 1 << 26  # elements per step: temporaries stay small beside a multi-GB tensor
 
 
-def _stats(torch, flat):
-    """Whole-tensor sum, absolute sum and non-finite count, a chunk at a time (float64 sums).
+def _stats(torch, flat, sum_only=False):
+    """Whole-tensor sum, absolute sum and non-finite count, a chunk at a time (float64 sums);
+    sum_only: the sum alone.
 
     The sums of every chunk are read back together, once: on a GPU each read waits for the
     device. The non-finite elements are counted only where the absolute sum is not finite: a
@@ -103,13 +105,15 @@ def _stats(torch, flat):
     parts = []
     for start in range(0, flat.numel(), STATS_CHUNK):
         c = flat[start:start + STATS_CHUNK]
-        if as_float:
+        if as_float and not sum_only:
             parts.append(torch.stack([c.sum(dtype=torch.float64),
                                       c.abs().sum(dtype=torch.float64)]))
         else:
             parts.append((c.sum() if c.dtype == torch.bool else c.sum(dtype=torch.float64))
                          .to(torch.float64).reshape(1))
     sums = [sum(col) for col in zip(*torch.stack(parts).cpu().tolist())]
+    if sum_only:
+        return {"sum": sums[0]}
     nonfinite = 0
     if as_float and not math.isfinite(sums[1]):
         nonfinite = sum(int(c.numel() - int(torch.isfinite(c).sum()))
@@ -140,7 +144,7 @@ def input_digest(torch, value, sample_seed):
     was given (compare.same_digest), so a few integers do what a 4 MB sample on the wire did."""
     if not isinstance(value, torch.Tensor):
         return value_digest(torch, value, sample_seed)[0]
-    meta, flat = _elements(torch, value, sample_seed)
+    meta, flat = _elements(torch, value, sample_seed, sum_only=True)
     meta["fingerprint"] = _fingerprint(torch, flat)
     return meta
 

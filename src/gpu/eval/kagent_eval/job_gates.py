@@ -235,7 +235,6 @@ def benchmark(c):
     if b is None:
         return verdict.fail(result, "benchmark", "ERUN", "no benchmark report")
     # every timed call's output was checked before the audit (timed_outputs)
-    checked = _timed_checks(c)
     if timed_verdict.apply_benchmark(result, b, arrays, timed_verdict.loop_ms(c.out),
                                      c.ref_trials.get(timed_verdict.last_call_trial(b), c.trial0),
                                      c.rtol, c.atol, ev.sample_seed, "cuda" if ev.cuda else "cpu",
@@ -243,7 +242,7 @@ def benchmark(c):
         return result
     timed_verdict.apply_baselines(result, c.base)
     remeasure.apply_roofline(ev, spec, result, c.trial0)
-    if not remeasure.confirm_figures(ev, spec, result, c.trial0, checked):
+    if not remeasure.confirm_figures(ev, spec, result, c.trial0, _timed_checks(c)):
         return result
     return None
 
