@@ -101,6 +101,31 @@ class BusyProfiler(unittest.TestCase):
         self.assertIsNone(res.get("replay_error"))
         self.assertEqual(lib.mode, profiling.REPLAY_MODES["user"])
         self.assertEqual(lib.calls.count("kp_profile_begin"), 3)
+        # the result says how long of it was waiting: two polls at least
+        self.assertGreaterEqual(res["profiler_wait_s"], 2 * profiling.BUSY_POLL_S)
+        self.assertLess(res["profiler_wait_s"], res["profile_s"])
+
+    def test_a_free_profiler_is_not_waited_for(self):
+        self.use(FakeBusyLib("kp_profile_begin", busy=0))
+        res = profiling.profile(lambda: None, [COUNTER], 0, replay="user")
+        self.assertEqual(res["profiler_wait_s"], 0)
+
+    def test_the_first_passs_set_up_is_reported(self):
+        class SlowFirstPass(FakeBusyLib):
+            """CUPTI sets a new profiler object up in its first pass's start (FAKE: 50 ms)."""
+            def call(self, name, *args):
+                if name == "kp_profile_pass_begin" and name not in self.calls:
+                    time.sleep(0.05)
+                return FakeBusyLib.call(self, name, *args)
+        self.use(SlowFirstPass("kp_profile_begin", busy=0))
+        res = profiling.profile(lambda: None, [COUNTER], 0, replay="user")
+        self.assertGreaterEqual(res["first_pass_s"], 0.05)
+        self.assertLess(res["first_pass_s"], res["profile_s"])
+
+    def test_a_wait_for_the_metric_check_is_counted_too(self):
+        self.use(FakeBusyLib("kp_metrics_check", busy=3))
+        res = profiling.profile(lambda: None, [COUNTER], 0, replay="user")
+        self.assertGreaterEqual(res["profiler_wait_s"], 3 * profiling.BUSY_POLL_S)
 
     def test_a_profiler_busy_past_the_wait_fails_the_profile(self):
         self.use(FakeBusyLib("kp_profile_begin", busy=10 ** 6))

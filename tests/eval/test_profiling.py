@@ -368,12 +368,13 @@ class ReplayModes(unittest.TestCase):
     def test_user_mode_leaves_the_sweep_to_the_library(self):
         lib = FakeProfLib(3)
         runs = []
-        ranges, passes, sessions = profiling._replay(
+        ranges, passes, sessions, first_pass_s = profiling._replay(
             FakeTorch, lib, lambda: runs.append(1), ["gpu__time_duration.sum"], 3, "user", 0, 4)
         begin = [a for n, a in lib.calls if n == "kp_profile_begin"][0]
         self.assertEqual(begin[2], 2)
         self.assertGreaterEqual(begin[1], 2 * 3)  # room for a sweep range before each launch
         self.assertEqual((len(ranges), sessions, len(runs)), (3, 1, 1))
+        self.assertGreaterEqual(first_pass_s, 0.0)
 
     def test_user_pass_mode_sweeps_in_python_and_drops_its_ranges(self):
         class FakeFlush:
@@ -386,8 +387,8 @@ class ReplayModes(unittest.TestCase):
         profiling._flusher = lambda torch_, dev: FakeFlush()
         try:
             lib = FakeProfLib(3, extra=2)
-            ranges, _, _ = profiling._replay(FakeTorch, lib, lambda: None,
-                                             ["gpu__time_duration.sum"], 3, "user-pass", 0, 4)
+            ranges, _, _, _ = profiling._replay(FakeTorch, lib, lambda: None,
+                                                ["gpu__time_duration.sum"], 3, "user-pass", 0, 4)
         finally:
             profiling._flusher = saved
         self.assertEqual(lib.mode, 1)

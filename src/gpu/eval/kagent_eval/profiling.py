@@ -45,7 +45,10 @@ Interface (stable):
          "total_ms":  sum of kernel durations, "passes": n, "backend": "cupti",
          "replay": "user"|"user-pass"|"kernel", "replay_sessions": forward runs while profiling,
          "ncu_max_sol_pct": max(compute SOL, memory SOL) of the aggregate (KernelAgent's figure),
-         "unsupported": [metrics this GPU/CUPTI cannot collect], "profile_s": wall seconds}
+         "unsupported": [metrics this GPU/CUPTI cannot collect], "profile_s": wall seconds,
+         "profiler_wait_s": seconds of it waiting for another process to free the profiler,
+         "first_pass_s": seconds of the first pass's start (CUPTI setting up a new profiler
+         object, 0.19-0.22 s on an H200; null when nothing was replayed)}
 
     Values are in base units (bytes, bytes/s, ns for gpu__time_duration.sum, percent).
     ``launch__*`` statistics are derived from the kernel records, as Nsight Compute does.
@@ -131,23 +134,31 @@ BUSY_WAIT_S = 3.0
 BUSY_POLL_S = 0.02
 
 
-def when_free(fn, wait_s=BUSY_WAIT_S):
+def when_free(fn, wait_s=BUSY_WAIT_S, waits=None):
     """fn() once more, every BUSY_POLL_S, while it raises ProfilerError EBUSY (another process
-    holds the GPU's profiler), until wait_s have passed; then that error is raised."""
+    holds the GPU's profiler), until wait_s have passed; then that error is raised. `waits`: a
+    list that gets the seconds waited, where fn() succeeded after waiting."""
     deadline = time.monotonic() + wait_s
+    busy_since = None
     while True:
+        attempt = time.monotonic()
         try:
-            return fn()
+            result = fn()
         except ProfilerError as e:
             if e.code != "EBUSY" or time.monotonic() >= deadline:
                 raise
-        time.sleep(BUSY_POLL_S)
+            busy_since = attempt if busy_since is None else busy_since
+            time.sleep(BUSY_POLL_S)
+            continue
+        if waits is not None and busy_since is not None:
+            waits.append(attempt - busy_since)
+        return result
 
 
 _checks = {}
 
 
-def check_metrics(metrics, device_index=0, wait_s=BUSY_WAIT_S):
+def check_metrics(metrics, device_index=0, wait_s=BUSY_WAIT_S, waits=None):
     """{"supported": [...], "unsupported": [...], "passes": n, "chip": name} for counter metrics.
     The answer depends only on the chip, so it is kept per process: a profile then pays neither
     the check nor (libkagent_prof keeps it too) the config image for a metric list seen before,
@@ -159,7 +170,7 @@ def check_metrics(metrics, device_index=0, wait_s=BUSY_WAIT_S):
         def check():
             lib.call("kp_metrics_check", ",".join(metrics).encode())
             return lib.result()
-        _checks[key] = when_free(check, wait_s)
+        _checks[key] = when_free(check, wait_s, waits)
     return dict(_checks[key])
 
 
@@ -225,21 +236,26 @@ def replay_chain(replay):
     return REPLAY_FALLBACK[REPLAY_FALLBACK.index(replay):]
 
 
-def _replay(torch, lib, fn, counters, n_launches, replay, device_index, max_sessions):
-    """Runs the passes; returns (decoded ranges of fn's kernels only, passes, sessions)."""
+def _replay(torch, lib, fn, counters, n_launches, replay, device_index, max_sessions, waits=None):
+    """Runs the passes; returns (decoded ranges of fn's kernels only, passes, sessions, seconds of
+    the first pass's start: CUPTI setting up a new profiler object,
+    docs/results/2026-11-29-gpu-b.md). `waits` gets the seconds waited for a busy profiler."""
     flush = _flusher(torch, device_index) if replay == "user-pass" else None
     skip = flush.kernels if flush else 0
     # "user" puts a sweep range before each launch; the library drops those itself.
     slots = n_launches * (2 if replay == "user" else 1) + skip + 8
     when_free(lambda: lib.call("kp_profile_begin", ",".join(counters).encode(), slots,
-                               REPLAY_MODES[replay]))
+                               REPLAY_MODES[replay]), waits=waits)
     done = ctypes.c_int(0)
-    sessions = 0
+    sessions, first_pass_s = 0, None
     try:
         while not done.value:
             if sessions >= max_sessions:
                 raise ProfilerError("ECUPTI", "profiler still wants passes after %d runs" % sessions)
+            started = time.perf_counter()
             lib.call("kp_profile_pass_begin")
+            if first_pass_s is None:
+                first_pass_s = time.perf_counter() - started
             try:
                 if flush:
                     flush()
@@ -251,7 +267,7 @@ def _replay(torch, lib, fn, counters, n_launches, replay, device_index, max_sess
     finally:
         lib.call("kp_profile_end")
     decoded = lib.result()
-    return decoded["ranges"][skip:], decoded["passes"], sessions
+    return decoded["ranges"][skip:], decoded["passes"], sessions, first_pass_s
 
 
 def profile(fn, metrics="full", device_index=0, max_ranges=512, capability=None, replay="user"):
@@ -263,16 +279,18 @@ def profile(fn, metrics="full", device_index=0, max_ranges=512, capability=None,
     if len(launches) > max_ranges:
         raise ProfilerError("EINVAL", "forward launches %d kernels; max_ranges is %d"
                             % (len(launches), max_ranges))
-    check = check_metrics(counters, device_index) if counters else {"supported": [],
-                                                                     "unsupported": []}
+    waits = []
+    check = check_metrics(counters, device_index, waits=waits) if counters else {
+        "supported": [], "unsupported": []}
     supported = check["supported"]
-    ranges, passes, sessions, replay_error = [], 0, 0, None
+    ranges, passes, sessions, replay_error, first_pass_s = [], 0, 0, None, None
     modes = replay_chain(replay)
     if supported and launches:
         for mode in modes:
             try:
-                ranges, passes, sessions = _replay(torch, lib, fn, supported, len(launches),
-                                                   mode, device_index, max_sessions=64)
+                ranges, passes, sessions, first_pass_s = _replay(
+                    torch, lib, fn, supported, len(launches), mode, device_index, max_sessions=64,
+                    waits=waits)
             except ProfilerError as e:
                 if mode == modes[-1] or e.code == "EBUSY":  # busy is not the mode's failure
                     raise
@@ -292,7 +310,8 @@ def profile(fn, metrics="full", device_index=0, max_ranges=512, capability=None,
         replay_sessions=sessions, replay=replay, replay_error=replay_error, backend="cupti",
         unsupported=check["unsupported"],
         range_mismatch=len(ranges) != len(launches) if supported else False,
-        profile_s=time.perf_counter() - started)
+        profile_s=time.perf_counter() - started, profiler_wait_s=sum(waits),
+        first_pass_s=first_pass_s)
 
 
 def _join(launches, ranges, launch_names, capability):
