@@ -78,6 +78,23 @@ class ChildWrapper(unittest.TestCase):
                                     ("gate", SHARED), ("stage", "compile")])
         self.assertEqual(self.state["lease_mode"], SHARED)
 
+    def test_short_memory_is_given_back_before_the_shared_hold_is(self):
+        # where the GPU is short of memory, the cache goes back while the hold is still held: a
+        # free beside another worker's exclusive stage slows it (child_common.give_back_memory)
+        log = self.log
+
+        class FakeCuda:
+            def mem_get_info(self):
+                return 1 << 30, 100 << 30
+
+            def empty_cache(self):
+                log.append(("empty_cache",))
+        self.state.update(torch=types.SimpleNamespace(cuda=FakeCuda()), empty_cache_at_gates=True)
+        self.shared_trial()
+        self.JIT(self.log)._do_compile("k1")
+        self.assertEqual(self.log, [("sync",), ("empty_cache",), ("stage", "compile_host"),
+                                    ("compile", "k1"), ("gate", SHARED), ("stage", "compile")])
+
     def test_a_failed_compile_still_waits_for_the_lease_before_going_on(self):
         self.shared_trial()
         with self.assertRaises(RuntimeError):

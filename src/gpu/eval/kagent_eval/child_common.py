@@ -30,13 +30,23 @@ def gate(state, mode):
     wait = state.get("gate") if state else None
     if wait is not None:
         # from exclusive to shared the pool turns the hold shared at once: nothing is waited for
-        waits = not (state.get("lease_mode") == EXCLUSIVE and mode == SHARED)
-        if waits and state.get("empty_cache_at_gates") and gpu_memory_short(state["torch"]):
-            # waiting, this process keeps no GPU memory it does not use: the processes of the
-            # other workers on its GPU may need it meanwhile (a worker's job is "shared_device")
-            state["torch"].cuda.empty_cache()
+        if not (state.get("lease_mode") == EXCLUSIVE and mode == SHARED):
+            give_back_memory(state)
         wait(mode)
         state["lease_mode"] = mode
+
+
+def give_back_memory(state):
+    """Waiting, this process keeps no GPU memory it does not use where the GPU is short of it:
+    the processes of the other workers on its GPU may need it meanwhile (a worker's job is
+    "shared_device"). Only while it holds the lease, before it gives it up: a large free beside
+    another worker's exclusive stage slows that stage's driver calls (three processes freeing
+    8 GiB in a loop made a profile 9 times slower, docs/results/2026-11-29-gpu-b.md), so a process
+    that holds no lease (after a compile, or a spare at its first gate) frees nothing."""
+    if state.get("lease_mode") is None or not state.get("empty_cache_at_gates"):
+        return
+    if gpu_memory_short(state["torch"]):
+        state["torch"].cuda.empty_cache()
 
 
 def gpu_memory_short(torch):

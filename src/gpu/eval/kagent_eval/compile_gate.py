@@ -7,7 +7,8 @@ and every other job waiting. So, while the process holds the lease shared, each 
 of Triton's in-memory kernel cache: JITFunction._do_compile, which may still find the kernel in
 the disk cache) goes:
 
-  1. wait for this process's GPU work to finish (nothing of it runs once the lease is given up);
+  1. wait for this process's GPU work to finish (nothing of it runs once the lease is given up),
+     and give back the memory it caches where the GPU is short of it (child_common.gate's rule);
   2. announce the stage "compile_host": the worker gives the shared hold back (jobs.py; it never
      gives back an exclusive one, so a compile inside a timed stage keeps the lease);
   3. compile, on the CPU;
@@ -46,6 +47,7 @@ def install(ch, state, sync):
         try:
             resume = getattr(ch, "last_stage", None)
             sync()
+            child_common.give_back_memory(state)  # while the hold is still this process's
             state["lease_mode"] = None
             ch.stage(STAGE)
             try:
