@@ -40,8 +40,9 @@ class StopRule:
     """When a timed loop stops. Fixed (reps given, or "time": the count min_time of calls take
     at the first call's speed): after that many calls. "ci": once at least min_reps calls (and
     CHECKED_CALLS where the budget fits them) are in and the median's interval (median_ci) lies
-    within +-ci of it, or the loop has run budget seconds, or max_reps calls. Tight timings stop after a few dozen
-    calls; noisy ones run to the budget, so the spread rule sees as many calls as before."""
+    within +-ci of it, or the loop has run budget seconds, or max_reps calls. Tight timings stop
+    after a few dozen calls; noisy ones run to the budget, so the spread rule sees as many calls
+    as before."""
 
     def __init__(self, min_reps, max_reps, reps=None, ci=None, budget_s=None):
         self.min_reps, self.max_reps = max(1, int(min_reps)), max(1, int(max_reps))
