@@ -2,7 +2,6 @@
 import os
 import sys
 import tempfile
-import time
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "src", "gpu", "eval"))
@@ -11,8 +10,20 @@ from kagent_eval import host_load  # noqa: E402
 LINES = "some avg10=0.00 avg60=0.00 avg300=0.00 total=%d\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n"
 
 
+class FakeClock:
+    """A wall clock the test moves by hand: a stall share must not hang on how long a sleep
+    took on a busy machine."""
+
+    def __init__(self):
+        self.now = 100.0
+
+    def __call__(self):
+        return self.now
+
+
 class HostLoadTest(unittest.TestCase):
     def setUp(self):
+        self.clock = FakeClock()
         fd, self.path = tempfile.mkstemp(prefix="kagent-psi-")
         os.close(fd)
         self.write(1000000)
@@ -25,15 +36,15 @@ class HostLoadTest(unittest.TestCase):
             f.write(LINES % total_us)
 
     def test_a_stall_of_most_of_the_stretch_is_loaded(self):
-        w = host_load.Window(self.path)
-        time.sleep(0.2)
-        self.write(1000000 + 190000)  # some task waited 0.19 s of about 0.2 s
+        w = host_load.Window(self.path, clock=self.clock)
+        self.clock.now += 0.2
+        self.write(1000000 + 190000)  # some task waited 0.19 s of 0.2 s
         self.assertGreater(w.share(), 0.5)
         self.assertTrue(w.loaded())
 
     def test_a_quiet_host_is_not(self):
-        w = host_load.Window(self.path)
-        time.sleep(0.2)
+        w = host_load.Window(self.path, clock=self.clock)
+        self.clock.now += 0.2
         self.write(1000000 + 2000)
         self.assertLess(w.share(), host_load.LOADED_SHARE)
         self.assertFalse(w.loaded())

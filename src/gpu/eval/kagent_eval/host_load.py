@@ -34,14 +34,16 @@ def _some_total_us(path=PRESSURE_FILE):
 class Window:
     """A stretch of time from its creation: share() is the host's CPU stall share over it."""
 
-    def __init__(self, path=PRESSURE_FILE):
-        self.path = path
-        self.t0, self.stall0 = time.monotonic(), _some_total_us(path)
+    def __init__(self, path=PRESSURE_FILE, clock=time.monotonic):
+        # clock: the wall clock the share is taken over (a test gives its own, so that a stall
+        # share does not depend on how long a sleep took on a busy machine)
+        self.path, self.clock = path, clock
+        self.t0, self.stall0 = clock(), _some_total_us(path)
 
     def share(self):
         """Stall share in [0, 1] since the window began, or None where PSI cannot be read."""
         stall = _some_total_us(self.path)
-        wall = time.monotonic() - self.t0
+        wall = self.clock() - self.t0
         if stall is None or self.stall0 is None or wall <= 0:
             return None
         return max(0.0, min(1.0, (stall - self.stall0) / 1e6 / wall))
