@@ -18,13 +18,17 @@ from kagent_eval.lease import EXCLUSIVE, SHARED, HostLock, Lease  # noqa: E402
 HOLD_S = 0.6
 
 
-def other_pool(folder, mode, started, done):
-    """Another pool's lone worker: holds the GPU's lease in `mode` for HOLD_S."""
+def other_pool(folder, mode, started, done, let_go=None):
+    """Another pool's lone worker: holds the GPU's lease in `mode` for HOLD_S, or, given the
+    event `let_go`, until it is set (at most 10 s)."""
     lease = Lease(False, None, None, HostLock(folder, "GPU-test"))
     lease.begin(1)
     with lease.held(mode):
         started.set()
-        time.sleep(HOLD_S)
+        if let_go is None:
+            time.sleep(HOLD_S)
+        else:
+            let_go.wait(10)
         done.set()  # set while it still holds: whoever gets the lease after it sees it set
 
 
@@ -36,10 +40,12 @@ class HostLeaseTest(unittest.TestCase):
     def tearDown(self):
         shutil.rmtree(self.folder, ignore_errors=True)
 
-    def waited(self, theirs, mine):
-        """Seconds this worker waited for `mine` while the other pool held `theirs`."""
+    def waited(self, theirs, mine, let_go=None):
+        """Seconds this worker waited for `mine` while the other pool held `theirs`, and whether
+        the other's hold had ended by then. With `let_go`, the other holds until it is set, which
+        happens once this worker's hold is granted."""
         started, done = self.ctx.Event(), self.ctx.Event()
-        p = self.ctx.Process(target=other_pool, args=(self.folder, theirs, started, done))
+        p = self.ctx.Process(target=other_pool, args=(self.folder, theirs, started, done, let_go))
         p.start()
         try:
             self.assertTrue(started.wait(10))
@@ -49,6 +55,8 @@ class HostLeaseTest(unittest.TestCase):
             with lease.held(mine):
                 waited = time.monotonic() - t
                 other_done = done.is_set()
+                if let_go is not None:
+                    let_go.set()
             return waited, other_done
         finally:
             p.join(10)
@@ -60,9 +68,10 @@ class HostLeaseTest(unittest.TestCase):
             self.assertGreater(waited, HOLD_S / 2)
 
     def test_shared_work_waits_only_for_a_timed_stage(self):
-        waited, other_done = self.waited(SHARED, SHARED)
+        # the other pool holds until this hold is granted: had this hold waited for its release,
+        # it would have waited the other's 10 s out and seen `done` set
+        _, other_done = self.waited(SHARED, SHARED, let_go=self.ctx.Event())
         self.assertFalse(other_done)
-        self.assertLess(waited, HOLD_S / 2)
         waited, other_done = self.waited(EXCLUSIVE, SHARED)
         self.assertTrue(other_done)
 

@@ -47,7 +47,7 @@ describe("http.request", function()
     local rs = task.all(fns)
     local dt = kagent.time.now() - t0
     for _, r in ipairs(rs) do expect.eq(r[1], 200) end
-    expect.lt(dt, 2.0, "100 requests of 0.5 s each")
+    expect.lt(dt, 10.0, "100 requests of 0.5 s each, not one after another (50 s)")
     expect.truthy(srv:stats().max_concurrency >= 50, "server saw them at once")
   end)
 
@@ -91,7 +91,7 @@ describe("http.request", function()
     expect.eq(r, nil)
     expect.eq(code, "ETIMEDOUT")
     expect.match(err, "accepted the request but sent no reply for 0%.3 s %(idle timeout%)")
-    expect.truthy(dt >= 0.29 and dt < 1.0, "idle timeout took " .. dt)
+    expect.truthy(dt >= 0.29 and dt < 5.0, "idle timeout took " .. dt)
     -- A slow reply that keeps sending is not a stall.
     server{ replies = { { chunk_delay = 0.15, text = string.rep("abcd", 8) } } }
     local streamed = BODY:gsub('"messages"', '"stream":true,"messages"')
@@ -111,13 +111,13 @@ describe("http.stream", function()
   local STREAMED = BODY:gsub('"messages"', '"stream":true,"messages"')
 
   it("hands over the body in pieces as they arrive, after the status and headers", function()
-    server{ replies = { { chunk_delay = 0.1, text = string.rep("abcd", 5) } } }
+    server{ replies = { { chunk_delay = 0.25, text = string.rep("abcd", 5) } } }
     local t0 = kagent.time.now()
     local s = assert(http.stream{ method = "POST", url = srv.url .. "/v1/chat/completions", headers = AUTH,
                                   body = STREAMED })
     expect.eq(s.status, 200)
     expect.eq(s.headers["content-type"], "text/event-stream")
-    expect.lt(kagent.time.now() - t0, 0.3, "the head came before the body")
+    expect.lt(kagent.time.now() - t0, 0.8, "the head came before the body (1.25 s of it)")
     local pieces, times = {}, {}
     while true do
       local chunk, err = s:read()
