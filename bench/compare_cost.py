@@ -4,14 +4,14 @@ whether the BLAS library's thread pool slows the compare threads down.
 
     python3 bench/compare_cost.py [--trials 9] [--reps 5] [--before DIR]
 
-Each trial is a million-element sample of an fp32 output and its reference (the digest the
-worker compares, compare.compare_outputs), and its input's digest before and after the call
+Each trial is a million-element sample of an fp32 output and its reference (the digest the worker
+compares, compare.compare_outputs), and its input's digest before and after the call
 (compare.same_digest, in the worker's own thread: the input's fingerprint since
-docs/results/2026-11-29-gpu.md, and its sample, which evaluators before that compared). Prints, median seconds per job: the trials
-compared one after another (outputs and inputs), then the outputs on the worker's compare
-threads; and, side by side on those threads,
-a sum of squares through BLAS (np.dot) against the BLAS-free one the comparison uses
-(compare.sum_sq): a ratio well above 1 means the BLAS pool contends with the threads. Run it on
+docs/results/2026-11-29-gpu.md, and its sample, which evaluators before that compared). Prints,
+median seconds per job: the trials compared one after another (outputs and inputs), then the
+outputs on the worker's compare threads; and, side by side on those threads, a sum of squares
+through BLAS (np.dot) against the BLAS-free one the comparison uses (compare.sum_sq): a ratio well
+above 1 means the BLAS pool contends with the threads. Run it on
 the machine whose worker is slow (bench/eval_latency.py's `worker check: trials`).
 --before DIR: also the trials one after another with another copy of the evaluator (DIR holds its
 kagent_eval, e.g. a checkout's src/gpu/eval), each copy in a process of its own, taking turns,

@@ -70,8 +70,9 @@ class HostLeaseTest(unittest.TestCase):
     def test_shared_work_waits_only_for_a_timed_stage(self):
         # the other pool holds until this hold is granted: had this hold waited for its release,
         # it would have waited the other's 10 s out and seen `done` set
-        _, other_done = self.waited(SHARED, SHARED, let_go=self.ctx.Event())
+        waited, other_done = self.waited(SHARED, SHARED, let_go=self.ctx.Event())
         self.assertFalse(other_done)
+        self.assertLess(waited, HOLD_S / 2)
         waited, other_done = self.waited(EXCLUSIVE, SHARED)
         self.assertTrue(other_done)
 

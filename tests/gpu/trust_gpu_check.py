@@ -12,8 +12,9 @@ cause and no figure left on the result, and so are (ESTALE) kernels whose timed 
 stale output (on one call in sixteen, or most), an output cached by address, or one that drifts
 with the call count (or EMISMATCH at stage benchmark, no figure, where the drift stays within each
 sampled element's tolerance and only the last call's whole output shows it). algorithmic:
-diag(A) @ B as a row scaling, a better algorithm than the reference's matmul, is accepted with
-its speedup (and KernelBench's own L1 #12 where KAGENT_KERNELBENCH names its folder). sanitize: compute-sanitizer passes a clean kernel and
+diag(A) @ B as a row scaling, a better algorithm than the reference's matmul, is accepted with its
+speedup (and KernelBench's own L1 #12 where KAGENT_KERNELBENCH names its folder). sanitize:
+compute-sanitizer passes a clean kernel and
 finds an out-of-bounds read that no output shows; on showcase #4, racecheck checks the problem
 shrunk (K / 16) and keeps that verdict, having run the kernels memcheck ran as stated. compare: interleaved timing ranks the one-pass
 kernel above the three-pass one. memory: a 16 GiB input verifies and times without running out
