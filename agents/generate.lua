@@ -19,8 +19,8 @@ local exit = require("agents.run.exit")
 local PROG = "agents/generate.lua"
 local SPEC = {}
 for _, name in ipairs({ "problem", "gen-workers", "refine", "model", "prices", "dtype", "out", "db", "devices",
-    "job-timeout", "max-spread", "metrics", "max-tokens", "temperature", "budget-usd", "budget-tokens", "llm-timeout", "stream",
-    "llm-failures", "llm-backoff" }) do
+    "job-timeout", "max-spread", "metrics", "max-tokens", "max-reply-bytes", "max-code-bytes", "temperature", "budget-usd",
+    "budget-tokens", "llm-timeout", "stream", "llm-failures", "llm-backoff" }) do
   SPEC[name] = options[name]
 end
 setmetatable(SPEC, getmetatable(options))
@@ -75,6 +75,11 @@ local function main(argv)
   s.best = { path = "best_kernel.py" }
   run.rd:write("summary.json", s)
   run.mem:finish("done", s)
+  -- no result without the files that hold it and the rows that record it (agents/run/writes.lua)
+  if not summary.final_files_written(run, { "best_kernel.py", "summary.json" }) then
+    summary.failed(run, require("agents.run.writes").failure(run))
+    return exit.write_failed_status(PROG, run)
+  end
   run.progress:finish(string.format("run %s: generated a verified kernel (worker %d, %d attempt(s)): %.4f ms%s\n  %s",
     run.rd.id, g.worker, g.attempts, t, r.eager_ms and string.format(", %.2fx eager", r.eager_ms / t) or "",
     run.rd:path("best_kernel.py")))

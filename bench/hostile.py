@@ -4,8 +4,10 @@
     /usr/bin/python3 bench/hostile.py [--setups root,root-nons,user,user-nons] [--json out.json]
 
 The candidates are tests/eval/hostile_cases.py's (fork bomb, 300 children, /dev/shm hog, shared
-mmap hog, host UNIX socket by path, abstract UNIX socket, SIGKILL to a process of the same user,
-/etc/shadow, writes outside the job), each run as a verify job in each setup: the worker run by
+mmap hog, host UNIX socket by path, a tmux server's and an ssh-agent's socket in /tmp and in a
+home folder, abstract UNIX socket, SIGKILL to a process of the same user, /etc/shadow, writes
+outside the job, descriptors 7 and 8 left open by the worker's parent, a fork bomb that never
+stops on its own), each run as a verify job in each setup: the worker run by
 root with namespaces ("root") and without (KAGENT_EVAL_NAMESPACES=0, "root-nons"), and, when
 this runs as root, by an ordinary user made for the bench ("user", "user-nons"). It prints one
 table row per candidate and setup: the job's code and what the candidate reached ("nothing" is
@@ -50,7 +52,8 @@ def run_setup(name, env, as_user):
         for case_class in hostile_cases.CASES:
             row = {"setup": name, "case": case_class.name}
             if not hostile_cases.applicable(case_class, uid):
-                rows.append(dict(row, code="-", reached="not applicable (root only)"))
+                why = hostile_cases.unavailable(case_class) or "root only"
+                rows.append(dict(row, code="-", reached="not applicable (%s)" % why))
                 continue
             missing = case_class.layer(status) if "missing" in status else "no status"
             case = case_class(uid, status)

@@ -82,8 +82,9 @@ def main():
         "rlimit_data_half": lambda: resource.setrlimit(
             resource.RLIMIT_DATA, ((sandbox_limits.memory_limit_mb() << 20),) * 2),
         "namespaces": lambda: namespaces.enter(user=False),
+        # the job's filesystem view: secrets and socket folders covered, what it needs bound back
         "namespaces+shm+hidden": lambda: namespaces.enter(user=False, shm_bytes=sandbox_limits.memory_limit_mb() << 20,
-                                                          hidden=jail.HIDDEN_PATHS, kept=jail.KEPT_PATHS),
+                                                          **jail.view([job])),
         "seccomp": lambda: syscall_filter.install(sockets=False),
         "landlock_reads": lambda: jail.narrow_reads(()),
         # the write rule and the places CUDA might need to write (which one it is decides the fix)

@@ -328,6 +328,11 @@ function M.run(run)
   r.failures = #failures > 0 and failures or nil
   run.rd:write("fuse/route.json", r)
   local s = finish(run, st, best, failures)
+  -- no result without the files that hold it and the rows that record it (agents/run/writes.lua)
+  if not summary.final_files_written(run, best and { "best_kernel.py", "summary.json" } or { "summary.json" }) then
+    summary.failed(run, require("agents.run.writes").failure(run))
+    return exit.write_failed_status(run.prog, run)
+  end
   if not best then
     run.progress:finish(string.format("run %s: no verified program.\n  %s\n  %s", run.rd.id,
       table.concat(failures, "\n  "), run.rd.dir))

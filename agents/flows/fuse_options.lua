@@ -30,7 +30,8 @@ local SPEC = {
     help = "share of GPU time the program's own kernels must carry (the kernel audit; 1: no library kernel on the hot path)" },
 }
 for _, name in ipairs({ "problem", "refine", "model", "prices", "dtype", "out", "db", "devices", "workers-per-gpu", "job-timeout", "max-spread", "metrics",
-    "max-tokens", "temperature", "budget-usd", "budget-tokens", "llm-timeout", "stream", "llm-failures", "llm-backoff" }) do
+    "max-tokens", "max-reply-bytes", "max-code-bytes", "temperature", "budget-usd", "budget-tokens", "llm-timeout", "stream",
+    "llm-failures", "llm-backoff" }) do
   SPEC[name] = options[name]
 end
 -- fuse.lua has no --resume: a stopped run is started again

@@ -100,7 +100,7 @@ local function session(run, u, progress)
   run.rd:write(path, u.code)
   memory.adopt_legacy_hashes(run.db, u.code)
   local mem = memory.open(run.db, { problem = path, problem_hash = fingerprint.hash(u.code), gpu = run.mem.info.gpu,
-    policy = "fuse-subgraph", config = { fuse_run = run.mem.run_id, subgraph = u.dir, dtype = run.dtype } })
+    policy = "fuse-subgraph", config = { fuse_run = run.mem.run_id, subgraph = u.dir, dtype = run.dtype } }, run.rd.writes)
   local sub = subrun.derive(run, { problem_path = path, problem_code = u.code, dir = dir, mem = mem, progress = progress,
     job = M.audited(run.opts.own_share) })
   local out = { dir = u.dir, occurrences = u.occurrences, signature = u.signature }

@@ -16,6 +16,7 @@ local log = require("kagent.log")
 local replies = require("agents.run.replies")
 local reply_json = require("agents.run.reply_json")
 local prompts = require("agents.run.prompts")
+local options = require("agents.run.options")
 
 local M = {}
 
@@ -31,12 +32,27 @@ local function clip(text)
   return text:sub(1, ECHO) .. "\n[... " .. (#text - ECHO) .. " more characters]"
 end
 
+-- limits(run) -> {reply, code}: the bytes a reply's text and the kernel taken from it may have
+-- (--max-reply-bytes, --max-code-bytes; options.lua's defaults for a run whose options lack them)
+function M.limits(run)
+  local o = run.opts or {}
+  return { reply = o.max_reply_bytes or options["max-reply-bytes"].default,
+    code = o.max_code_bytes or options["max-code-bytes"].default }
+end
+
+-- A reply over a size limit (ETOOBIG: the LLM layer stopped reading it, or its text or kernel is
+-- over the run's limit) is a failed reply: the files keep this note instead of it, and the re-ask
+-- does not send it back.
+local function size_note(why) return "[kagent-rt: " .. tostring(why) .. "; the reply is not kept]\n" end
+local NOT_REPEATED = "(a reply over the size limit: not repeated here)"
+
 -- ask(run, q) -> {value, how, prompt, reply, res, error, llm_code}
 -- q: tag (the role), template and vars (its prompt), shared (the block sent first), parse(text)
 -- -> value, how | nil, err, code. value nil: error and llm_code say why (the call failed, or the
--- reply was lost: ENOCODE or EPARSE from parse).
+-- reply was lost: ENOCODE or EPARSE from parse, ETOOBIG for a reply over the size limits).
 function M.ask(run, q)
   local stats = run.reply_stats
+  local limits = M.limits(run)
   local vars, repaired = q.vars, false
   local prompt = run.render(q.template, vars)
   local res, err, code = run.chat(prompt, q.tag, q.shared)
@@ -50,7 +66,7 @@ function M.ask(run, q)
     end
   end
   local out = { prompt = run.full_prompt(prompt, q.shared) }
-  if not res then
+  if not res and code ~= "ETOOBIG" then
     out.reply, out.error, out.llm_code = "LLM call failed: " .. tostring(err), err, code
     return out
   end
@@ -62,7 +78,7 @@ function M.ask(run, q)
     local text = r.text or ""
     transcript[#transcript + 1] = { head = head, text = text }
     head = nil
-    if not r.truncated then return text end
+    if not r.truncated or #text > limits.reply then return text end
     stats:add(q.tag, "continued")
     local more, merr = run.chat(prompt, q.tag, q.shared,
       { { role = "assistant", content = text ~= "" and text or "(empty)" }, { role = "user", content = replies.CONTINUE } })
@@ -75,19 +91,43 @@ function M.ask(run, q)
     repaired = true
     return replies.join(text, more.text or "")
   end
-  local text = complete(res)
-  local value, how, perr, pcode = q.parse(text)
+  -- read(r, rerr, rcode) -> value, how | nil, why, why_code, text: one reply read, or a call the
+  -- LLM layer refused for its size (r nil, rcode ETOOBIG)
+  local function read(r, rerr, rcode)
+    local first = #transcript + 1
+    if not r then
+      local why = tostring(rerr) .. " (the run's --max-reply-bytes)"
+      transcript[first] = { head = head, text = size_note(why) }
+      head = nil
+      return nil, why, rcode
+    end
+    local text = complete(r)
+    local value, how, pcode
+    if #text > limits.reply then
+      how, pcode = string.format("ETOOBIG: the reply is %d bytes, over --max-reply-bytes (%d)", #text, limits.reply), "ETOOBIG"
+    else
+      value, how, pcode = q.parse(text)
+    end
+    if value == nil and pcode == "ETOOBIG" then
+      local h = transcript[first].head
+      for i = #transcript, first, -1 do transcript[i] = nil end
+      transcript[first] = { head = h, text = size_note(how) }
+      text = nil
+    end
+    return value, how, pcode, text
+  end
+  local value, how, pcode, text = read(res, err, code)
   if value == nil then
-    log.warn("%s: the reply cannot be used (%s); asking once more with the reason", q.tag, tostring(how))
-    perr = how  -- the reason quoted to the model; the code comes from what the re-ask gives
+    local perr = how  -- the reason quoted to the model
+    log.warn("%s: the reply cannot be used (%s); asking once more with the reason", q.tag, tostring(perr))
+    local echo = not text and NOT_REPEATED or (text:match("%S") and clip(text) or "(empty)")
     local again, aerr, acode = run.chat(prompt, q.tag, q.shared,
-      { { role = "assistant", content = text:match("%S") and clip(text) or "(empty)" },
-        { role = "user", content = string.format(replies.REASK, tostring(perr)) } })
-    if again then
+      { { role = "assistant", content = echo }, { role = "user", content = string.format(replies.REASK, tostring(perr)) } })
+    if again or acode == "ETOOBIG" then
       head = "\n[kagent-rt: the reply could not be used (" .. tostring(perr) .. "); the answer to the re-ask:]\n"
-      res = again
-      value, how, perr, pcode = q.parse(complete(again))
-      if value == nil then perr, pcode = how, perr end
+      res = again or res
+      value, how, pcode = read(again, aerr, acode)
+      if value == nil then perr = how end
       if value ~= nil then how = "reasked" end
     else
       perr, pcode = aerr, acode
@@ -98,6 +138,7 @@ function M.ask(run, q)
     else
       stats:add(q.tag, "reasked")
     end
+    how = value ~= nil and how or perr
   else
     if repaired then how = "repaired" end
     stats:add(q.tag, how)
@@ -107,14 +148,22 @@ function M.ask(run, q)
   -- the model that answered ("provider:model"), recorded with what it wrote
   out.model = res and res.model and ((res.provider and (res.provider .. ":") or "") .. res.model) or nil
   out.reply = trace(transcript)
-  if value == nil then out.error, out.llm_code = perr, pcode end
+  if value == nil then out.error, out.llm_code = how, pcode end
   return out
 end
 
 -- code(run, q) -> ask for a kernel: q as ask's, with base (the kernel a diff applies to) instead of
 -- parse. -> {code, prompt, reply, how, error, llm_code}
 function M.code(run, q)
-  q.parse = function(text) return replies.code(text, q.base) end
+  local max = M.limits(run).code
+  q.parse = function(text)
+    local code, how, ecode = replies.code(text, q.base)
+    if code and #code > max then
+      -- never evaluated, kept or resent in later prompts as a parent or a kernel to repair
+      return nil, string.format("ETOOBIG: the reply's kernel is %d bytes, over --max-code-bytes (%d)", #code, max), "ETOOBIG"
+    end
+    return code, how, ecode
+  end
   local a = M.ask(run, q)
   a.code = a.value
   return a

@@ -172,8 +172,10 @@ function Log:record(p, key, res, err, code, model)
     key = fingerprint.hash(key) }
   local values = {}
   for i, c in ipairs(M.CSV_COLUMNS) do values[i] = row[c] end
-  if not fs.exists(self.csv) then fs.append(self.csv, M.csv_line(M.CSV_COLUMNS)) end
-  fs.append(self.csv, M.csv_line(values, #M.CSV_COLUMNS))
+  local ok, aerr = true, nil
+  if not fs.exists(self.csv) then ok, aerr = fs.append(self.csv, M.csv_line(M.CSV_COLUMNS)) end
+  if ok then ok, aerr = fs.append(self.csv, M.csv_line(values, #M.CSV_COLUMNS)) end
+  if not ok and self.rd.failed then self.rd:failed(self.csv, aerr) end  -- stops the run (agents/run/writes.lua)
   if self.mem and self.mem.run_id then
     local ok, derr = self.mem.db:add_llm_call({ run_id = self.mem.run_id, seq = row.seq, role = row.role,
       place = table.concat({ row.policy, tostring(row.round), tostring(row.parent), row.role, tostring(row.worker),
@@ -181,7 +183,9 @@ function Log:record(p, key, res, err, code, model)
       output_tokens = row.output_tokens, cache_read_tokens = row.cache_read_tokens,
       cache_write_tokens = row.cache_write_tokens, cost_usd = row.cost_usd, latency = row.latency_s,
       replayed = row.replayed, outcome = row.outcome, replay_key = row.key })
-    if not ok then log.warn("memory: cannot record an LLM call: %s", tostring(derr)) end
+    if not ok then
+      if self.mem.failed then self.mem:failed(derr) else log.warn("memory: cannot record an LLM call: %s", tostring(derr)) end
+    end
   end
   if code == "EREPLAY" then
     local path = self.rd:path("replay_misses.json")

@@ -43,13 +43,15 @@ local function read_prices(path)
 end
 
 -- configure_llm(opts) -> kagent.llm set up from the options (--model, --prices, --llm-timeout,
--- --stream), then llm.configured()'s answer: true, "provider:model" | false, why, code (ENOTSUP
--- for a --model set or --prices file that cannot be used)
+-- --stream, --max-reply-bytes: the LLM layer stops reading a longer reply), then
+-- llm.configured()'s answer: true, "provider:model" | false, why, code (ENOTSUP for a --model set
+-- or --prices file that cannot be used)
 function M.configure_llm(opts)
   local llm = require("kagent.llm")
   local plan, why = M.model_plan(opts)
   if not plan then return llm, false, why, "ENOTSUP" end
-  local conf = { model = plan.default, timeout = opts.llm_timeout, stream = opts.stream or nil }
+  local conf = { model = plan.default, timeout = opts.llm_timeout, stream = opts.stream or nil,
+    max_reply = opts.max_reply_bytes }
   if opts.prices then
     local p, perr = read_prices(opts.prices)
     if not p then return llm, false, "--prices: " .. perr, "ENOTSUP" end

@@ -2,7 +2,8 @@
 -- them wherever a run ends: a strict replay that met unrecorded calls, an LLM that stopped.
 local M = {}
 
-M.EXIT = { done = 0, error = 1, input = 2, llm_down = 3, replay_miss = 4, unconfirmed = 5 }
+M.EXIT = { done = 0, error = 1, input = 2, llm_down = 3, replay_miss = 4, unconfirmed = 5, write_failed = 6,
+  not_measured = 7 }
 
 local function say(prog, msg) io.stderr:write(prog .. ": " .. msg .. "\n") end
 
@@ -18,6 +19,17 @@ function M.replay_status(prog, s, code)
     return M.EXIT.replay_miss
   end
   return code
+end
+
+-- write_failed_status(prog, run) -> 6 where a write of the run folder or its memory database
+-- failed (agents/run/writes.lua), saying which and why; nil where every write held. No result is
+-- reported then: a run whose record is incomplete is no success.
+function M.write_failed_status(prog, run)
+  local line = require("agents.run.writes").failure(run)
+  if not line then return nil end
+  say(prog, string.format("stopped: %s. The record of run %s is incomplete, so it reports no result: free space on "
+    .. "that filesystem (or end the process that holds the database locked) and run again.", line, run.rd.dir))
+  return M.EXIT.write_failed
 end
 
 -- llm_down_status(prog, guard, resume) -> exit status of a run the LLM stopped (guard:

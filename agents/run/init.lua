@@ -95,7 +95,8 @@ function M.setup(prog, opts, how)
   if state then rd, rerr = rundir.open(opts.resume_dir) else rd, rerr = rundir.open(opts.out, rundir.new_id(opts.problem)) end
   if not rd then pool:close(); return inputs.die(prog .. ": run directory: " .. tostring(rerr)) end
   local m, merr
-  if state then m, merr = memory.resume(db, state.mem_run_id, info) else m, merr = memory.open(db, info) end
+  -- one record of failed writes for the folder and the database (agents/run/writes.lua)
+  if state then m, merr = memory.resume(db, state.mem_run_id, info, rd.writes) else m, merr = memory.open(db, info, rd.writes) end
   if not m then pool:close(); return inputs.die(prog .. ": memory: " .. tostring(merr)) end
 
   local r = { prog = prog, opts = opts, mode = how.mode, problem_path = opts.problem, problem_code = problem_code,

@@ -2,7 +2,8 @@
 --   * A call that failed (after the LLM layer's own retries) with a failure that may pass with
 --     time (server down, overloaded, stalled, cut off) is tried again by its worker after
 --     --llm-backoff seconds, then twice that. A reply too large (ETOOBIG) is not: the same
---     request would bring it again.
+--     request would bring it again; it is a failed reply (the LLM answered), which the asking
+--     loop counts and re-asks once (agents/run/ask.lua), not a failure of the LLM.
 --   * --llm-failures calls failing in a row mean the LLM is down: no call is made after that,
 --     and the driver stops the run (exit 3) so that --resume can continue it later.
 --   * A refused API key (EAUTH) stops it at the first such call (exit 2: the key is to be fixed,
@@ -22,6 +23,9 @@ M.TRANSIENT = { ETIMEDOUT = true, ECONNECT = true, EHTTP = true, ERATELIMIT = tr
 -- not failures of the LLM: the budget is spent (a stop rule), the call was canceled (its task
 -- ended), a strict replay had no recorded answer (nothing was sent; the run lists it and exits 4)
 M.NOT_FAILURES = { EBUDGET = true, ECANCELED = true, EREPLAY = true }
+-- failed replies, not failures of the LLM: it answered, too much (over --max-reply-bytes, or the
+-- LLM layer's max_body). They count toward no --llm-failures, and end a run of failed calls.
+M.REPLY_FAILURES = { ETOOBIG = true }
 -- failures no later call can pass: the provider refused the API key. The first one brings the
 -- LLM down at once (and says so), instead of --llm-failures calls in a row.
 M.FATAL = { EAUTH = true }
@@ -40,7 +44,7 @@ end
 
 -- record(ok, code, err): one call's end
 function M:record(ok, code, err)
-  if ok then self.consecutive = 0; return end
+  if ok or M.REPLY_FAILURES[code] then self.consecutive = 0; return end
   if M.NOT_FAILURES[code] then return end
   code = code or "EUNKNOWN"
   self.consecutive = self.consecutive + 1

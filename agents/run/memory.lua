@@ -2,7 +2,6 @@
 -- archived kernels, and renders history and lessons for prompts. One place that knows the
 -- schema's field names, so roles stay about policy.
 local json = require("kagent.json")
-local log = require("kagent.log")
 
 local M = {}
 M.__index = M
@@ -29,9 +28,24 @@ function M.adopt_legacy_hashes(db, problem_code)
   end)
 end
 
--- open(db, {problem, problem_hash, gpu, policy, config}) -> memory (starts a run row), or nil, err
-function M.open(db, info)
-  local self = setmetatable({ db = db, info = info }, M)
+-- check(self, v, err) -> v. A write that failed (a full disk; a database locked past kagent.mem's
+-- bound) is recorded in the run's writes, which stop the run: a row lost is no complete record.
+local function check(self, v, err)
+  if v == nil and err then self:failed(err) end
+  return v
+end
+
+-- failed(err): a write of this memory's database that failed (here, or through run.db elsewhere)
+function M:failed(err)
+  local ok, path = pcall(self.db.path, self.db)
+  self.writes:failed("the memory database " .. (ok and tostring(path) or "?"), err)
+end
+
+-- open(db, {problem, problem_hash, gpu, policy, config}, writes) -> memory (starts a run row), or
+-- nil, err. writes: the run's record of failed writes (agents/run/writes.lua; the run folder's,
+-- rd.writes), where every failed write of this memory goes; a new one when nil.
+function M.open(db, info, writes)
+  local self = setmetatable({ db = db, info = info, writes = writes or require("agents.run.writes").new() }, M)
   local id, err = db:start_run({ problem = info.problem, problem_hash = info.problem_hash, gpu = info.gpu,
     policy = info.policy, config = info.config })
   if not id then return nil, err end
@@ -39,13 +53,14 @@ function M.open(db, info)
   return self
 end
 
--- resume(db, run_id, info) -> memory on an existing run row, which is running again; or nil, err
-function M.resume(db, run_id, info)
+-- resume(db, run_id, info, writes) -> memory on an existing run row, which is running again; or
+-- nil, err (writes: as for open)
+function M.resume(db, run_id, info, writes)
   local row = db:get_run(run_id)
   if not row then return nil, "run " .. tostring(run_id) .. " of state.json is not in " .. db:path() end
   local ok, err = db:exec("UPDATE runs SET status = 'running', finished = NULL WHERE id = ?", { run_id })
   if not ok then return nil, err end
-  return setmetatable({ db = db, info = info, run_id = run_id }, M)
+  return setmetatable({ db = db, info = info, run_id = run_id, writes = writes or require("agents.run.writes").new() }, M)
 end
 
 -- supersede(after_round, moved) -> number of attempts marked: the run's attempts of rounds after
@@ -56,7 +71,7 @@ end
 function M:supersede(after_round, moved)
   local where = "run_id = :run AND round > :after AND stage != 'superseded'"
   local p = { run = self.run_id, after = after_round or -1 }
-  return self.db:transaction(function(db)
+  return check(self, self.db:transaction(function(db)
     local ids = db:query("SELECT id FROM attempts WHERE " .. where, p)
     if #ids == 0 then return 0 end
     local sub = "SELECT id FROM attempts WHERE " .. where
@@ -71,29 +86,24 @@ function M:supersede(after_round, moved)
     end
     db:exec("UPDATE attempts SET stage = 'superseded' WHERE " .. where, p)
     return #ids
-  end)
-end
-
-local function check(v, err, what)
-  if v == nil and err then log.warn("memory: %s failed: %s", what, tostring(err)) end
-  return v
+  end))
 end
 
 -- add_attempt(fields) -> attempt_id (run_id filled in)
 function M:add_attempt(f)
   f.run_id = self.run_id
-  return check(self.db:add_attempt(f))
+  return check(self, self.db:add_attempt(f))
 end
 
 function M:update_attempt(id, f)
-  if id then return check(self.db:update_attempt(id, f)) end
+  if id then return check(self, self.db:update_attempt(id, f)) end
 end
 
 function M:add_reflexion(attempt_id, r, text)
   if not attempt_id then return nil end
   local function arr(v) return type(v) == "table" and v or json.empty_array end
   local dc, fe = r.was_diagnosis_correct, r.was_fix_effective
-  return check(self.db:add_reflexion({ attempt_id = attempt_id,
+  return check(self, self.db:add_reflexion({ attempt_id = attempt_id,
     diagnosis_correct = type(dc) == "boolean" and dc or nil,
     fix_effective = type(fe) == "boolean" and fe or nil,
     lessons = arr(r.lessons), avoid = arr(r.avoid_patterns), try = arr(r.try_patterns), text = text }))
@@ -104,7 +114,7 @@ function M:skill_outcome(skill, f)
   f.skill = skill
   f.gpu = self.info.gpu
   f.run_id = self.run_id
-  return check(self.db:record_skill_outcome(f))
+  return check(self, self.db:record_skill_outcome(f))
 end
 
 -- skill_stats{op_class, bottleneck} -> {name = {attempts, successes, median_gain}} on this GPU:
@@ -179,7 +189,7 @@ end
 
 function M:add_lesson(text, tags, attempt_id)
   if type(text) ~= "string" or text == "" then return end
-  return check(self.db:add_lesson({ text = text, tags = tags or json.empty_array,
+  return check(self, self.db:add_lesson({ text = text, tags = tags or json.empty_array,
     problem_hash = self.info.problem_hash, gpu = self.info.gpu, source_attempt = attempt_id }))
 end
 
@@ -265,7 +275,7 @@ end
 function M:archive(k, dtype)
   local t = k.result and k.result.time_ms
   if not (t and t.median) then return end
-  return check(self.db:archive_kernel({ problem_hash = self.info.problem_hash, gpu = self.info.gpu,
+  return check(self, self.db:archive_kernel({ problem_hash = self.info.problem_hash, gpu = self.info.gpu,
     dtype = dtype, source = k.code, time_ms = t.median, speedup_vs_eager = k.result.speedup_vs_eager,
     speedup_vs_compile = k.result.speedup_vs_compile, run_id = self.run_id, attempt_id = k.attempt_id }))
 end
@@ -275,7 +285,7 @@ function M:best_archived(dtype)
 end
 
 function M:finish(status, summary)
-  return check(self.db:finish_run(self.run_id, status, summary))
+  return check(self, self.db:finish_run(self.run_id, status, summary))
 end
 
 return M

@@ -86,6 +86,14 @@ return setmetatable({
     help = "the LLM (default KAGENT_MODEL, or the one model a local server lists); repeat with ROLE=provider:model for one role (diagnose, plan, optimize, refine, audit, repair, reflect, generate, route, decompose, review, or worker: the roles that write kernels), and worker=A,B (turns) or worker=A*3,B (weights) for a mixture" },
   prices = { type = "string", metavar = "file.json", group = LLM, llm = true, help = "prices of models, USD per million tokens: {\"model\": {\"input\": 3, \"output\": 15, \"cache_read\": 0.3, \"cache_write\": 3.75}}, over the built-in table; a model with no price has its cost reported as unknown" },
   ["max-tokens"] = { type = "integer", min = 1, default = 8192, group = LLM, llm = true, help = "LLM reply limit" },
+  -- 1 MiB: --max-tokens 8192 is about 32 KB of text, continued once 64 KB; a reasoning model's
+  -- <think> block in the reply adds a few times that. A reply past 1 MiB is no answer but a
+  -- broken or hostile server, and the HTTP layer stops reading it there (memory stays bounded).
+  ["max-reply-bytes"] = { type = "integer", min = 4096, default = 1048576, group = LLM, llm = true, help = "bytes of one LLM reply's text beyond which it is not read: a failed reply (ETOOBIG), counted as such, kept in no file, row or later prompt" },
+  -- 256 KiB: a kernel is resent whole in every later prompt about it and kept in the run folder
+  -- and memory; the largest real ones are tens of KB, and 256 KiB (about 64k tokens) would
+  -- already crowd out the rest of most models' context.
+  ["max-code-bytes"] = { type = "integer", min = 1024, default = 262144, group = LLM, llm = true, help = "bytes of a kernel taken from an LLM reply beyond which it is a failed reply (ETOOBIG), never evaluated, kept or resent" },
   temperature = { type = "number", min = 0, max = 2, group = LLM, llm = true, help = "LLM temperature" },
   ["llm-timeout"] = { type = "string", metavar = "time", check = llm_timeout, group = LLM, llm = true,
     help = "LLM call timeouts: SECONDS (the total per call) or total=DUR,idle=DUR,connect=DUR,start=DUR, e.g. total=10m,idle=45s (default KAGENT_LLM_TIMEOUT, else total 10m, connect 10s, a stream's start 15s and idle 1m, a whole reply's idle 5m)" },

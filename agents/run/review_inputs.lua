@@ -54,7 +54,10 @@ function M.store(run, p)
   for _, q in ipairs(list) do if q.id == id then return id end end
   list[#list + 1] = { id = id, why = p.why, calls = p.calls }
   state(run).added = state(run).added + 1
-  if run.db and run.db.measurement_put then run.db:measurement_put("review_inputs", inputs_key(run), { inputs = list }) end
+  if run.db and run.db.measurement_put then
+    local ok, err = run.db:measurement_put("review_inputs", inputs_key(run), { inputs = list })
+    if not ok and run.mem and run.mem.failed then run.mem:failed(err) end  -- stops the run (agents/run/writes.lua)
+  end
   run.rd:write("review/inputs.json", { inputs = list })
   return id
 end

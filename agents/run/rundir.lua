@@ -1,7 +1,9 @@
 -- The run directory: runs/<run_id>/ with KernelAgent's published trace layout (DESIGN §7), so
--- existing trace readers work on our runs. Every write is atomic (kagent.fs.write).
+-- existing trace readers work on our runs. Every write is atomic (kagent.fs.write); one that
+-- fails is recorded in rd.writes (agents/run/writes.lua), which stops the run.
 local fs = require("kagent.fs")
 local json = require("kagent.json")
+local writes = require("agents.run.writes")
 
 local M = {}
 M.__index = M
@@ -14,12 +16,34 @@ function M.new_id(problem)
     math.floor((wall % 1) * 65536))
 end
 
--- open(root_or_resume, id) -> rd. `id` nil means root is the run folder itself (resume).
+-- One process per run: the process that works on a run holds an exclusive lock on the run
+-- folder's LOCK file (kagent.fs.lock, which writes its pid there) from the start, or from a
+-- --resume's first step (agents/search/startup.lua), until it ends; the kernel drops the lock
+-- when the process ends, kill -9 included. A second process is refused with the holder's pid.
+M.LOCK = "run.lock"
+local held = {}  -- absolute run folder -> this process's lock on it (kept for the process's life)
+
+-- lock(dir) -> true | nil, "EBUSY: ... is locked by process N", "EBUSY"|"EIO", holder pid.
+-- Taking it again in the process that holds it is a no-op.
+function M.lock(dir)
+  local key = fs.abspath(dir)
+  if held[key] then return true end
+  local h, err, code, pid = fs.lock(fs.join(dir, M.LOCK))
+  if not h then return nil, err, code, pid end
+  held[key] = h
+  return true
+end
+
+-- open(root_or_resume, id) -> rd, its folder locked (M.lock). `id` nil means root is the run
+-- folder itself (resume).
 function M.open(root, id)
   local dir = id and fs.join(root, id) or root
   local ok, err = fs.mkdir_p(fs.join(dir, "rounds"))
   if not ok then return nil, err end
-  return setmetatable({ dir = dir, id = id or fs.basename(dir) }, M)
+  ok, err = M.lock(dir)
+  if not ok then return nil, err end
+  -- writes: the run's record of failed writes, shared with its memory (agents/run/memory.lua)
+  return setmetatable({ dir = dir, id = id or fs.basename(dir), writes = writes.new() }, M)
 end
 
 function M:path(...) return fs.join(self.dir, ...) end
@@ -29,7 +53,7 @@ function M:path(...) return fs.join(self.dir, ...) end
 function M:sub(rel)
   local d = fs.join(self.dir, rel)
   fs.mkdir_p(d)
-  return setmetatable({ dir = d, id = self.id }, M)
+  return setmetatable({ dir = d, id = self.id, writes = self.writes }, M)
 end
 
 function M:worker_dir(round, k)
@@ -44,14 +68,22 @@ function M:round_dir(round)
   return d
 end
 
--- write(rel_or_abs, data): strings as is, tables as pretty JSON; missing folders are made.
+-- write(rel_or_abs, data) -> true | nil, err: strings as is, tables as pretty JSON; missing
+-- folders are made. A failed write is recorded in rd.writes, traces and results alike: a run
+-- folder that lost a file is no complete record of the run.
 function M:write(path, data)
   if path:sub(1, 1) ~= "/" and path:sub(1, #self.dir) ~= self.dir then path = fs.join(self.dir, path) end
   if type(data) == "table" then data = json.encode(data, { pretty = true, sort_keys = true }) .. "\n" end
   fs.mkdir_p(fs.dirname(path))  -- traces of new roles need no folder set up first
   local ok, err = fs.write(path, data or "")
-  if not ok then require("kagent.log").warn("run dir: cannot write %s: %s", path, tostring(err)) end
+  if not ok then self:failed(path, err) end
   return ok, err
+end
+
+-- failed(path, err): a write of the run folder that failed (rd:write's, or an append elsewhere)
+function M:failed(path, err)
+  if self.writes then return self.writes:failed(path, err) end
+  require("kagent.log").warn("run dir: cannot write %s: %s", path, tostring(err))
 end
 
 function M:read_json(rel)

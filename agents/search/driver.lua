@@ -304,12 +304,15 @@ function M.search(run, pol, st)
   st.timing = st.timing or { search_s = 0 }
   local t_search = ktime.now()
   local reason = st.stop_reason or stop_reason(run, pol, st)
+  -- a failed write (agents/run/writes.lua), in a worker task or anywhere, stops the search after
+  -- its round: that round is not kept, and the entry script ends the run (exit 6)
+  local writes = require("agents.run.writes")
   for r = st.round + 1, run.opts.rounds do
-    if reason or run.llm_guard.down then break end
+    if reason or run.llm_guard.down or writes.failure(run) then break end
     local t0, u0 = ktime.now(), run.usage()
     u0.llm_failures = run.llm_guard.failures
     local children, none = M.round(run, pol, st, r)
-    if run.llm_guard.down then break end
+    if run.llm_guard.down or writes.failure(run) then break end
     if none then reason = none; break end
     local kept = pol.keep(st.beam, children, run)
     if type(kept) ~= "table" or #kept == 0 then error("keep() must return a non-empty beam", 0) end

@@ -60,21 +60,27 @@ function M.llm_stop(run)
   return exit.llm_down_status(run.prog, g, string.format("kagent-rt %s --resume %s", run.prog, run.rd.dir))
 end
 
+-- write_stop(run) -> exit status 6 where a write of the run folder or the database failed (the
+-- first failure, agents/run/writes.lua), else nil. summary.json and the run row then say
+-- "failed" with that line, where the disk still takes them.
+function M.write_stop(run)
+  local line = require("agents.run.writes").failure(run)
+  if not line then return nil end
+  summary.failed(run, line)
+  return exit.write_failed_status(run.prog, run)
+end
+
 -- drive(run, pol, saved) -> exit status: start or resume, search, finish
 local function drive(run, pol, saved)
-  local st, lost
-  if saved then st, lost = state_file.restore(run, saved) end
-  if lost then
-    -- nothing is run on a state that lost a kernel: an empty one would be optimized instead
-    local why = "cannot resume " .. run.rd.dir .. ": " .. lost
-    say(run.prog, why)
-    return M.replay_status(run.prog, summary.failed(run, why), M.EXIT.input)
-  end
+  -- a resumed run's state was restored, its kernels read back, before anything was written
+  -- (agents/search/startup.lua: a state that lost a kernel is refused there)
+  local st = saved and saved.restored
   if saved then driver.supersede(run, st) end
   if not st then
     state_file.save(run, nil)  -- from here a --resume can start the run again
     local why, llm_down
     st, why, llm_down = driver.start(run)
+    if M.write_stop(run) then return M.EXIT.write_failed end
     if not st then
       if llm_down then return M.llm_stop(run) end
       say(run.prog, why)
@@ -85,9 +91,14 @@ local function drive(run, pol, saved)
   end
   local reason = driver.search(run, pol, st)
   if run.llm_guard.down then return M.llm_stop(run) end
+  if M.write_stop(run) then return M.EXIT.write_failed end
   local s = driver.finish(run, st, reason)
-  -- a search whose finalists all failed the final confirmation has no result to report
-  return M.replay_status(run.prog, s, s.status == "unconfirmed" and M.EXIT.unconfirmed or M.EXIT.done)
+  if M.write_stop(run) then return M.EXIT.write_failed end
+  -- a search whose finalists all failed the final confirmation has no result to report: 5 where
+  -- each was refused for what it did, 7 where one was still "not measured" (ENOISY) at the end
+  local code = M.EXIT.done
+  if s.status == "unconfirmed" then code = s.not_measured and M.EXIT.not_measured or M.EXIT.unconfirmed end
+  return M.replay_status(run.prog, s, code)
 end
 
 -- main(prog, argv, default_policy, how) -> exit code; agents/beam.lua, skill.lua and tune.lua are
@@ -97,11 +108,14 @@ end
 -- database, devices); a run that fails after its run row exists is marked failed with the reason.
 function M.main(prog, argv, default_policy, how)
   how = how or {}
-  how.epilog = "Exit status: 0 done, 1 internal error, 2 bad input, a failed start"
+  how.epilog = "Exit status: 0 done, 1 internal error, 2 bad input, a failed start, a refused --resume (the run "
+    .. "in use by another process, or a saved kernel gone: nothing is changed)"
     .. (how.llm_free and "" or " or a refused API key")
     .. (how.llm_free and "" or ", 3 the LLM stopped answering (--resume continues the run), 4 a strict replay "
       .. "(KAGENT_LLM_CACHE=replay) had no recorded answer to some question")
-    .. ", 5 no finalist passed the final confirmation (no confirmed kernel, no figure). "
+    .. ", 5 no finalist passed the final confirmation (no confirmed kernel, no figure)"
+    .. ", 6 a write of the run folder or the memory database failed (a full disk, say)"
+    .. ", 7 no finalist confirmed and one was still not measured (the machine too noisy to time it: run again). "
     .. (how.epilog or "")
   local run, saved, plan = startup.open(prog, argv, { how = how, plan = function(opts)
     if opts.tuner then opts.policy = "tune" end

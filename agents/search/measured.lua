@@ -62,7 +62,9 @@ local function get(run, kind, key)
 end
 
 local function put(run, kind, key, value)
-  if run.db and run.db.measurement_put then run.db:measurement_put(kind, key, value) end
+  if not (run.db and run.db.measurement_put) then return end
+  local ok, err = run.db:measurement_put(kind, key, value)
+  if not ok and run.mem and run.mem.failed then run.mem:failed(err) end  -- stops the run (agents/run/writes.lua)
 end
 
 -- baselines(run) -> the cached baselines {eager_ms, compile_ms, compile_max_autotune_ms, times},

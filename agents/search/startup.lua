@@ -5,6 +5,7 @@
 local fs = require("kagent.fs")
 local run_lib = require("agents.run")
 local state_file = require("agents.search.state")
+local rundir = require("agents.run.rundir")
 
 local M = {}
 
@@ -13,6 +14,10 @@ local FIXED_ON_RESUME = { problem = true, kernel = true, dtype = true }
 
 -- read_state(prog, opts) -> the state.json of --resume, or nil when not resuming; nil, msg, code
 -- on error. opts then take the run's own options, except those this command line gives.
+-- Every refusal comes before anything is written to the run folder or the database (docs/agents.md,
+-- "--resume"): the folder is locked first (a run another process works on is refused with its pid),
+-- then its state is read under the lock and every kernel it names is read back (state.restored:
+-- the search state, nil when the run had only started).
 function M.read_state(prog, opts)
   if not opts.resume then return nil end
   local dir = opts.resume
@@ -20,19 +25,35 @@ function M.read_state(prog, opts)
     dir = fs.join(opts.out, opts.resume)
   end
   local path = fs.join(dir, "state.json")
-  local text = fs.read(path)
-  if not text then
+  if not fs.exists(path) then
     return run_lib.die(prog .. ": --resume " .. opts.resume .. ": no state.json there (is it a run folder, or a run id under --out "
       .. opts.out .. "?)")
   end
+  local locked, lerr, lcode, holder = rundir.lock(dir)
+  if not locked then
+    if lcode == "EBUSY" then
+      return run_lib.die(string.format("%s: --resume %s: the run is in use by %s (it holds %s); wait for it to end, "
+        .. "or stop it, then resume. Nothing was changed.", prog, dir, holder and ("process " .. holder) or "another process",
+        fs.join(dir, rundir.LOCK)))
+    end
+    return run_lib.die(prog .. ": --resume " .. dir .. ": cannot lock the run folder: " .. tostring(lerr))
+  end
+  local text = fs.read(path)
+  if not text then return run_lib.die(prog .. ": --resume: cannot read " .. path) end
   local state, why = state_file.decode(text)
   if not state then return run_lib.die(prog .. ": --resume: " .. path .. " cannot be read (" .. why .. "); the run cannot be resumed") end
   for k, v in pairs(state.opts) do
     if opts._given[k] and FIXED_ON_RESUME[k] and opts[k] ~= v then
       return run_lib.die(string.format("%s: --resume: --%s cannot change (the run has %s)", prog, k:gsub("_", "-"), tostring(v)))
     end
+  end
+  -- nothing is run on a state that lost a kernel: an empty one would be optimized instead
+  local restored, lost = state_file.restore(dir, state)
+  if lost then return run_lib.die(prog .. ": cannot resume " .. dir .. ": " .. lost .. ". Nothing was changed.") end
+  for k, v in pairs(state.opts) do
     if not opts._given[k] then opts[k] = v end
   end
+  state.restored = restored
   opts.resume_dir = dir
   return state
 end

@@ -81,26 +81,27 @@ function M.decode(text)
   return t
 end
 
--- kernel_path(run, path) -> where a saved kernel is now: relative to the run folder; a state
+-- kernel_path(dir, path) -> where a saved kernel is now: relative to the run folder dir; a state
 -- written before paths were (relative to the first working folder, "runs/<id>/rounds/...") is
 -- found by the part after the run folder's name, wherever the folder is now
-local function kernel_path(run, path)
+local function kernel_path(dir, path)
   if path:sub(1, 1) == "/" then return path end
-  local mine = run.rd:path(path)
+  local mine = fs.join(dir, path)
   if fs.exists(mine) then return mine end
-  local name = fs.basename(run.rd.dir:gsub("/+$", ""))
+  local name = fs.basename(dir:gsub("/+$", ""))
   local after = path:match("^.-/" .. name:gsub("%p", "%%%0") .. "/(.+)$")
-  return after and run.rd:path(after) or mine
+  return after and fs.join(dir, after) or mine
 end
 
--- restore(run, saved) -> the search state of a decoded state.json; nil when the run had only
--- started (no input kernel measured yet: the driver starts it again); nil, why when a kernel
--- it names cannot be read (a kernel is never taken as empty)
-function M.restore(run, saved)
+-- restore(dir, saved) -> the search state of a decoded state.json of the run folder dir; nil
+-- when the run had only started (no input kernel measured yet: the driver starts it again);
+-- nil, why when a kernel it names cannot be read (a kernel is never taken as empty). Only reads:
+-- --resume calls it before anything is written (agents/search/startup.lua).
+function M.restore(dir, saved)
   if not saved.input then return nil end
   local missing
   local function load(k)
-    local path = kernel_path(run, k.path)
+    local path = kernel_path(dir, k.path)
     k.code = fs.read(path)
     if not k.code or k.code == "" then
       missing = missing or string.format("kernel %s of the saved state cannot be read at %s", tostring(k.id), path)

@@ -11,6 +11,7 @@ local confirm = require("agents.search.confirm")
 local review = require("agents.search.review")
 local reply_stats = require("agents.run.reply_stats")
 local models = require("agents.run.models")
+local generality = require("agents.lib.generality")
 
 local M = {}
 
@@ -98,7 +99,12 @@ function M.write_report(run, running)
     if path and not running then path, why = report.runs_index(fs.dirname(run.rd.dir)) end
     if not path then error(why, 0) end
   end)
-  if not ok then log.warn("report: %s", tostring(err)) end
+  if not ok then
+    -- a page the disk refused is a failed write of the run (agents/run/writes.lua); a page that
+    -- could not be made is a warning: the run's results are in summary.json
+    local path = tostring(err):match("^EIO: cannot write (.-): ")
+    if path and run.rd.failed then run.rd:failed(path, err) else log.warn("report: %s", tostring(err)) end
+  end
 end
 
 -- search(run, st, reason, fin) -> summary of a search: fin is confirm.final's answer. Writes
@@ -135,6 +141,10 @@ function M.search(run, st, reason, fin)
   s.speedup_vs_compile_max_autotune = mat and mat / t.median or json.null
   -- what the confirmation checked: the fresh re-measure (trust), the resized problem, the sanitizer
   s.trust, s.generalizes = final.trust or json.null, final.generalizes or json.null
+  -- where it does not: the resized problems it failed at and why (agents/lib/generality.lua
+  -- words them); preferred_general: a finalist within noise chosen for generalizing
+  s.generalization = final.generalizes == "no" and final.generalization or nil
+  s.preferred_general = fin.preferred
   s.sanitizer = final.sanitizer and final.sanitizer.ok or json.null
   -- "cached": the sanitizer's and the resized problem's verdicts came from an earlier
   -- confirmation of the same kernel in the same environment; the figure was measured now
@@ -152,13 +162,38 @@ function M.search(run, st, reason, fin)
   M.write_report(run)
   run.mem:archive({ code = best.code, result = final, attempt_id = best.attempt_id }, run.dtype)
   run.mem:finish("done", s)
-  run.progress:finish(string.format("run %s: confirmed best %.4f ms (%.2fx input%s%s) after %d round(s): %s\n  %s\n  %s",
+  -- never "confirmed best" without the files that hold it: the caller ends the run (exit 6)
+  if not M.final_files_written(run, { "best_kernel.py", "summary.json" }) then return s end
+  local shapes = generality.of_summary(s)
+  run.progress:finish(string.format("run %s: confirmed best %.4f ms (%.2fx input%s%s)%s after %d round(s): %s\n  %s\n  %s",
     run.rd.id, t.median, s.speedup_vs_input,
     eager and string.format(", %.2fx eager", eager / t.median) or "",
-    comp and string.format(", %.2fx torch.compile", comp / t.median) or "", st.round, s.stop_reason,
+    comp and string.format(", %.2fx torch.compile", comp / t.median) or "", shapes and (", " .. shapes .. ",") or "",
+    st.round, s.stop_reason,
     M.figures_line(search_ms, t.median, final.trust), run.rd.dir .. M.replay_line(s) .. M.time_line(s)
-    .. M.rules_line(s)))
+    .. M.rules_line(s) .. M.shapes_line(s)))
   return s
+end
+
+-- shapes_line(s) -> the last line's note of a best that works only at the problem's shapes, with
+-- the evaluator's reason, or of a finalist chosen over a faster one for generalizing; or ""
+function M.shapes_line(s)
+  local long = generality.of_summary(s, true)
+  if long then
+    return "\n  " .. long .. "; in a model whose batch size changes it fails or returns wrong results "
+      .. "(--require-generalize refuses such a kernel)"
+  end
+  local p = s.preferred_general
+  return type(p) == "table" and ("\n  chosen over " .. tostring(p.over) .. ": " .. tostring(p.reason)) or ""
+end
+
+-- final_files_written(run, names) -> true where every write of the run held and each of the
+-- run folder's files `names` is there (agents/run/writes.lua records what is not)
+function M.final_files_written(run, names)
+  local w = run.rd.writes
+  if not w then return true end
+  for _, name in ipairs(names) do w:written(run.rd:path(name)) end
+  return w.first == nil
 end
 
 -- figures_line(search_ms, confirmed_ms, trust) -> the line under the last one that says which
@@ -205,7 +240,9 @@ end
 function M.ka_names(rd)
   local res = proc.run({ "ln", "-sfn", "best_kernel.py", rd:path("optimized_kernel_beam_search.py") }, { timeout = 10 })
   if not (res and res.code == 0) then
-    log.warn("run folder: no optimized_kernel_beam_search.py link: %s", tostring(res and res.stderr))
+    local why = res and res.stderr:match("[^\n]+") or "ln did not run"
+    if rd.failed then rd:failed(rd:path("optimized_kernel_beam_search.py"), why)
+    else log.warn("run folder: no optimized_kernel_beam_search.py link: %s", why) end
   end
 end
 
@@ -233,7 +270,8 @@ function M.unconfirmed(run, st, reason, fin)
   s.status, s.verified = "unconfirmed", false
   s.input_kernel = run.opts.kernel or st.input.label
   s.confirmation = fin.tried
-  s.error = confirm.unconfirmed_line(fin.tried)
+  s.not_measured = fin.not_measured or nil  -- a finalist the machine left unmeasured (exit 7)
+  s.error = confirm.unconfirmed_line(fin.tried, fin.not_measured)
   M.add_search_counts(s, run, st, reason)
   M.add_time_split(s, st, fin)
   run.rd:write("summary.json", s)

@@ -1,4 +1,6 @@
 #include <catch2/catch.hpp>
+#include <fcntl.h>
+#include <unistd.h>
 
 #include <optional>
 #include <string>
@@ -53,4 +55,21 @@ TEST_CASE("spawning a missing program fails with a message", "[proc]") {
   std::string error;
   REQUIRE_FALSE(ChildProcess::spawn(loop, o, error));
   REQUIRE(error.find("/no/such/program") != std::string::npos);
+}
+
+TEST_CASE("a child gets stdin, stdout and stderr only, not what the parent holds", "[proc]") {
+  // opened without O_CLOEXEC, as a descriptor inherited from kagent-rt's own parent would be
+  // where nothing marked it (issue #53: a .env on fd 7)
+  const int held = open("/dev/null", O_RDONLY);
+  REQUIRE(held > 2);
+  EventLoop loop;
+  SpawnOptions o;
+  o.argv = {"sh", "-c", "ls /proc/$$/fd"};
+  std::string error;
+  auto p = ChildProcess::spawn(loop, o, error);
+  REQUIRE(p);
+  ExitInfo e = run_to_exit(loop, *p, -1);
+  close(held);
+  REQUIRE(e.code == 0);
+  REQUIRE(e.stdout_text == "0\n1\n2\n");
 }

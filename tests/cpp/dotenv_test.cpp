@@ -26,6 +26,8 @@ TEST_CASE(".env sets unset variables and never overrides the environment", "[env
   REQUIRE(std::string(std::getenv("KAGENT_T_B")) == "quoted value");
   REQUIRE(std::string(std::getenv("KAGENT_T_C")) == "plain");
   REQUIRE(std::string(std::getenv("KAGENT_T_KEEP")) == "from-env");
+  REQUIRE(kagent::dotenv_overridden().at("KAGENT_T_KEEP") == "from-file");  // a secret all the same
+  REQUIRE(kagent::dotenv_overridden().count("KAGENT_T_A") == 0);
   REQUIRE(kagent::load_dotenv("/nonexistent/.env") == -1);
   std::filesystem::remove(path);
 }

@@ -13,6 +13,7 @@ import signal
 import socket
 import subprocess
 import tempfile
+import time
 
 from worker_client import fixture_text
 
@@ -201,11 +202,19 @@ class _Listener(Case):
         self.sock.close()
 
 
+def _socket_paths(status):
+    """Sockets by path: closed where the worker's mount namespace covers their folders."""
+    if "socket_paths" not in status or str(status["socket_paths"]).startswith("hidden"):
+        return None
+    return "UNIX sockets by path open: socket_paths=%r here (%s)" % (
+        status["socket_paths"], "; ".join(status["missing"]) or "?")
+
+
 class UnixSocketByPath(_Listener):
     """Where the machine's daemons listen (/run: systemd, D-Bus, Docker)."""
     name = "host UNIX socket by path (/run)"
     root_only = True  # an ordinary user cannot make one in /run
-    status_key, closed_by = "socket_paths", ("hidden (namespace)",)
+    layer = staticmethod(_socket_paths)
 
     def bind_address(self):
         self.folder = tempfile.mkdtemp(prefix="kagent-hostile-", dir="/run")
@@ -215,6 +224,128 @@ class UnixSocketByPath(_Listener):
     def cleanup(self):
         super().cleanup()
         shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def _home_of(uid):
+    """A home folder of the worker's user: its own, else /home (an ordinary user made for a test
+    has none)."""
+    import pwd
+    home = pwd.getpwuid(uid).pw_dir
+    return home if os.path.isdir(home) else "/home"
+
+
+class _UsersDaemon(Case):
+    """A daemon of the worker's user (a tmux server, an ssh-agent) listening on a socket in a
+    folder of that user's, in the system temp folder or in a home folder (where = "temp" or
+    "home"), started by the test as that user."""
+    where = "temp"
+    tools = ()
+    layer = staticmethod(_socket_paths)
+
+    def __init__(self, uid, status):
+        super().__init__(uid, status)
+        base = "/tmp" if self.where == "temp" else _home_of(uid)
+        self.folder = tempfile.mkdtemp(prefix="kagent-hostile-%s-" % self.tools[0], dir=base)
+        if uid != os.getuid():
+            os.chown(self.folder, uid, -1)
+        self.socket = os.path.join(self.folder, "sock")
+        self.daemon = None
+
+    def as_user(self, argv, extra_env=None):
+        ids = {"user": self.uid} if self.uid != os.getuid() else {}
+        env = dict(os.environ, HOME=self.folder, SHELL="/bin/sh", **(extra_env or {}))
+        return subprocess.run(argv, cwd=self.folder, env=env, check=True, capture_output=True,
+                              timeout=30, **ids)
+
+    def cleanup(self):
+        if self.daemon is not None and self.daemon.poll() is None:
+            self.daemon.kill()
+            self.daemon.wait()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+class TmuxServer(_UsersDaemon):
+    """`tmux -S <socket> run-shell` runs a shell command in the server, outside the sandbox."""
+    name = "tmux server socket (/tmp)"
+    fixture = "cpu_tmux_socket.py"
+    tools = ("tmux",)
+
+    def __init__(self, uid, status):
+        super().__init__(uid, status)
+        self.marker = os.path.join(self.folder, "marker-" + self.token)
+        try:
+            self.as_user(["tmux", "-S", self.socket, "-f", "/dev/null", "new-session", "-d",
+                          "sleep 600"])
+        except BaseException:
+            self.cleanup()
+            raise
+
+    def values(self):
+        return dict(super().values(), SOCKET=self.socket, MARKER=self.marker)
+
+    def reached(self, result):
+        report = _report(result) or ""
+        if os.path.exists(self.marker):
+            return "ran a shell command outside the sandbox (%s)" % report
+        if "connect: refused" not in report:
+            return "job %s: %s" % (result.get("code"), report)
+        return ""
+
+    def cleanup(self):
+        try:
+            self.as_user(["tmux", "-S", self.socket, "kill-server"])
+        except (OSError, subprocess.SubprocessError):
+            pass
+        super().cleanup()
+
+
+class TmuxServerInHome(TmuxServer):
+    name = "tmux server socket (home folder)"
+    where = "home"
+
+
+class SshAgent(_UsersDaemon):
+    """A real ssh-agent holding a key whose comment only the agent knows: a candidate that lists
+    the keys shows it."""
+    name = "ssh-agent socket (/tmp)"
+    fixture = "cpu_ssh_agent.py"
+    tools = ("ssh-agent", "ssh-keygen", "ssh-add")
+
+    def __init__(self, uid, status):
+        super().__init__(uid, status)
+        self.comment = "kagent-hostile-key-" + secrets.token_hex(8)
+        ids = {"user": uid} if uid != os.getuid() else {}
+        try:
+            self.daemon = subprocess.Popen(["ssh-agent", "-D", "-a", self.socket], cwd=self.folder,
+                                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                           **ids)
+            key = os.path.join(self.folder, "key")
+            self.as_user(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", self.comment,
+                          "-f", key])
+            for _ in range(300):  # the agent's socket appears once it listens
+                if os.path.exists(self.socket) or self.daemon.poll() is not None:
+                    break
+                time.sleep(0.1)
+            self.as_user(["ssh-add", "-q", key], extra_env={"SSH_AUTH_SOCK": self.socket})
+        except BaseException:
+            self.cleanup()
+            raise
+
+    def values(self):
+        return dict(super().values(), SOCKET=self.socket)
+
+    def reached(self, result):
+        report = _report(result) or ""
+        if self.comment in (result.get("error") or ""):
+            return "listed the agent's key %s" % self.comment
+        if not report.startswith("refused"):
+            return "job %s: %s" % (result.get("code"), report)
+        return ""
+
+
+class SshAgentInHome(SshAgent):
+    name = "ssh-agent socket (home folder)"
+    where = "home"
 
 
 class AbstractUnixSocket(_Listener):
@@ -301,9 +432,88 @@ class WriteOutside(Case):
                 pass
 
 
-CASES = [ForkBomb, ManyChildren, ShmHog, SharedMmapHog, UnixSocketByPath, AbstractUnixSocket,
-         SignalOtherProcess, ReadShadow, WriteOutside]
+class InheritedDescriptors(Case):
+    """Descriptors the worker's parent held (issue #53: a .env on fd 7, a file in the home folder
+    on fd 8): a worker of its own is started with them (the worker the bench holds has none)."""
+    name = "fds 7 and 8 left open by the parent (.env, home file)"
+    fixture = "cpu_inherited_fds.py"
+    tools = ("bash",)
+
+    def run(self, worker, problem="relu_problem.py"):
+        from worker_client import Worker
+        folder = tempfile.mkdtemp(prefix="kagent-hostile-fds-")
+        self.env_file, self.home_file = os.path.join(folder, ".env"), os.path.join(folder, "notes")
+        self.key = "fake-key-" + secrets.token_hex(12)
+        with open(self.env_file, "w") as f:
+            f.write("ANTHROPIC_API_KEY=%s\n" % self.key)
+        open(self.home_file, "w").close()
+        if os.geteuid() == 0:  # the worker's user opens them, as its parent would have
+            for p in (folder, self.env_file, self.home_file):
+                os.chown(p, self.uid, -1)
+        prefix = ["bash", "-c", 'exec 7<"$1" 8>>"$2"; shift 2; exec "$@"', "-", self.env_file,
+                  self.home_file]
+        own = Worker(**dict(worker.settings, prefix=prefix))
+        try:
+            return super().run(own, problem)
+        finally:
+            own.close()
+            shutil.rmtree(folder, ignore_errors=True)
+
+    def reached(self, result):
+        found = []
+        if self.key in repr(result):
+            found.append("read the key")
+        with open(self.home_file) as f:
+            if f.read():
+                found.append("appended to the home file")
+        report = _report(result) or ""
+        if not found and not report.startswith("read=refused wrote=refused"):
+            found.append("job %s: %s" % (result.get("code"), report or result.get("error")))
+        return ", ".join(found)
+
+
+def _stopped_at_limit(status):
+    """Where the worker sees a job reach its limit: a pids cgroup's counter, or the tasks of the
+    job's PID namespace (not RLIMIT_NPROC over its user's tasks, without one)."""
+    namespaced = str(status.get("processes")).startswith("namespace")
+    if status.get("process_limit") == "rlimit" and not namespaced:
+        return "no watch on the process limit: RLIMIT_NPROC without namespaces here (%s)" % (
+            "; ".join(status.get("missing") or []) or "?")
+    return _missing(status, "process_limit", ("cgroup", "watch", "rlimit"), "no process limit")
+
+
+class EndlessForkBomb(Case):
+    """A fork bomb that never stops on its own: stopped at its limit, not at the stage timeout."""
+    name = "endless fork bomb (stopped at its limit)"
+    fixture = "cpu_fork_bomb_unbounded.py"
+    layer = staticmethod(_stopped_at_limit)
+    STAGE_S = 60
+
+    def run(self, worker, problem="relu_problem.py"):
+        t0 = time.monotonic()
+        source = fixture_text("adversarial", self.fixture, **self.values())
+        result = worker.job("verify", problem, source, timeouts={"load": self.STAGE_S})
+        self.took = time.monotonic() - t0
+        return result, self.reached(result)
+
+    def reached(self, result):
+        if result.get("code") == "EPROCESSES" and self.took < self.STAGE_S / 2:
+            return ""
+        return "ran %.0f s (stage timeout %d s), job %s" % (self.took, self.STAGE_S,
+                                                          result.get("code") or "ok")
+
+
+CASES = [ForkBomb, ManyChildren, ShmHog, SharedMmapHog, UnixSocketByPath, TmuxServer,
+         TmuxServerInHome, SshAgent, SshAgentInHome, AbstractUnixSocket, SignalOtherProcess,
+         ReadShadow, WriteOutside, InheritedDescriptors, EndlessForkBomb]
 
 
 def applicable(case, uid):
-    return not (case.root_only and uid != 0)
+    return not (case.root_only and uid != 0) and not unavailable(case)
+
+
+def unavailable(case):
+    """The tools a case needs that this machine lacks (scripts/setup.sh --tests installs them),
+    or None."""
+    lacking = [t for t in getattr(case, "tools", ()) if not shutil.which(t)]
+    return "needs %s" % ", ".join(lacking) if lacking else None

@@ -60,6 +60,9 @@ class HostileTest(unittest.TestCase):
             subprocess.run(["userdel", cls.user], check=False)
 
     def attack(self, case_class):
+        lacking = hostile_cases.unavailable(case_class)
+        if lacking:
+            self.skipTest("%s (scripts/setup.sh --tests installs it)" % lacking)
         if not hostile_cases.applicable(case_class, self.uid):
             self.skipTest("meaningful only for a worker run by root")
         why = case_class.layer(self.status)
@@ -92,6 +95,18 @@ class HostileTest(unittest.TestCase):
     def test_unix_socket_by_path(self):
         self.attack(hostile_cases.UnixSocketByPath)
 
+    def test_tmux_server_in_the_temp_folder(self):
+        self.attack(hostile_cases.TmuxServer)
+
+    def test_tmux_server_in_a_home_folder(self):
+        self.attack(hostile_cases.TmuxServerInHome)
+
+    def test_ssh_agent_in_the_temp_folder(self):
+        self.attack(hostile_cases.SshAgent)
+
+    def test_ssh_agent_in_a_home_folder(self):
+        self.attack(hostile_cases.SshAgentInHome)
+
     def test_abstract_unix_socket(self):
         self.attack(hostile_cases.AbstractUnixSocket)
 
@@ -103,6 +118,13 @@ class HostileTest(unittest.TestCase):
 
     def test_write_outside(self):
         self.attack(hostile_cases.WriteOutside)
+
+    def test_inherited_descriptors(self):
+        self.attack(hostile_cases.InheritedDescriptors)
+
+    def test_endless_fork_bomb(self):
+        r = self.attack(hostile_cases.EndlessForkBomb)
+        self.assertEqual(r["code"], "EPROCESSES", r)
 
     def test_honest_processes_and_threads_pass(self):
         r = self.w.job("verify", "relu_problem.py", HONEST)

@@ -63,16 +63,19 @@ def children_of(pid):
 class Worker:
     """env: variables added to the worker's environment; log: its --log file (default
     KAGENT_WORKER_LOG); user: run it as this OS user (needs root); args: more command-line
-    arguments (--lease)."""
+    arguments (--lease); prefix: a command that execs the worker's (bash -c 'exec 7<f ... "$@"'
+    leaves it descriptors its parent held)."""
 
-    def __init__(self, device="cpu", threads=None, env=None, log=None, user=None, args=()):
+    def __init__(self, device="cpu", threads=None, env=None, log=None, user=None, args=(),
+                 prefix=()):
+        self.settings = dict(device=device, threads=threads, env=env, log=log, user=user, args=args)
         # KAGENT_EVAL_PYTHONPATH: another copy of the evaluator (a benchmark's "before")
         env = dict(os.environ, PYTHONPATH=os.environ.get("KAGENT_EVAL_PYTHONPATH")
                    or os.path.join(ROOT, "src", "gpu", "eval"), **(env or {}))
         argv = [PYTHON, "-m", "kagent_eval.worker", "--device", str(device)]
         if threads:
             argv += ["--threads", str(threads)]
-        argv += list(args)
+        argv = list(prefix) + argv + list(args)
         log = log or os.environ.get("KAGENT_WORKER_LOG")
         if log:
             argv += ["--log", log]

@@ -17,6 +17,7 @@ Prints one line per check; writes JSON to $OUT/sandbox_gpu_check.json when OUT i
 Exit status: 0 all checks passed, 1 a check failed, 77 skipped (no CUDA here).
 """
 import argparse
+import glob
 import json
 import os
 import secrets
@@ -90,9 +91,11 @@ def part_triton(c, memory_mb):
           "sandbox: ok=%s %s; open: ok=%s %s" % (san.get("ok"), (san.get("error") or "")[:120],
                                                  osan.get("ok"), (osan.get("error") or "")[:120]),
           sanitize=san, open_sanitize=osan)
-    cache = os.path.join(status["root"], "cache", "candidate", "triton")
-    entries, after = listing(cache), listing(home_triton)
-    c.add("triton", "Triton's cache is the per-user one", entries and after == before,
+    # the candidates' cache is content-addressed: an entry per hash of the job's sources
+    # (candidate_cache.py), each with its own triton/ folder
+    cache = os.path.join(status["root"], "cache", "candidate", "*", "triton")
+    entries, after = glob.glob(os.path.join(cache, "*")), listing(home_triton)
+    c.add("triton", "Triton's cache is the candidate's sources' entry", entries and after == before,
           "%d entries in %s; ~/.triton/cache %d -> %d" % (len(entries), cache, len(before), len(after)))
     c.add("triton", "host memory limit in force", status.get("memory_mb") == memory_mb,
           "memory_mb %s; missing: %s" % (status.get("memory_mb"), "; ".join(status.get("missing") or []) or "none"))

@@ -40,8 +40,8 @@ local function start_fake(dir)
   return fake.start(script(), dir)
 end
 
-local function run_agent(argv, env, timeout, opts)
-  return fake.run_agent("beam.lua", argv, env, timeout or 600, opts)
+local function run_agent(argv, env, timeout)
+  return fake.run_agent("beam.lua", argv, env, timeout or 600)
 end
 
 local function base_env(dir)
@@ -89,7 +89,6 @@ describe("agents/beam.lua on CPU with the fake LLM server", function()
       expect.truthy(fs.exists(rd .. "/" .. f), f)
     end
     local s = json.decode(fs.read(rd .. "/summary.json"))
-    fake.skip_if_an_attempt_refused_for_load(rd)  -- what follows needs every kernel timed
     expect.eq(s.mode, "llm")
     expect.eq(s.rounds, 2)
     expect.eq(s.best.id, "r1w1", "the refined fast kernel is best (final confirmations: " .. json.encode(s.confirmation or {}) .. ")")
@@ -197,7 +196,7 @@ describe("a run whose finalists all fail the final confirmation", function()
     -- the kernel is fast in a job's process and slow in the final confirmation's fresh one: the
     -- hardened re-measure disagrees with the first figure, twice
     local r = run_agent({ "--problem", problem, "--kernel", fx .. "slow_when_watched.py", "--rounds", "1", "--devices", "cpu",
-      "--out", dir .. "/runs" }, base_env(dir), nil, { unconfirmed_ok = true })
+      "--out", dir .. "/runs" }, base_env(dir), nil)
     expect.eq(r.code, 5, "exit status 5\n" .. r.stderr:sub(-3000))
     expect.match(r.stderr, "no confirmed kernel: ")
     expect.falsy(r.stderr:find("run [^\n]*: best [%d.]+ ms"), "no best figure is printed")

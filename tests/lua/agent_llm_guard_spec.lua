@@ -37,6 +37,21 @@ describe("llm_guard", function()
     expect.same(g:summary(), { by_code = { ECONNECT = 1, EHTTP = 1 }, calls = 2 })
   end)
 
+  it("takes a reply too large (ETOOBIG) for a failed reply, not a failure of the LLM", function()
+    local g = guard(2)
+    for _ = 1, 3 do
+      local fn, n = calls({ "ETOOBIG" })
+      local res, _, code = g:call(fn, "optimize")
+      expect.eq(res, nil)
+      expect.eq(code, "ETOOBIG")
+      expect.eq(n.calls, 1, "not asked again: the same request brings the same reply")
+    end
+    expect.eq(g.down, nil, "three in a row with --llm-failures 2: the LLM answered each time")
+    expect.same(g:summary(), { by_code = {}, calls = 0 })
+    g:call(calls({ "ECONNECT", "ECONNECT", "ECONNECT" }), "optimize")
+    expect.truthy(g.down, "real failures still bring it down")
+  end)
+
   it("gives up on a call after its retries, and does not retry what time will not fix", function()
     local g = guard(10)
     local fn, n = calls({ "ETIMEDOUT", "ETIMEDOUT", "ETIMEDOUT", "ETIMEDOUT" })

@@ -27,8 +27,9 @@ end
 local CASES = {
   { "a refusal", "I'm sorry, but I can't help with rewriting this kernel.", {} },
   { "an empty reply", "", {} },
-  -- taken whole: the fake streams 4 characters per event, which would make 3 MB slow to send
-  { "3 MB of junk", JUNK, { KAGENT_LLM_STREAM = "0" } },
+  -- taken whole: the fake streams 4 characters per event, which would make 3 MB slow to send;
+  -- under a raised --max-reply-bytes (over the default a reply is ETOOBIG: agent_reply_size_cpu_spec)
+  { "3 MB of junk", JUNK, { KAGENT_LLM_STREAM = "0" }, { "--max-reply-bytes", tostring(4 * 1048576) } },
 }
 
 local function count(db, sql, params) return db:query(sql, params)[1].n end
@@ -68,7 +69,7 @@ describe("an LLM reply with no code", function()
       for k, v in pairs(c[3]) do e[k] = v end
       local r = session.run_agent("beam.lua", { "--problem", cpu.problem, "--kernel", cpu.fx .. "slow.py", "--devices", "cpu",
         "--out", dir .. "/runs", "--rounds", "1", "--beam", "1", "--directions", "1", "--refine", "0",
-        "--llm-backoff", "0.05" }, e, 600)
+        "--llm-backoff", "0.05", unpack(c[4] or {}) }, e, 600)
       srv:stop()
       expect.eq(r.code, 0, "a run whose LLM answered without code ends normally\n" .. r.stderr:sub(-2000))
       local db = assert(mem.open(dir .. "/mem.db"))

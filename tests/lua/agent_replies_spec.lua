@@ -169,6 +169,42 @@ describe("the asking loop", function()
     expect.eq(counts(run, "route"), "used 0 repaired 0 reasked 0 lost 0 continued 0 shortened 0")
   end)
 
+  -- issue #53, item 3: a reply over a size limit is a failed reply, kept nowhere and never resent
+  it("loses a kernel over --max-code-bytes: counted, not kept in the reply file, not sent back with the re-ask", function()
+    local big = "```python\n" .. KERNEL .. "\n# " .. ("x"):rep(8000) .. "\n```"
+    local run, sent = fake_run({ big, big })
+    run.opts = { max_code_bytes = 4096 }
+    local a = ask.code(run, { tag = "optimize", template = "optimize", vars = {} })
+    expect.eq(a.code, nil)
+    expect.eq(a.llm_code, "ETOOBIG")
+    expect.match(a.error, "^ETOOBIG: the reply's kernel is %d+ bytes, over %-%-max%-code%-bytes %(4096%)")
+    expect.eq(counts(run, "optimize"), "used 0 repaired 0 reasked 0 lost 1 continued 0 shortened 0")
+    expect.eq(#sent, 2, "asked once more")
+    expect.eq(sent[2].follow[1].content, "(a reply over the size limit: not repeated here)")
+    expect.truthy(#a.reply < 1000 and not a.reply:find("xxxx", 1, true), "the reply file has a note, not the reply: " .. #a.reply)
+    expect.match(a.reply, "over %-%-max%-code%-bytes")
+  end)
+
+  it("re-asks after a reply the LLM layer refused for its size (ETOOBIG), not echoing it", function()
+    local run, sent = fake_run({ { err = "ETOOBIG: the reply's text is more than 1048576 bytes, over max_reply", code = "ETOOBIG" },
+      "```python\n" .. KERNEL .. "\n```" })
+    local a = ask.code(run, { tag = "optimize", template = "optimize", vars = {} })
+    expect.eq(a.code, KERNEL)
+    expect.eq(sent[2].follow[1].content, "(a reply over the size limit: not repeated here)")
+    expect.match(sent[2].follow[2].content, "^Your reply could not be used: ETOOBIG")
+    expect.eq(counts(run, "optimize"), "used 0 repaired 0 reasked 1 lost 0 continued 0 shortened 0")
+  end)
+
+  it("loses a reply over --max-reply-bytes even when the LLM layer let it through", function()
+    local run = fake_run({ ("y"):rep(5000), ("y"):rep(5000) })
+    run.opts = { max_reply_bytes = 4096 }
+    local a = ask.json(run, { tag = "route", template = "route", vars = { graph = "g" }, want = { fields = { "route" } } })
+    expect.eq(a.value, nil)
+    expect.eq(a.llm_code, "ETOOBIG")
+    expect.match(a.error, "the reply is 5000 bytes, over %-%-max%-reply%-bytes %(4096%)")
+    expect.falsy(a.reply:find("yyyy", 1, true), "not kept")
+  end)
+
   it("counts directions from the model and from rules, and warns past the share", function()
     local s = reply_stats.new()
     s:directions("diagnose", 1, 3)

@@ -76,4 +76,15 @@ function fs.remove(path) end
 ---@return boolean
 function fs.isatty(fd) end
 
+---`fs.lock(path)` → `handle` or `nil, "EBUSY: <path> is locked by process N", "EBUSY", N` (N `nil`
+---  when the file names no pid) or `nil, "EIO: ...", "EIO"`: an exclusive advisory lock (`flock`) on
+---  the file at `path`, made if missing and never truncated until the lock is held; it then holds
+---  this process's pid and a newline. Held until `handle:unlock()` (→ `true`), until the handle is
+---  collected, or until the process ends in any way (`kill -9` included: the kernel drops it); not
+---  inherited by children. A second `fs.lock` of the same file is `EBUSY` in this process too.
+---  `handle:locked()` → boolean. The agents lock a run folder with it (`docs/agents.md`).
+---@param path string
+---@return any
+function fs.lock(path) end
+
 return fs

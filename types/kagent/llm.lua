@@ -93,7 +93,7 @@ function llm.parse_timeout(text) end
 ---    error event mid-stream), `EHTTP` (5xx after the retries, another status, the connection closed
 ---    mid-reply, or another error event mid-stream), `ETIMEDOUT` (the start or connect timeout of a
 ---    stream, at once; the idle timeout after the retries, or the call's total timeout; the message
----    says what stalled), `ETOOBIG` (a reply over `max_body`, not retried), `ECONNECT` (refused, DNS,
+---    says what stalled), `ETOOBIG` (a reply over `max_body` or `max_reply`, not retried), `ECONNECT` (refused, DNS,
 ---    TLS, after the retries), `EPARSE` (a reply that is not the expected JSON, or a stream that ended
 ---    before its end event: truncated), `EBUDGET` (a budget is spent: no request is made), `EREPLAY`
 ---    (mode `replay` and the request is not in the record), `EDB` (the record/replay database).

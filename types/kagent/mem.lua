@@ -9,6 +9,10 @@ local mem = {}
 ---@type integer
 mem.SCHEMA_VERSION = nil
 
+---`mem.BUSY_WAIT` — the seconds a call waits for another process's lock by default (60).
+---@type any
+mem.BUSY_WAIT = nil
+
 ---**Rows.** Query results are arrays of row tables keyed by column name; SQL `NULL` is an absent
 ---field. Booleans (`correct`, `success`, `diagnosis_correct`, `fix_effective`) are stored as 1/0 and
 ---come back as `true`/`false` from the typed functions below (as 1/0 from `db:query`). JSON columns
@@ -21,16 +25,21 @@ mem.SCHEMA_VERSION = nil
 ---@return any
 function mem.decode(row) end
 
----`mem.open(path)` → `db`, or `nil, "EDB: ...", "EDB"`. Creates and migrates the database.
+---`mem.open(path, {busy_wait = 60})` → `db`, or `nil, "EDB: ...", "EDB"`. Creates and migrates the
+---  database (waiting for a lock as above). `busy_wait`: the seconds a call waits for another
+---  process's lock before it fails (a number >= 0).
 ---  `path` defaults to `mem.default_path()`: the environment variable `KAGENT_DB`, else
 ---  `runs/kagent.db` under the current directory (its folder is created). `":memory:"` opens a
 ---  private in-memory database. A database written by a newer kagent-rt (higher `user_version`)
 ---  fails with `EDB: database <path> has schema version N, newer than this kagent-rt supports (M)`.
 ---@param path string
+---@param opts? table
 ---@return kagent.mem.Db?
-function mem.open(path) end
+function mem.open(path, opts) end
 
----`mem.open(path)` → `db`, or `nil, "EDB: ...", "EDB"`. Creates and migrates the database.
+---`mem.open(path, {busy_wait = 60})` → `db`, or `nil, "EDB: ...", "EDB"`. Creates and migrates the
+---  database (waiting for a lock as above). `busy_wait`: the seconds a call waits for another
+---  process's lock before it fails (a number >= 0).
 ---  `path` defaults to `mem.default_path()`: the environment variable `KAGENT_DB`, else
 ---  `runs/kagent.db` under the current directory (its folder is created). `":memory:"` opens a
 ---  private in-memory database. A database written by a newer kagent-rt (higher `user_version`)
@@ -80,7 +89,7 @@ function db:query(sql, params) end
 
 ---`db:transaction(fn)` → the results of `fn(db)`: runs `fn` inside `BEGIN IMMEDIATE ... COMMIT`,
 ---  rolls back and re-raises if `fn` raises; a failing `BEGIN` or `COMMIT` (rolled back) returns
----  `nil, err, "EDB"`. Calls inside `fn` keep their own convention (`nil, err` is data to `fn`).
+---  `nil, err, "EDB"`. `BEGIN` waits for another process's lock as above, before `fn` runs. Calls inside `fn` keep their own convention (`nil, err` is data to `fn`).
 ---  `fn` runs in a coroutine of its own and must not yield: a ⏸ call inside raises (after rolling
 ---  back), so no other task's writes can slip into the transaction. Transactions do not nest
 ---  (raises). Use it to group many writes (it is also much faster).

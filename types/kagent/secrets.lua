@@ -8,7 +8,8 @@ local secrets = {}
 ---`secrets.redact(text)` → text with the value of every secret replaced by `[redacted NAME]`.
 ---  The secrets: the values (8 characters or more) of `ANTHROPIC_API_KEY`, `OPENAI_API_KEY`,
 ---  `KAGENT_LLM_KEY`, of the variable `llm.configure`'s `api_key_env` names or `secrets.add_name` adds, and
----  of every variable of the environment (`.env` included) whose name has a secret word between
+---  of every variable of the environment (`.env` included, its values the environment overrode
+---  too) whose name has a secret word between
 ---  underscores (KEY, TOKEN, SECRET, PASSWORD, AUTH, ...). Non-strings are returned as they are.
 ---@param text string
 ---@return string

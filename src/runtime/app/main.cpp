@@ -14,6 +14,7 @@
 
 #include "lua/runtime.hpp"
 #include "util/dotenv.hpp"
+#include "util/inherited_fds.hpp"
 #include "util/logging.hpp"
 #include "util/root_dir.hpp"
 #include "util/version.hpp"
@@ -31,6 +32,9 @@ const char* kDescription =
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Before anything opens a descriptor or starts a thread: what we inherited (fd 7 on a .env,
+  // fd 8 on a file in the home folder) stays ours and never reaches a worker or its candidates.
+  kagent::mark_inherited_fds_cloexec();
   CLI::App app{kDescription, "kagent-rt"};
   std::string script;
   std::vector<std::string> script_args;

@@ -1,11 +1,14 @@
 // native.fs: files and folders. Writes are atomic (temporary file + fsync + rename) so a crash
-// never leaves a half-written trace or kernel file.
+// never leaves a half-written trace or kernel file. lock() takes an advisory lock (flock) that
+// the kernel drops with the process, however it ends.
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <string>
@@ -166,12 +169,84 @@ int l_isatty(lua_State* L) {
   return 1;
 }
 
+// lock(path) -> handle | nil, "CODE: message", "CODE"[, holder pid]. The file is opened without
+// truncation (a refused caller must not erase the holder's pid), locked with flock(LOCK_EX |
+// LOCK_NB), and only then rewritten with this process's pid. O_CLOEXEC: a child would otherwise
+// keep the lock alive after this process died.
+constexpr const char* kLockMeta = "kagent.fs.lock";
+
+struct LockBox {
+  int fd;
+};
+
+int l_lock(lua_State* L) {
+  const char* path = luaL_checkstring(L, 1);
+  auto* box = static_cast<LockBox*>(lua_newuserdata(L, sizeof(LockBox)));
+  box->fd = -1;
+  luaL_getmetatable(L, kLockMeta);
+  lua_setmetatable(L, -2);
+  int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) return fail_errno(L, "cannot open the lock file", path, errno);
+  while (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    if (errno == EINTR) continue;
+    int err = errno;
+    if (err != EWOULDBLOCK) {
+      close(fd);
+      return fail_errno(L, "cannot lock", path, err);
+    }
+    char buf[32] = {0};
+    ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
+    close(fd);
+    long pid = n > 0 ? std::strtol(buf, nullptr, 10) : 0;
+    std::string msg = std::string(path) + " is locked by " +
+                      (pid > 0 ? "process " + std::to_string(pid) : std::string("another process"));
+    push_failure(L, "EBUSY", msg);
+    if (pid > 0) lua_pushnumber(L, static_cast<lua_Number>(pid));
+    else lua_pushnil(L);
+    return 4;
+  }
+  box->fd = fd;
+  const std::string pid = std::to_string(getpid()) + "\n";
+  if (ftruncate(fd, 0) != 0 || pwrite(fd, pid.data(), pid.size(), 0) != static_cast<ssize_t>(pid.size())) {
+    int err = errno;
+    close(fd);
+    box->fd = -1;
+    return fail_errno(L, "cannot write the pid into", path, err);
+  }
+  return 1;  // the userdata
+}
+
+int l_unlock(lua_State* L) {
+  auto* box = static_cast<LockBox*>(luaL_checkudata(L, 1, kLockMeta));
+  if (box->fd >= 0) close(box->fd);  // closing the last descriptor drops the flock
+  box->fd = -1;
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+int l_locked(lua_State* L) {
+  lua_pushboolean(L, static_cast<LockBox*>(luaL_checkudata(L, 1, kLockMeta))->fd >= 0 ? 1 : 0);
+  return 1;
+}
+
 }  // namespace
 
 int open_native_fs(lua_State* L) {
+  if (luaL_newmetatable(L, kLockMeta) != 0) {
+    lua_pushcfunction(L, l_unlock);
+    lua_setfield(L, -2, "__gc");
+    lua_newtable(L);
+    lua_pushcfunction(L, l_unlock);
+    lua_setfield(L, -2, "unlock");
+    lua_pushcfunction(L, l_locked);
+    lua_setfield(L, -2, "locked");
+    lua_setfield(L, -2, "__index");
+  }
+  lua_pop(L, 1);
   static const luaL_Reg fns[] = {{"read", l_read},     {"write", l_write},   {"append", l_append},
                                  {"mkdir_p", l_mkdir_p}, {"list", l_list},     {"exists", l_exists},
                                  {"is_dir", l_is_dir}, {"remove", l_remove}, {"abspath", l_abspath}, {"isatty", l_isatty},
+                                 {"lock", l_lock},
                                  {nullptr, nullptr}};
   lua_newtable(L);
   set_functions(L, fns);

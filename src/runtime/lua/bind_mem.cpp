@@ -1,6 +1,9 @@
 // native.mem: the SQLite MemoryStore as a Lua userdata. The typed API (runs, attempts, skills,
 // lessons...) is SQL in kagent/mem.lua over the generic exec/query here, so a researcher can read
-// and extend it without recompiling. Misuse raises; SQL failures return nil, "EDB: ...", "EDB".
+// and extend it without recompiling. Misuse raises; SQL failures return nil, "EDB: ...", "EDB",
+// except a database another process holds locked: nil, "EBUSY: ...", "EBUSY" at once (no busy
+// timeout: SQLite's would sleep on the event loop's thread), which kagent/mem.lua retries off the
+// loop (docs/lua-api.md, kagent.mem).
 #include <cmath>
 #include <stdexcept>
 #include <string>
@@ -108,6 +111,7 @@ template <class Body>
 int guarded(lua_State* L, const char* fname, Body&& body) {
   std::string error;
   bool misuse = false;
+  bool busy = false;
   try {
     return body();
   } catch (const Misuse& e) {
@@ -117,6 +121,8 @@ int guarded(lua_State* L, const char* fname, Body&& body) {
     // A closed database or several statements with parameters is a script bug, not a failure.
     misuse = e.sqlite_code() == SQLITE_MISUSE;
     error = misuse ? std::string(fname) + ": " + e.what() : e.what();
+    const int primary = e.sqlite_code() & 0xff;
+    if (primary == SQLITE_BUSY || primary == SQLITE_LOCKED) busy = true;
   } catch (const std::exception& e) {
     error = e.what();
   }
@@ -126,14 +132,14 @@ int guarded(lua_State* L, const char* fname, Body&& body) {
     error.shrink_to_fit();
     return lua_error(L);
   }
-  return push_failure(L, "EDB", error);
+  return push_failure(L, busy ? "EBUSY" : "EDB", error);
 }
 
-// open(path) -> db userdata | nil, err, "EDB"
+// open(path) -> db userdata | nil, err, "EDB" (or "EBUSY": the caller retries)
 int l_open(lua_State* L) {
   const char* path = luaL_checkstring(L, 1);
   return guarded(L, "mem.open", [&] {
-    auto store = std::make_unique<MemoryStore>(path);
+    auto store = std::make_unique<MemoryStore>(path, /*busy_timeout_ms=*/0);
     auto* box = static_cast<DbBox*>(lua_newuserdata(L, sizeof(DbBox)));
     box->store = store.release();
     luaL_getmetatable(L, kDbMeta);

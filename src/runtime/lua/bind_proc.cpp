@@ -15,6 +15,7 @@
 #include "lua/native_modules.hpp"
 #include "lua/runtime.hpp"
 #include "proc/child_process.hpp"
+#include "util/dotenv.hpp"
 
 namespace kagent {
 namespace {
@@ -243,6 +244,17 @@ int l_environ(lua_State* L) {
   return 1;
 }
 
+// env_file_overridden() -> {NAME = value}: the .env values the environment overrode
+int l_env_file_overridden(lua_State* L) {
+  lua_newtable(L);
+  for (const auto& [k, v] : dotenv_overridden()) {
+    lua_pushlstring(L, k.data(), k.size());
+    lua_pushlstring(L, v.data(), v.size());
+    lua_rawset(L, -3);
+  }
+  return 1;
+}
+
 int l_kill(lua_State* L) {
   ChildProcess& p = check_proc(L, 1);
   p.kill(static_cast<int>(luaL_optinteger(L, 2, SIGTERM)));
@@ -300,6 +312,7 @@ int open_native_proc(lua_State* L) {
                                  {"kill", l_kill},
                                  {"take_stderr", l_take_stderr},
                                  {"environ", l_environ},
+                                 {"env_file_overridden", l_env_file_overridden},
                                  {nullptr, nullptr}};
   lua_newtable(L);
   set_functions(L, fns);

@@ -62,6 +62,12 @@ std::shared_ptr<ChildProcess> ChildProcess::spawn(EventLoop& loop, const SpawnOp
   posix_spawn_file_actions_adddup2(&fa, in[0], 0);
   posix_spawn_file_actions_adddup2(&fa, out[1], 1);
   posix_spawn_file_actions_adddup2(&fa, err[1], 2);
+  // The child starts with stdin, stdout and stderr (its own pipes) only: nothing else we hold, or
+  // inherited without close-on-exec, reaches it (glibc >= 2.34 does it with close_range in the
+  // child; older, main's close-on-exec marks at start are what keeps inherited ones out).
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 34))
+  posix_spawn_file_actions_addclosefrom_np(&fa, 3);
+#endif
   if (!opts.cwd.empty()) posix_spawn_file_actions_addchdir_np(&fa, opts.cwd.c_str());
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);

@@ -27,6 +27,8 @@ class MemoryStore {
   // Opens or creates `path` (":memory:" for a private in-memory database), sets WAL,
   // synchronous=NORMAL, busy timeout and foreign keys, and migrates to the latest schema.
   // Throws DbError (also for a database from a newer schema, or SQLite without FTS5).
+  // busy_timeout_ms: how long SQLite itself sleeps on another process's lock, on the caller's
+  // thread; the Lua binding passes 0 and kagent/mem.lua waits off the event loop instead.
   explicit MemoryStore(const std::string& path, int busy_timeout_ms = 5000);
   ~MemoryStore();
   MemoryStore(const MemoryStore&) = delete;

@@ -1,5 +1,7 @@
 #include "store/sqlite_handle.hpp"
 
+#include <cerrno>
+#include <cstring>
 #include <utility>
 
 namespace kagent::store {
@@ -37,6 +39,16 @@ void Connection::fail(int rc, std::string_view context) const {
   std::string msg(context);
   if (!msg.empty()) msg += ": ";
   msg += db_ != nullptr ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
+  // SQLite's own words ("database or disk is full", "disk I/O error") do not say what the system
+  // refused; a user freeing space or fixing permissions needs that (ENOSPC's text, say).
+  // SQLITE_FULL is what the unix VFS makes of ENOSPC (or a short write); SQLite keeps the errno of
+  // I/O and open failures only.
+  const int primary = rc & 0xff;
+  const int sys = primary == SQLITE_FULL ? ENOSPC
+                  : (primary == SQLITE_IOERR || primary == SQLITE_CANTOPEN) && db_ != nullptr
+                      ? sqlite3_system_errno(db_)
+                      : 0;
+  if (sys != 0) msg += std::string(" (") + std::strerror(sys) + ")";
   throw DbError(rc, msg);
 }
 

@@ -15,7 +15,14 @@ std::string trim(const std::string& s) {
   return s.substr(b, e - b + 1);
 }
 
+std::map<std::string, std::string>& overridden() {
+  static std::map<std::string, std::string> values;
+  return values;
+}
+
 }  // namespace
+
+const std::map<std::string, std::string>& dotenv_overridden() { return overridden(); }
 
 int load_dotenv(const std::string& path) {
   std::ifstream in(path);
@@ -38,7 +45,10 @@ int load_dotenv(const std::string& path) {
       if (hash != std::string::npos) value = trim(value.substr(0, hash));
     }
     if (key.empty()) continue;
-    if (std::getenv(key.c_str()) != nullptr) continue;  // the environment wins
+    if (const char* set_value = std::getenv(key.c_str()); set_value != nullptr) {  // the environment wins
+      if (value != set_value) overridden()[key] = value;
+      continue;
+    }
     if (setenv(key.c_str(), value.c_str(), 0) == 0) ++set;
   }
   return set;

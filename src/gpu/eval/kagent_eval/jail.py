@@ -11,11 +11,12 @@ the job's files are known.
                     left (reaper.py)
   private folders   <base>/kagent-eval-<uid>/ (0700, owned by the user, else a fresh random one),
                     a `job-<worker pid>-<random>` folder per child (its HOME, TMPDIR and cwd), and
-                    per-user caches for Triton, TorchInductor, CUDA and the measured GPU peaks,
-                    one for candidates and one for the trusted children, so a candidate cannot
-                    plant entries a baseline reads
+                    caches for Triton, TorchInductor, CUDA and the measured GPU peaks: the trusted
+                    children's per user, which candidates cannot write; a candidate's the entry of
+                    its sources, lent into its job folder (candidate_cache.py)
   process count     a pids cgroup per child (job_cgroup.py), else RLIMIT_NPROC in its user
-                    namespace, or over its user's processes; a candidate past it fails EPROCESSES
+                    namespace, or over its user's processes; a candidate that reaches it is
+                    stopped at once, EPROCESSES (process_watch.py)
   memory            RLIMIT_DATA (private writable memory: heap, malloc'd mmaps); not RLIMIT_AS,
                     which counts the address space CUDA reserves and would break every GPU job;
                     and a memory cgroup per child where the machine gives one, which counts the
@@ -31,9 +32,10 @@ the job's files are known.
                     also covered in its mount namespace
   network           its own network namespace (loopback only), else a seccomp filter on
                     socket() (syscall_filter.py); AF_UNIX stays allowed (CUDA's start needs it)
-  UNIX sockets      abstract ones: the network namespace, and Landlock's scope (ABI 6); by path:
-                    SOCKET_FOLDERS covered in its mount namespace (Landlock has no rule for
-                    connecting to a socket file), open without one
+  UNIX sockets      abstract ones: the network namespace, and Landlock's scope (ABI 6); by path
+                    (no Landlock rule): its mount namespace covers /run, the temp and home folders
+                    and binds back only what the job needs (job_view.py): no tmux server, agent or
+                    daemon of the host is reachable; open without one (the ready line says so)
   signals           its PID namespace, and Landlock's scope (ABI 6): no signal outside the job
   root              a child run by root drops the capabilities that would undo the above
                     (capabilities.py)
@@ -42,14 +44,14 @@ import atexit
 import glob
 import os
 import resource
-import shutil
 import stat
 import sys
 import tempfile
 
-from . import capabilities, job_cgroup, landlock, namespaces, profiler_lib
+from . import candidate_cache, capabilities, job_cgroup, landlock, namespaces, profiler_lib
 from . import sandbox_limits, sandbox_status, shm_sweep, syscall_filter
 from .sandbox_limits import SandboxError
+from .job_view import SECRET_PATHS, View, readable
 from .loader import source_of
 
 SYSTEM_READ_ROOTS = ("/usr", "/lib", "/lib32", "/lib64", "/libx32", "/bin", "/sbin", "/etc", "/opt",
@@ -57,19 +59,6 @@ SYSTEM_READ_ROOTS = ("/usr", "/lib", "/lib32", "/lib64", "/libx32", "/bin", "/sb
 DEVICE_FILES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/nvidia*",
                 "/dev/nvidia-caps")
 OOM_SCORE_ADJ = "1000"
-# secrets of the machine a job never needs, even where the folder holding them is readable:
-# left out of the read rule and covered in the job's mount namespace
-SECRET_PATHS = ("/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-", "/etc/sudoers",
-                "/etc/sudoers.d", "/etc/ssh", "/etc/ssl/private", "/etc/security/opasswd",
-                "/etc/krb5.keytab")
-# where the machine's daemons listen (systemd, D-Bus, Docker, containerd, X11): covered by an empty
-# folder (or file, /dev/log) in the job's mount namespace, so no socket of theirs is reachable by
-# path; /var/run links to /run. KEPT_PATHS are bound back in: CUDA's start talks to
-# nvidia-persistenced over its socket where that daemon runs
-SOCKET_FOLDERS = ("/run", "/tmp/.X11-unix", "/tmp/.ICE-unix", "/tmp/.XIM-unix", "/tmp/.font-unix",
-                  "/dev/log")
-KEPT_PATHS = ("/run/nvidia-persistenced", "/run/nvidia-fabricmanager")
-HIDDEN_PATHS = SECRET_PATHS + SOCKET_FOLDERS
 
 _state = None  # set by setup(); inherited by the children
 
@@ -106,6 +95,11 @@ def _python_read_roots():
             roots.add(value)
     roots.update(os.path.dirname(p) for p in profiler_lib.library_candidates())  # the CUPTI profiler
     return sorted(roots)
+
+
+def view(writable, files=()):
+    """The job's mount namespace, `writable` and its `files` bound back (View.mount_args)."""
+    return _state["view"].mount_args(writable, files)
 
 
 def _remove_stale_jobs(root):
@@ -145,9 +139,12 @@ def setup(environ=os.environ):
         missing.append("Landlock ABI %d (need >= %d): writes and reads are not confined" % (
             abi, landlock.MIN_ABI))
         abi = 0
+    python_roots = _python_read_roots()
+    fs_view = View(environ, root, python_roots, SYSTEM_READ_ROOTS)
     namespace, why = None, "KAGENT_EVAL_NAMESPACES=0"
     if enabled and environ.get("KAGENT_EVAL_NAMESPACES", "1") != "0":
-        namespace, why = namespaces.probe(HIDDEN_PATHS, KEPT_PATHS)
+        namespace, why = namespaces.probe(**fs_view.mount_args(list(caches.values())))
+    missing += [fs_view.note()] if namespace and fs_view.note() else []
     if enabled and not namespace:
         missing.append("no namespaces (%s): a candidate sees the machine's processes, and the "
                        "worker reaps what it leaves; /dev/shm is the machine's (what a job "
@@ -161,8 +158,10 @@ def setup(environ=os.environ):
         missing.append("no system call filter for this architecture: io_uring and bpf stay open%s"
                        % ("" if namespace else ", and so does the network"))
     if enabled and not namespace:
-        missing.append("no mount namespace: a candidate can connect to the machine's UNIX sockets "
-                       "by path (/run/...) where their file modes let its user")
+        missing.append("no mount namespace: a candidate can connect to any named UNIX socket its "
+                       "user may open: the machine's daemons' (/run/...) and a user's own in the "
+                       "temp folder or a home folder (a tmux server, which runs commands for it; "
+                       "an ssh-agent, which signs for it)")
     groups, process_limit = None, None
     if enabled:
         groups = job_cgroup.JobGroups(use=environ.get("KAGENT_EVAL_CGROUPS", "1") != "0")
@@ -184,7 +183,8 @@ def setup(environ=os.environ):
     _state = {"enabled": enabled, "root": root, "caches": caches, "landlock": abi, "net": net,
               "namespaces": namespace, "memory_mb": memory, "groups": groups,
               "process_limit": process_limit, "max_processes": procs, "shm_before": {},
-              "read_roots": list(SYSTEM_READ_ROOTS) + _python_read_roots(), "missing": missing}
+              "read_roots": list(SYSTEM_READ_ROOTS) + python_roots, "view": fs_view,
+              "missing": missing}
     if not enabled:
         missing.append("KAGENT_EVAL_SANDBOX=%s: no confinement (private folders, allowed "
                        "environment and reaping only)" % setting)
@@ -196,11 +196,20 @@ def status():
     return sandbox_status.of(_state)
 
 
-def watched_process_limit():
-    """The task limit the worker itself enforces on a job (process_watch.py), or None where a
-    cgroup or RLIMIT_NPROC does, or no limit is asked."""
+def process_watch_of(job_dir):
+    """How the worker watches a candidate's job for its process limit (process_watch.py): (limit,
+    the job's pids.events, None) under a pids cgroup; (limit, None, the task count of its
+    namespace that reaches it) where it counts them; else None (no limit asked, or RLIMIT_NPROC
+    over its user's tasks, which the worker cannot count apart)."""
     s = _state
-    return s["max_processes"] if s and s["enabled"] and s["process_limit"] == "watch" else None
+    mode, limit = (s["process_limit"], s["max_processes"]) if s and s["enabled"] else (None, 0)
+    if mode == "cgroup":
+        return limit, s["groups"].event_file(os.path.basename(job_dir)), None
+    if mode == "watch":  # root: nothing refuses past the limit
+        return limit, None, limit + 1
+    if mode == "rlimit" and s["namespaces"]:  # the relay counts in its user namespace too
+        return limit, None, limit - 1
+    return None
 
 
 def share_root(name="shared"):
@@ -237,15 +246,8 @@ def remove_job_dir(path):
     """Removes a job folder whatever its candidate left in it (folders it made unreadable;
     symbolic links are removed, never followed). Only call it once no process of the job is
     left."""
-    for dirpath, dirnames, _ in os.walk(path):
-        for d in dirnames:
-            p = os.path.join(dirpath, d)
-            if not os.path.islink(p):
-                try:
-                    os.chmod(p, 0o700)
-                except OSError:
-                    pass
-    shutil.rmtree(path, ignore_errors=True)
+    candidate_cache.give_back(path)  # the job's cache entry, for the next job of its sources
+    candidate_cache.remove_tree(path)
     if _state and _state["groups"]:
         _state["groups"].remove(os.path.basename(path))
     before = _state["shm_before"].pop(path, None) if _state else None
@@ -255,20 +257,22 @@ def remove_job_dir(path):
                              % (name, size))
 
 
-def enter(role, job_dir):
+def enter(role, job_dir, files=()):
     """In a child right after fork (one thread): its own namespaces, folder, environment and
     limits, then the write and network confinement, which then hold for every thread and process
-    it starts."""
+    it starts. files: its job_files, bound back in its mount namespace (a spare's: staged)."""
     s = _state
     if s["groups"]:
         s["groups"].join(os.path.basename(job_dir))  # before anything it starts: all of it counts
+    # a candidate's cache is its sources' entry, lent into its folder (candidate_cache.py): no
+    # rule of its own, which would follow the entry once it is given back
+    cache = s["caches"]["trusted"] if role != "candidate" else candidate_cache.folder_in(job_dir)
+    own = [cache] if role != "candidate" else []
     if s["namespaces"]:
         namespaces.enter(user=s["namespaces"] == "user", shm_bytes=(s["memory_mb"] or 0) << 20,
-                         hidden=HIDDEN_PATHS if s["enabled"] else (),
-                         kept=KEPT_PATHS + (s["root"],),
+                         **(view([job_dir] + own, files) if s["enabled"] else {}),
                          max_tasks=s["max_processes"] if s["process_limit"] == "watch"
                          and role == "candidate" else 0)
-    cache = s["caches"]["trusted" if role != "candidate" else "candidate"]
     os.environ.update({
         "HOME": job_dir, "TMPDIR": job_dir, "TRITON_CACHE_DIR": os.path.join(cache, "triton"),
         "TORCHINDUCTOR_CACHE_DIR": os.path.join(cache, "inductor"),
@@ -300,7 +304,7 @@ def enter(role, job_dir):
         syscall_filter.install(sockets=bool(s["namespaces"]))
     if s["landlock"]:
         handled = landlock.writes(s["landlock"])
-        grants = [(job_dir, handled), (cache, handled), ("/dev/shm", handled),
+        grants = [(p, handled) for p in [job_dir] + own] + [("/dev/shm", handled),
                   (proc_writes(), landlock.WRITE_FILE | landlock.TRUNCATE)]
         device = landlock.WRITE_FILE | landlock.TRUNCATE | landlock.IOCTL_DEV
         for pattern in DEVICE_FILES:
@@ -328,6 +332,12 @@ def job_files(spec):
     return [os.path.abspath(n) for n in names if isinstance(n, str) and n and source_of(n)[1]]
 
 
+def staged(spec, job_dir):
+    """`spec` as a spare is sent it (View.staged), where it has a mount namespace."""
+    s = _state
+    return s["view"].staged(spec, job_dir) if s and s["enabled"] and s["namespaces"] else spec
+
+
 def narrow_reads(files=()):
     """In a child, before the job's code runs: reads (and program starts) only from the system
     and Python folders, its job folder, its cache and `files` (the problem, the candidate). Holds
@@ -342,30 +352,9 @@ def narrow_reads(files=()):
     # place) fail with EXDEV; the write ruleset decides where moves may happen
     movable = landlock.READ | landlock.REFER
     grants = [(p, landlock.READ) for p in readable(s["read_roots"], SECRET_PATHS)]
-    grants += [(p, movable) for p in [job_dir] + list(s["caches"].values())]
+    grants += [(p, movable) for p in (job_dir, s["caches"]["trusted"])]  # candidates': in job_dir
     grants += [(f, landlock.READ_FILE) for f in files or ()]
     landlock.restrict(movable, grants)
-
-
-def readable(roots, hidden):
-    """`roots` with every path of `hidden` left out: a root holding one is replaced by its
-    entries (each but the hidden one, and so on down). Landlock grants only add, so a hidden
-    file is one no rule reaches."""
-    hidden = [os.path.normpath(h) for h in hidden]
-    out = []
-    for root in roots:
-        root = os.path.normpath(root)
-        if any(root == h or root.startswith(h + "/") for h in hidden):
-            continue
-        if not any(h.startswith(root.rstrip("/") + "/") for h in hidden) or not os.path.isdir(root):
-            out.append(root)
-            continue
-        try:
-            entries = sorted(os.listdir(root))
-        except OSError:
-            continue
-        out += readable([os.path.join(root, e) for e in entries], hidden)
-    return out
 
 
 def limit_failure(job_dir, error_text=""):

@@ -169,6 +169,11 @@ class JobGroups:
                 pass
         return counts
 
+    def event_file(self, name, controller="pids"):
+        """The path of the job's event counters of `controller` (pids.events: "max N")."""
+        path, version = self._job(controller, name)
+        return os.path.join(path, _FILES[controller, version][1])
+
     def remove(self, name):
         for controller in self.bases:
             path, _ = self._job(controller, name)

@@ -10,12 +10,15 @@ unchanged). Inside, a fresh /proc shows only the namespace's processes: no paren
 no pid 1 of the machine, so no environ of theirs to read. When process 1 ends, the kernel kills
 everything left in the namespace, setsid or not. The mount namespace also gets its own
 /dev/shm (a tmpfs no larger than the job's memory limit, gone with the namespace: nothing a job
-writes there outlives it or escapes its limit) and covers what jail.HIDDEN_PATHS names: the
-machine's secret files (/etc/shadow and the like: an empty file) and the folders that hold its
-UNIX sockets (/run, the X11 ones: an empty folder, with what CUDA needs bound back in), so a job
-cannot connect to the host's daemons by path. The network namespace has only its own loopback
-(brought up: tools such as compute-sanitizer talk to their target over it), so nothing outside
-the job can be reached, abstract UNIX sockets included (they belong to a network namespace).
+writes there outlives it or escapes its limit) and covers what job_view.View names: the
+machine's secret files (/etc/shadow and the like: an empty file) and the folders where named UNIX
+sockets live (/run, the temp folders, the home folders: an empty folder), with only what the job
+needs bound back in (its folder and caches writable; its files, Python and the toolchains under
+those folders read-only; /run/nvidia-persistenced for CUDA), so a job cannot connect to the
+host's daemons or a user's tmux server or ssh-agent by path. The network namespace has only its
+own loopback (brought up: tools such as compute-sanitizer talk to their target over it), so
+nothing outside the job can be reached, abstract UNIX sockets included (they belong to a network
+namespace).
 
 Must run before Landlock, which forbids mounting.
 """
@@ -33,6 +36,7 @@ _SIOCGIFFLAGS, _SIOCSIFFLAGS, _IFF_UP = 0x8913, 0x8914, 0x1
 _IFREQ = struct.Struct("16sH22x")
 _MS_RDONLY, _MS_NOSUID, _MS_NODEV, _MS_NOEXEC = 1, 2, 4, 8
 _MS_REMOUNT, _MS_BIND, _MS_REC, _MS_PRIVATE = 32, 4096, 0x4000, 0x40000
+_MS_NOATIME, _MS_NODIRATIME, _MS_STRICTATIME = 1024, 2048, 1 << 24
 proc_guarded = False  # True in process 1 once its /proc's machine-wide entries are read-only
 _PR_SET_PDEATHSIG, _PR_SET_DUMPABLE = 1, 4
 
@@ -130,36 +134,73 @@ def _private_shm(size_bytes):
           "mount a private /dev/shm")
 
 
-def _hide(paths, kept=()):
+def _read_only_flags(path):
+    """The flags that remount the bind mount at `path` read-only: nosuid and nodev added, and
+    noexec and the access-time mode kept as the mount has them (in a user namespace a remount
+    that clears a flag the source mount has is refused; noexec is not added: Python and ptxas
+    run from the folders bound back)."""
+    have = os.statvfs(path).f_flag
+    flags = _MS_REMOUNT | _MS_BIND | _MS_RDONLY | _MS_NOSUID | _MS_NODEV
+    flags |= _MS_NOEXEC if have & os.ST_NOEXEC else 0
+    flags |= _MS_NODIRATIME if have & os.ST_NODIRATIME else 0
+    if have & os.ST_NOATIME:
+        flags |= _MS_NOATIME
+    elif not have & os.ST_RELATIME:  # without either flag the kernel would make it relatime
+        flags |= _MS_STRICTATIME
+    return flags
+
+
+def _bind_back(folder, binds):
+    """Binds each of `binds` ((path, read_only), sorted: a folder before what is in it) under
+    `folder` back in, after `folder` is covered. They are opened before the folder is covered,
+    then bound from their fds. Only folders and regular files: never a socket itself."""
+    fds = []
+    try:
+        for k, read_only in binds:
+            fds.append((k, read_only, os.open(k, os.O_PATH | os.O_CLOEXEC)))
+        _call(_libc.mount(b"tmpfs", folder.encode(), b"tmpfs", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC,
+                          b"size=64k,mode=0755"), "hide %s" % folder)
+        for k, read_only, fd in fds:
+            source = "/proc/self/fd/%d" % fd
+            if os.path.isdir(source):
+                os.makedirs(k, exist_ok=True)
+            elif os.path.isfile(source):
+                os.makedirs(os.path.dirname(k), exist_ok=True)
+                open(k, "a").close()
+            else:
+                continue
+            _call(_libc.mount(source.encode(), k.encode(), None, _MS_BIND | _MS_REC, None),
+                  "keep %s" % k)
+            if read_only:
+                _call(_libc.mount(None, k.encode(), None, _read_only_flags(k), None),
+                      "keep %s read-only" % k)
+    finally:
+        for _, _, fd in fds:
+            os.close(fd)
+    _call(_libc.mount(None, folder.encode(), None, _MS_REMOUNT | _MS_RDONLY | _MS_NOSUID | _MS_NODEV
+                      | _MS_NOEXEC, b"size=64k,mode=0755"), "hide %s read-only" % folder)
+
+
+def _hide(paths, kept=(), kept_read_only=()):
     """Covers each path that exists (not a symbolic link: the path it points to is covered in
     its own right) with an empty read-only file (a bind of /dev/null over a file or socket) or
-    folder (a tmpfs). A `kept` path under a covered folder is bound back in, as it was."""
-    for path in paths:
+    folder (a tmpfs). A path under another covered one is covered with it. A `kept` path under a
+    covered folder is bound back in as it was, a `kept_read_only` one read-only (a path in both
+    is kept writable)."""
+    paths = [os.path.normpath(p) for p in paths]
+    paths = [p for p in paths if not any(p.startswith(q.rstrip("/") + "/") for q in paths)]
+    binds = {os.path.normpath(k): True for k in kept_read_only}
+    binds.update((os.path.normpath(k), False) for k in kept)
+    for path in dict.fromkeys(paths):
         try:
             st = os.lstat(path)
         except OSError:
             continue
         p = path.encode()
         if stat.S_ISDIR(st.st_mode):
-            inside = [k for k in kept if k.startswith(path.rstrip("/") + "/") and os.path.exists(k)]
-            # the kept paths are opened before the folder is covered, then bound from their fds
-            fds = [os.open(k, os.O_PATH | os.O_CLOEXEC) for k in inside]
-            try:
-                _call(_libc.mount(b"tmpfs", p, b"tmpfs", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC,
-                                  b"size=64k,mode=0755"), "hide %s" % path)
-                for k, fd in zip(inside, fds):
-                    if os.path.isdir("/proc/self/fd/%d" % fd):
-                        os.makedirs(k, exist_ok=True)
-                    else:
-                        os.makedirs(os.path.dirname(k), exist_ok=True)
-                        open(k, "a").close()
-                    _call(_libc.mount(("/proc/self/fd/%d" % fd).encode(), k.encode(), None,
-                                      _MS_BIND | _MS_REC, None), "keep %s" % k)
-            finally:
-                for fd in fds:
-                    os.close(fd)
-            _call(_libc.mount(None, p, None, _MS_REMOUNT | _MS_RDONLY | _MS_NOSUID | _MS_NODEV
-                              | _MS_NOEXEC, b"size=64k,mode=0755"), "hide %s read-only" % path)
+            prefix = path.rstrip("/") + "/"
+            _bind_back(path, sorted((k, ro) for k, ro in binds.items()
+                                    if k.startswith(prefix) and os.path.exists(k)))
         elif stat.S_ISREG(st.st_mode) or stat.S_ISSOCK(st.st_mode):
             _call(_libc.mount(b"/dev/null", p, None, _MS_BIND, None), "hide %s" % path)
             _call(_libc.mount(None, p, None, _MS_REMOUNT | _MS_BIND | _MS_RDONLY | _MS_NOSUID
@@ -192,10 +233,11 @@ def _relay(pid):
     os._exit(128 + sig)
 
 
-def enter(user, shm_bytes=0, hidden=(), kept=(), max_tasks=0):
+def enter(user, shm_bytes=0, hidden=(), kept=(), max_tasks=0, kept_read_only=()):
     """In a single-threaded child: from here on this code runs as process 1 of a new PID
     namespace with its own /proc, /dev/shm and network, the `hidden` paths covered but for the
-    `kept` ones under them (the calling process stays behind as the relay and never returns).
+    `kept` ones under them (bound back writable) and the `kept_read_only` ones (_hide) (the
+    calling process stays behind as the relay and never returns).
     user: True to create a user namespace too (without CAP_SYS_ADMIN). shm_bytes: the size of
     the private /dev/shm (0: SHM_DEFAULT_BYTES). max_tasks: the job's allowance of tasks, capped
     hard through its namespace's pid_max where the kernel keeps one per namespace (task_cap)."""
@@ -209,14 +251,14 @@ def enter(user, shm_bytes=0, hidden=(), kept=(), max_tasks=0):
     _cap_tasks(max_tasks)  # before the sysctls are made read-only
     proc_guarded = _guard_proc()
     _private_shm(shm_bytes)
-    _hide(hidden, kept)
+    _hide(hidden, kept, kept_read_only)
     _loopback_up()
 
 
 PROC_NOT_GUARDED = 3  # probe's exit code: namespaces work, but /proc could not be made read-only
 
 
-def probe(hidden=(), kept=()):
+def probe(hidden=(), kept=(), kept_read_only=()):
     """"root", "user" or None: the kind of namespace a child can get here (tried in a child
     process, with the private /dev/shm and `hidden` covered, so the caller stays untouched), and
     the reason when none, or a note when the job's /proc could not be guarded (proc_guarded)."""
@@ -228,7 +270,7 @@ def probe(hidden=(), kept=()):
         if pid == 0:
             code = 1
             try:
-                enter(user, hidden=hidden, kept=kept)
+                enter(user, hidden=hidden, kept=kept, kept_read_only=kept_read_only)
                 alone = [p for p in os.listdir("/proc") if p.isdigit()] == ["1"]
                 with socket.socket() as s:  # the loopback is up
                     s.bind(("127.0.0.1", 0))

@@ -9,13 +9,12 @@ is killed (`reaper`).
 import contextlib
 import ctypes
 import os
-import select
 import signal
 import sys
 import time
 import traceback
 
-from . import jail, process_watch, reaper, wire
+from . import candidate_cache, jail, process_watch, reaper, wire
 
 _PR_SET_PDEATHSIG = 1
 DEFAULT_TIMEOUTS = {"start": 60.0, "gate": 60.0, "gate_shared": 60.0, "load": 120.0, "build": 120.0,
@@ -60,9 +59,6 @@ def _die_with_parent():
         pass
 
 
-# the worker's ends of pipes to other children (a spare sandbox waiting for its job): a child
-# must not keep them, or a candidate could write a job into the next candidate's sandbox
-PARENT_ONLY_FDS = set()
 # children forked and not yet reaped: what a sweep for leftovers must spare
 LIVE = set()
 
@@ -78,24 +74,33 @@ def fork_child(child_main, *child_args):
     return pid
 
 
-def _child_main(fd, close_fds, target, args, job_dir, role, reads=None, gate_fd=None):
-    """reads: the files the job may read besides the system's, or None to leave reads open
-    until the child narrows them itself (a spare, when its job arrives)."""
+def close_all_but(keep):
+    """Closes every descriptor but stdin, stdout, stderr and `keep` (None entries ignored)."""
+    keep = sorted({0, 1, 2} | {k for k in keep if k is not None})
+    for low, high in zip([k + 1 for k in keep], keep[1:] + [max(os.sysconf("SC_OPEN_MAX"), 65536)]):
+        if low < high:
+            os.closerange(low, high)
+
+
+def _child_main(fd, keep, target, args, job_dir, role, reads=None, gate_fd=None):
+    """keep: descriptors the child needs besides fd and gate_fd (a spare's job pipe). reads: the
+    files the job may read besides the system's, or None to leave reads open until the child
+    narrows them itself (a spare, when its job arrives)."""
     code = 0
     try:
         os.setpgid(0, 0)
         _die_with_parent()
-        for other in list(close_fds) + sorted(PARENT_ONLY_FDS):
-            try:
-                os.close(other)
-            except OSError:
-                pass
+        # nothing of the worker's reaches the job: not its protocol stream, its pipes to other
+        # children (a spare's: a candidate could write the next one's job), a lease's lock, nor
+        # what its own parent left open (a .env on fd 7: issue #53)
+        close_all_but((fd, gate_fd) + tuple(keep))
         devnull = os.open(os.devnull, os.O_RDONLY)
         os.dup2(devnull, 0)
+        os.close(devnull)
         os.dup2(2, 1)  # candidate prints must never reach the protocol stream
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        jail.enter(role, job_dir)
+        jail.enter(role, job_dir, reads or ())
         if reads is not None:
             jail.narrow_reads(reads)
         target(Channel(fd, gate_fd), *args)
@@ -177,14 +182,14 @@ def run_child(target, args=(), timeouts=None, close_fds=(), stage_names=None, ga
     """Fork, run target(channel, *args) in the child, collect its frames until it exits. The
     child may read the files its job names (jail.job_files of the first dict in args).
     gate(stage) -> bool, if given, runs for every stage the child announces; where it says True
-    the child waits at a gate (Channel.gate) and is let go on (unleased_compile.follow)."""
+    the child waits at a gate (Channel.gate) and is let go on (unleased_compile.follow).
+    close_fds: unused (the child closes every descriptor but its own: close_all_but)."""
     role = role_of(target)
     job_dir = jail.new_job_dir(role)
     rfd, wfd = wire.pipe()
     gate_r = gate_w = None
     if gate is not None:
         gate_r, gate_w = os.pipe()
-        PARENT_ONLY_FDS.add(gate_w)
     spec = next((a for a in args if isinstance(a, dict)), {})
     on_stage = None
     if gate is not None:
@@ -195,13 +200,14 @@ def run_child(target, args=(), timeouts=None, close_fds=(), stage_names=None, ga
                 except OSError:
                     pass  # the child is gone; collect reports how
     try:
-        pid = fork_child(_in_child, rfd, wfd, close_fds, target, args, job_dir, role,
+        if role == "candidate":  # its sources' cache entry (candidate_cache.py)
+            candidate_cache.lend(job_dir, spec)
+        pid = fork_child(_in_child, rfd, wfd, (), target, args, job_dir, role,
                          jail.job_files(spec), gate_r)
         os.close(wfd)
         return collect(pid, rfd, timeouts, on_stage, job_dir=job_dir, role=role)
     finally:
         if gate is not None:
-            PARENT_ONLY_FDS.discard(gate_w)
             os.close(gate_r)
             os.close(gate_w)
         jail.remove_job_dir(job_dir)
@@ -226,8 +232,7 @@ def collect(pid, rfd, timeouts, on_stage=None, job_dir=None, defer_exit=False, r
     t_start = time.monotonic()
     deadline = t_start + limits["start"]
     done = False
-    watch = _TaskWatch(pid) if job_dir and role == "candidate" and jail.watched_process_limit() \
-        else None
+    watch = process_watch.watch(pid, job_dir) if job_dir and role == "candidate" else None
     try:
         while True:
             if watch is not None and not watch.wait(rfd, deadline, out.stage):
@@ -290,49 +295,6 @@ def collect(pid, rfd, timeouts, on_stage=None, job_dir=None, defer_exit=False, r
             out.failure = ("ECRASH", "the candidate's process exited (code %s) in stage %s" % (
                 os.WEXITSTATUS(status) if os.WIFEXITED(status) else "?", out.stage))
     return out
-
-
-# Stages whose figures the worker's own clock takes part in (the stage messages' arrival: the
-# ETAMPER bound, the hardened loop's per-call stretches): the task count waits until they end
-TIMED_STAGES = ("benchmark", "profile")
-
-
-class _TaskWatch:
-    """A job's task count, for root without a pids cgroup (process_watch.py): counted at least
-    every WATCH_S while the child runs outside its timed stages, and once more when it is done;
-    past the limit the job's relay is killed (its namespace's first process dies with it, and
-    every other process of the namespace with that one)."""
-
-    def __init__(self, pid):
-        self.pid, self.limit = pid, jail.watched_process_limit()
-        self.first, self.failure, self.counted = None, None, 0.0
-
-    def over(self):
-        """Counts now; True (and the job killed, self.failure set) past the limit."""
-        self.counted = time.monotonic()
-        self.first = self.first or process_watch.first_of(self.pid)
-        if not self.first or process_watch.count_tasks(self.first) <= self.limit:
-            return False
-        try:
-            os.kill(self.pid, signal.SIGKILL)
-        except OSError:
-            pass
-        self.failure = ("EPROCESSES", "the job tried to run more than %d processes and threads "
-                        "at once (KAGENT_EVAL_MAX_PROCESSES)" % self.limit)
-        return True
-
-    def wait(self, rfd, deadline, stage):
-        """True once rfd is readable or the deadline passed (recv then decides); False when the
-        job went past its limit."""
-        if stage.startswith(TIMED_STAGES):
-            return True
-        while True:
-            left = deadline - time.monotonic()
-            ready = left <= 0 or select.select([rfd], [], [], min(left, process_watch.WATCH_S))[0]
-            if time.monotonic() - self.counted >= process_watch.WATCH_S and self.over():
-                return False
-            if ready:
-                return True
 
 
 def note_exit(out):

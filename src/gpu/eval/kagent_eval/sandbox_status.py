@@ -1,5 +1,7 @@
 """What the sandbox gives on this machine, as the worker's ready line says it (jail.status), and
 the layers a policy may require of it (KAGENT_EVAL_REQUIRE, README.md "Sandbox")."""
+import os
+
 from . import landlock, namespaces
 from .sandbox_limits import SandboxError
 
@@ -46,5 +48,18 @@ def of(s):
                         if landlock.scopes(s["landlock"]) else "open"),
             "abstract_sockets": ("namespace" if s["namespaces"] else "landlock"
                                  if landlock.scopes(s["landlock"]) else "open"),
-            "socket_paths": "hidden (namespace)" if s["namespaces"] else "open",
+            "socket_paths": socket_paths(s),
             "missing": list(s["missing"])}
+
+
+def socket_paths(s):
+    """How named UNIX sockets are kept from a job: the folders its mount namespace covers (where
+    sockets live), and the folders under them bound back read-only; "open" without a namespace
+    (its `missing` line says what a job can then reach)."""
+    if not s["namespaces"]:
+        return "open"
+    view = s["view"]
+    covered = [c for c in view.covered if os.path.lexists(c)
+               and not any(c.startswith(o.rstrip("/") + "/") for o in view.covered)]
+    return "hidden (namespace: %s covered; bound back: the job's folder and cache, its files%s)" % (
+        ", ".join(covered), "".join(", " + p for p in view.bound_back))

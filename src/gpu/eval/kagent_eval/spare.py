@@ -17,14 +17,13 @@ exclusive), the worker gets the lease in that mode and sends "go".
 import os
 import time
 
-from . import jail, sandbox, wire
+from . import candidate_cache, jail, sandbox, wire
 
 
-def _in_spare(rfd, spec_w, wfd, close_fds, args, job_dir):
-    os.close(rfd)
-    os.close(spec_w)
-    # reads stay open while it prepares (no candidate code yet); _spare_main narrows them
-    sandbox._child_main(wfd, close_fds, _spare_main, args, job_dir, "candidate", None)
+def _in_spare(wfd, args, job_dir):
+    # reads stay open while it prepares (no candidate code yet); _spare_main narrows them. It
+    # keeps its end of the job pipe (args[0]) and nothing else of the worker's
+    sandbox._child_main(wfd, (args[0],), _spare_main, args, job_dir, "candidate", None)
 
 
 class Spare:
@@ -34,12 +33,11 @@ class Spare:
         spec_r, spec_w = os.pipe()
         rfd, wfd = wire.pipe()
         self.job_dir = jail.new_job_dir()
-        pid = sandbox.fork_child(_in_spare, rfd, spec_w, wfd, close_fds,
-                                 (spec_r, prepare, target, prep_args), self.job_dir)
+        candidate_cache.lend(self.job_dir)  # its preparation's: the job's comes with the job
+        pid = sandbox.fork_child(_in_spare, wfd, (spec_r, prepare, target, prep_args), self.job_dir)
         os.close(wfd)
         os.close(spec_r)
         self.pid, self.rfd, self.spec_w = pid, rfd, spec_w
-        sandbox.PARENT_ONLY_FDS.update((rfd, spec_w))
         self.ready = False
 
     def wait_ready(self):
@@ -65,8 +63,9 @@ class Spare:
         see sandbox.collect."""
         if not self.wait_ready():
             return None
-        try:
-            wire.send(self.spec_w, {"spec": spec})
+        try:  # its files, where its mount namespace covers them, copied into its folder
+            candidate_cache.swap(self.job_dir, spec)
+            wire.send(self.spec_w, {"spec": jail.staged(spec, self.job_dir)})
         except OSError:
             self.discard()
             return None
@@ -77,7 +76,6 @@ class Spare:
             out = sandbox.collect(pid, rfd, timeouts, on_stage, job_dir=self.job_dir,
                                   defer_exit=defer_exit, on_message=on_message)
         finally:
-            sandbox.PARENT_ONLY_FDS.difference_update((rfd, gate_w))
             os.close(gate_w)
             self.spec_w = None
             if out is not None and getattr(out, "pending_exit", None):
@@ -99,7 +97,6 @@ class Spare:
     def discard(self):
         if self.pid is None:
             return
-        sandbox.PARENT_ONLY_FDS.difference_update((self.rfd, self.spec_w))
         for fd in (self.rfd, self.spec_w):
             try:
                 os.close(fd)

@@ -14,6 +14,11 @@ M.remove = native.fs.remove
 M.abspath = native.fs.abspath
 --- isatty(fd) -> true when file descriptor fd (0 stdin, 1 stdout, 2 stderr) is a terminal.
 M.isatty = native.fs.isatty
+--- lock(path) -> handle | nil, "CODE: message", "CODE"[, holder pid]: an exclusive advisory lock
+--- (flock) on the file at path (made if missing), held until handle:unlock(), the handle is
+--- collected, or the process ends (kill -9 included). The file then holds this process's pid; a
+--- lock held elsewhere (another process, or another handle of this one) is EBUSY with the pid.
+M.lock = native.fs.lock
 
 --- Joins path parts with "/", dropping empty parts; an absolute part restarts the path.
 function M.join(...)

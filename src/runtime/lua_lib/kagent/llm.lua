@@ -36,7 +36,8 @@ M.cache_mode = cache_mode
 local semaphores = {}  -- "provider base URL" -> the semaphore of its concurrent requests
 
 --- configure{model, base_url, api_key_env, cache, db, concurrency, retries, backoff, timeout,
---- idle_timeout, connect_timeout, start_timeout, stream, max_tokens, max_body, prices, budget, reset} -> true.
+--- idle_timeout, connect_timeout, start_timeout, stream, max_tokens, max_body, max_reply, prices, budget, reset}
+--- -> true.
 --- `timeout` may also be a string in the KAGENT_LLM_TIMEOUT form (it then sets what it names).
 function M.configure(opts)
   if type(opts) ~= "table" then error("llm.configure: expected a table", 2) end
@@ -120,7 +121,7 @@ local function attempt(r, wire, limits, remaining, streaming, on_delta)
   end
   remaining = remaining - (clock.now() - t_wait)
   local lim = { remaining = math.max(remaining, 0.001), connect = limits.connect, idle = limits.idle,
-                start = limits.start, max_body = limits.max_body }
+                start = limits.start, max_body = limits.max_body, max_reply = limits.max_reply }
   -- A killed task never reaches the release below; its kill hook gives the slot back and
   -- aborts a stream that was not parked on its transfer (e.g. killed inside on_token).
   local me = task.current()
@@ -281,6 +282,11 @@ function M.chat(req)
     if not store then return fail_text(serr2, scode2, r) end
     if mode == "replay" or mode == "auto" then
       local parsed = record.replayed(store, key)
+      if parsed and cfg.max_reply and #(parsed.text or "") > cfg.max_reply then
+        -- recorded under a larger limit: refused as a live reply would be
+        local f = transport.too_big(#parsed.text, cfg.max_reply)
+        return fail(f.code, f.message, f, r)
+      end
       if parsed then
         accounting.add("replayed")
         local res = result_of(r, parsed, t0, 0, true)

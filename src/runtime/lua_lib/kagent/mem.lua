@@ -1,7 +1,8 @@
 -- kagent.mem: memory on SQLite. This file opens databases and gives generic access; the typed
 -- short-term (kagent.mem.trajectory) and long-term (kagent.mem.knowledge) functions are SQL
--- over db:exec/db:query, added to the same `db` object. Calls never yield: SQLite in WAL mode
--- commits in microseconds, and a call that cannot be interrupted needs no locking between tasks.
+-- over db:exec/db:query, added to the same `db` object. Calls yield only while another process
+-- holds the database locked (retry_busy below): SQLite in WAL mode commits in microseconds, and a
+-- call that is not interrupted needs no locking between tasks.
 local native = require("kagent.native")
 local json = require("kagent.json")
 
@@ -9,6 +10,40 @@ local nm = native.mem
 local M = {}
 
 M.SCHEMA_VERSION = nm.SCHEMA_VERSION
+
+-- How long, in seconds, a call waits for a database that another process holds locked before it
+-- fails with EDB (docs/lua-api.md, kagent.mem); mem.open(path, {busy_wait = s}) sets it per db.
+M.BUSY_WAIT = 60
+
+-- retry_busy(wait, path, fn, ...) -> fn(...)'s results (at most three: the binding's). The binding
+-- sets no busy timeout (SQLite's would sleep on the event loop's thread, stalling every task) and
+-- answers a lock held by another process with EBUSY at once; here the calling task sleeps
+-- (kagent.task.sleep: other tasks run) and tries again, 10 ms doubling to 1 s, for at most `wait`
+-- seconds in all. Then, or where no task can sleep (outside a task; inside db:transaction's fn,
+-- whose coroutine must not yield), the failure is EDB naming the file and how long it waited.
+local function retry_busy(wait, path, fn, ...)
+  local a, b, c = fn(...)
+  if a ~= nil or c ~= "EBUSY" then return a, b, c end
+  local task, now = require("kagent.task"), require("kagent.time").now
+  local t0, pause = now(), 0.01
+  while a == nil and c == "EBUSY" and task.current() do
+    local left = wait - (now() - t0)
+    if left <= 0 then break end
+    task.sleep(math.min(pause, left))
+    pause = math.min(pause * 2, 1)
+    a, b, c = fn(...)
+  end
+  if a == nil and c == "EBUSY" then
+    return nil, string.format("EDB: %s is locked by another process (waited %.1f s, at most %g s): %s", tostring(path),
+      now() - t0, wait, (tostring(b):gsub("^EBUSY: ", ""))), "EDB"
+  end
+  return a, b, c
+end
+
+-- call(db, fn, ...) -> nm.fn(db's handle, ...) retried while the database is locked
+local function call(db, fn, ...)
+  return retry_busy(db._busy_wait, db._path, fn, ...)
+end
 
 -- Columns stored as JSON text, decoded by M.decode.
 local JSON_COLUMNS = { "config", "summary", "metrics", "lessons", "avoid", "try", "tags", "parents" }
@@ -30,11 +65,15 @@ local function parent_dir(path)
   return path:match("^(.*)/[^/]*$")
 end
 
---- open(path) -> db, or nil, "EDB: ...", "EDB". Creates and migrates the schema.
-function M.open(path)
+--- open(path, {busy_wait = M.BUSY_WAIT}) -> db, or nil, "EDB: ...", "EDB". Creates and migrates
+--- the schema.
+function M.open(path, opts)
   if path ~= nil and type(path) ~= "string" then
     error("mem.open: path must be a string, got " .. type(path), 2)
   end
+  -- opts that are not a table are ignored: mem.open(assert(path, msg)) passes msg along
+  local wait = (type(opts) == "table" and opts.busy_wait) or M.BUSY_WAIT
+  if type(wait) ~= "number" or wait < 0 then error("mem.open: busy_wait must be a number >= 0", 2) end
   path = path or M.default_path()
   if path ~= ":memory:" and not path:find("^file:") then
     local dir = parent_dir(path)
@@ -46,9 +85,9 @@ function M.open(path)
       end
     end
   end
-  local handle, err, code = nm.open(path)
+  local handle, err, code = retry_busy(wait, path, nm.open, path)
   if not handle then return nil, err, code end
-  return setmetatable({ _h = handle, _path = path }, Db)
+  return setmetatable({ _h = handle, _path = path, _busy_wait = wait }, Db)
 end
 
 --- Decodes the JSON columns of `row` in place (a field that fails to parse stays a string).
@@ -120,7 +159,7 @@ function Db:exec(sql, params)
   local h = handle(self, "db:exec")
   if type(sql) ~= "string" then error("db:exec: sql must be a string", 2) end
   if params ~= nil and type(params) ~= "table" then error("db:exec: params must be a table", 2) end
-  return nm.exec(h, sql, params)
+  return call(self, nm.exec, h, sql, params)
 end
 
 --- db:query(sql, params) -> array of rows | nil, "EDB: ...", "EDB".
@@ -128,7 +167,7 @@ function Db:query(sql, params)
   local h = handle(self, "db:query")
   if type(sql) ~= "string" then error("db:query: sql must be a string", 2) end
   if params ~= nil and type(params) ~= "table" then error("db:query: params must be a table", 2) end
-  return nm.query(h, sql, params)
+  return call(self, nm.query, h, sql, params)
 end
 
 --- db:merge(path) -> {runs = n, attempts = n, ...} rows added per table | nil, "EDB: ...", "EDB".
@@ -138,7 +177,7 @@ function Db:merge(path)
   local h = handle(self, "db:merge")
   if type(path) ~= "string" then error("db:merge: path must be a string", 2) end
   if nm.in_transaction(h) then error("db:merge: not inside a transaction", 2) end
-  return nm.merge(h, path)
+  return call(self, nm.merge, h, path)
 end
 
 -- Like exec/query but raise on EDB: for the typed functions, which turn it back into nil, err.
@@ -147,12 +186,12 @@ function M._fail(err, code)
   error(setmetatable({ err = err, code = code }, DbFailure), 0)
 end
 function M._x(db, sql, params)
-  local changes, id_or_err, code = nm.exec(db._h, sql, params or {})
+  local changes, id_or_err, code = call(db, nm.exec, db._h, sql, params or {})
   if changes == nil then M._fail(id_or_err, code) end
   return changes, id_or_err
 end
 function M._q(db, sql, params)
-  local rows, err, code = nm.query(db._h, sql, params or {})
+  local rows, err, code = call(db, nm.query, db._h, sql, params or {})
   if rows == nil then M._fail(err, code) end
   return rows
 end
@@ -192,7 +231,9 @@ function Db:transaction(fn)
   local h = handle(self, "db:transaction")
   if type(fn) ~= "function" then error("db:transaction: expected a function", 2) end
   if nm.in_transaction(h) then error("db:transaction: already inside a transaction", 2) end
-  local ok, err = nm.exec(h, "BEGIN IMMEDIATE")
+  -- BEGIN waits for another process's lock (before fn runs, so no other task's write can join);
+  -- COMMIT is not retried: a task sleeping with the transaction open would let them join.
+  local ok, err = call(self, nm.exec, h, "BEGIN IMMEDIATE")
   if not ok then return nil, err, "EDB" end
   -- A coroutine of its own catches a yield (a ⏸ call) before it can park the calling task
   -- while the write lock is held and other tasks' writes join this transaction.
@@ -206,10 +247,10 @@ function Db:transaction(fn)
     if getmetatable(e) == DbFailure then return nil, e.err, e.code end
     error(e, 0)
   end
-  local c, err2, code = nm.exec(h, "COMMIT")
+  local c, err2 = nm.exec(h, "COMMIT")
   if not c then
     nm.exec(h, "ROLLBACK")
-    return nil, err2, code
+    return nil, (tostring(err2):gsub("^EBUSY:", "EDB:")), "EDB"
   end
   return unpack(res, 2, table.maxn(res))
 end

@@ -6,8 +6,9 @@
 --
 -- The secrets: the values of the API-key variables the runtime knows (ANTHROPIC_API_KEY,
 -- OPENAI_API_KEY, KAGENT_LLM_KEY, a name given to llm.configure{api_key_env}) and of every
--- variable of the environment (.env included) whose name has a secret word. The allow-list and
--- the secret words live in the evaluator's kagent_eval/env_allow.txt, shared with the worker.
+-- variable of the environment (.env included, its values the environment overrode too) whose
+-- name has a secret word. The allow-list and the secret words live in the evaluator's
+-- kagent_eval/env_allow.txt, shared with the worker.
 local native = require("kagent.native")
 
 local M = {}
@@ -87,8 +88,11 @@ end
 local function secret_values()
   if values then return values end
   values = {}
-  for k, v in pairs(native.proc.environ()) do
-    if #v >= MIN_LENGTH and (names[k] or M.looks_secret(k)) then values[#values + 1] = { k, v } end
+  -- the .env values the environment overrode are keys on disk all the same (issue #53)
+  for _, vars in ipairs({ native.proc.environ(), native.proc.env_file_overridden() }) do
+    for k, v in pairs(vars) do
+      if #v >= MIN_LENGTH and (names[k] or M.looks_secret(k)) then values[#values + 1] = { k, v } end
+    end
   end
   table.sort(values, function(a, b) return #a[2] > #b[2] end)
   return values

@@ -14,7 +14,8 @@ local PROVIDERS = M.PROVIDERS
 -- a live server answers a stream request with its headers at once (start), and sends every few
 -- tokens (Anthropic also pings), so silence there is a stall (stream_idle); a whole reply sends
 -- nothing until it is complete, so its idle timeout bounds the generation and cannot tell a dead
--- server from a long reply. A reply over max_body is refused and not asked again.
+-- server from a long reply. A reply over max_body (bytes on the wire), or whose text is over
+-- max_reply (no default: configure{} sets it), is refused and not asked again.
 M.DEFAULTS = { timeout = 600, idle = 300, stream_idle = 60, connect = 10, start = 15, stream = true,
   retries = 2, backoff = { base = 1.0, max = 60 }, max_body = 64 * 1048576 }
 local D = M.DEFAULTS
@@ -70,11 +71,11 @@ function M.configure(opts)
     cfg[k] = v
   end
   if opts.stream ~= nil and type(opts.stream) ~= "boolean" then error("llm.configure: stream must be a boolean", 3) end
-  if opts.max_body ~= nil and not positive(opts.max_body) then
-    error("llm.configure: max_body must be a number of bytes > 0", 3)
+  for _, k in ipairs({ "max_body", "max_reply" }) do
+    if opts[k] ~= nil and not positive(opts[k]) then error("llm.configure: " .. k .. " must be a number of bytes > 0", 3) end
   end
   for _, k in ipairs({ "model", "base_url", "api_key_env", "cache", "concurrency", "retries", "stream",
-                       "max_tokens", "max_body" }) do
+                       "max_tokens", "max_body", "max_reply" }) do
     if opts[k] ~= nil then cfg[k] = opts[k] end
   end
   if opts.api_key_env ~= nil then secrets.add_name(opts.api_key_env) end
@@ -173,6 +174,12 @@ function M.resolve(model_arg)
            key_env = key_env, compat = compat }
 end
 
+-- A whole reply's JSON body for max_reply bytes of text: every byte escaped as \uXXXX at worst,
+-- plus the envelope. Past it the HTTP layer stops reading (ETOOBIG): memory stays bounded.
+local function whole_body_limit(max_reply)
+  return 6 * max_reply + 65536
+end
+
 -- Limits of one call started at t0: its deadline and the timeouts of its attempts.
 function M.call_limits(r, req, set, body, streaming, t0)
   local timeout = req.timeout or set.timeout
@@ -182,9 +189,11 @@ function M.call_limits(r, req, set, body, streaming, t0)
   end
   -- the start timeout is a stream's only: a whole reply's headers come when it is complete
   local start = streaming and math.min(set.start_timeout, timeout) or nil
+  local max_body = cfg.max_body
+  if cfg.max_reply and not streaming then max_body = math.min(max_body, whole_body_limit(cfg.max_reply)) end
   return { timeout = timeout, deadline = (t0 or clock.now()) + timeout, idle = math.min(idle, timeout),
            connect = set.connect_timeout, start = start, retries = req.retries or cfg.retries,
-           max_body = cfg.max_body }
+           max_body = max_body, max_reply = cfg.max_reply }
 end
 
 return M

@@ -78,8 +78,15 @@ function M.status_failure(r, status, headers, server_said)
                                     retry_after = headers and retry_after(headers) or nil })
 end
 
---- reply(r, res) -> parsed | nil, failure: a whole reply ({status, headers, body}).
-function M.reply(r, res)
+--- too_big(text_bytes, max_reply, rest) -> the failure of a reply whose text is over max_reply
+--- (ETOOBIG, not retried: the same request would bring it again); rest says what was not read.
+function M.too_big(n, max_reply, rest)
+  return M.failure("ETOOBIG", string.format("the reply's text is %s bytes, over max_reply (%d bytes)%s", n, max_reply,
+    rest or ""), { status = 200, retryable = false })
+end
+
+--- reply(r, res, max_reply) -> parsed | nil, failure: a whole reply ({status, headers, body}).
+function M.reply(r, res, max_reply)
   if res.status ~= 200 then
     return nil, M.status_failure(r, res.status, res.headers, errors.server_text(res.body))
   end
@@ -90,7 +97,10 @@ function M.reply(r, res)
   else
     parsed, why = r.prov.parse(decoded)
   end
-  if parsed then return parsed end
+  if parsed then
+    if max_reply and #(parsed.text or "") > max_reply then return nil, M.too_big(#parsed.text, max_reply) end
+    return parsed
+  end
   return nil, M.failure("EPARSE", r.provider .. " " .. why, { status = 200 })
 end
 
@@ -115,8 +125,13 @@ end
 --- post_whole(r, wire, lim) -> parsed | nil, failure.
 function M.post_whole(r, wire, lim)
   local res, err, code = http.request(request_fields(r, lim, "POST", r.url, wire))
+  if not res and code == "ETOOBIG" and lim.max_reply then
+    -- the body limit was max_reply's (config.lua): say so in its terms
+    return nil, M.too_big("more than " .. lim.max_reply, lim.max_reply,
+      string.format(": its body passed %d bytes and the rest was not read", lim.max_body))
+  end
   if not res then return nil, transport_failure(r, err, code) end
-  return M.reply(r, res)
+  return M.reply(r, res, lim.max_reply)
 end
 
 --- post_stream(r, wire, lim, on_delta) -> parsed | nil, failure. on_delta(text, p) runs in the
@@ -141,15 +156,20 @@ function M.post_stream(r, wire, lim, on_delta)
     -- An error, or a server that ignored "stream": one whole body.
     local body, berr, bcode = s:body()
     if not body then return nil, transport_failure(r, berr, bcode) end
-    local parsed, f = M.reply(r, { status = s.status, headers = s.headers, body = body })
+    local parsed, f = M.reply(r, { status = s.status, headers = s.headers, body = body }, lim.max_reply)
     if parsed then on_delta(parsed.text, nil) end
     return parsed, f
   end
   local p = r.prov.stream_parser()
+  local got, over = 0, false  -- bytes of text so far; past max_reply nothing more is read
   local dec = sse.decoder(function(name, data)
-    if p.done or p.error or p.bad then return end
+    if p.done or p.error or p.bad or over then return end
     local text = p.event(name, data)
-    if text then on_delta(text, p) end
+    if text then
+      got = got + #text
+      if lim.max_reply and got > lim.max_reply then over = true; return end
+      on_delta(text, p)
+    end
   end)
   while true do
     local chunk, rerr, rcode = s:read()
@@ -163,6 +183,10 @@ function M.post_stream(r, wire, lim, on_delta)
     end
     dec.feed(chunk)
     if p.error or p.bad then break end
+    if over then
+      s:close()
+      return nil, M.too_big("more than " .. lim.max_reply, lim.max_reply, " (streamed): the rest was not read")
+    end
   end
   s:close()
   if not (p.error or p.bad) then dec.finish() end
