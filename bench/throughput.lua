@@ -129,6 +129,8 @@ for i, c in ipairs(configs) do
   c.run = run
   -- its row as soon as it is measured: the table below comes only once every configuration ran
   io.stderr:write((i == 1 and ("  " .. tp.HEADER .. "\n") or "") .. "  " .. tp.row(c.label, c.workers, run) .. "\n")
+  local mem = tp.memory_line(run)
+  if mem then print(string.format("  %s ×%d: %s", c.label, c.workers, mem)) end
   if not write_json(i == #configs) then return 1 end
   for _, e in ipairs(run.warm_failed) do
     print(string.format("  %s ×%d: a warm-up job failed: %s", c.label, c.workers, e:match("[^\n]*"):sub(1, 160)))

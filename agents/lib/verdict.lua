@@ -8,11 +8,19 @@ function M.verified(r)
   return type(r) == "table" and r.ok == true and type(r.time_ms) == "table" and type(r.time_ms.median) == "number"
 end
 
--- the refusals of a figure, not of a kernel's values: its timing could not be trusted
-local UNTRUSTED_FIGURE = { EUNTRUSTED = true, ETAMPER = true, ECACHE = true }
+-- not_measured(result) -> true for a result the evaluator could not measure because the machine
+-- was too noisy (ENOISY: a control timed beside the kernel was as noisy as it; docs/lua-api.md).
+-- Neither accepted nor a refusal of the kernel: the kernel is kept and measured again later.
+function M.not_measured(r)
+  return type(r) == "table" and r.ok == false and r.code == "ENOISY"
+end
+
+-- the refusals of a figure, not of a kernel's values: its timing could not be trusted (or, ENOISY,
+-- not measured at all)
+local UNTRUSTED_FIGURE = { EUNTRUSTED = true, ETAMPER = true, ECACHE = true, ENOISY = true }
 
 -- correct_untimed(result) -> the error of a result refused only because its figure could not be
--- trusted (EUNTRUSTED, ETAMPER or ECACHE at stage "timing" or "benchmark") after every one of its
+-- trusted (EUNTRUSTED, ETAMPER, ECACHE or ENOISY at stage "timing" or "benchmark") after every one of its
 -- correctness checks passed; nil for anything else. Such a kernel has no time to rank it by.
 function M.correct_untimed(r)
   if type(r) ~= "table" or r.ok ~= false or not UNTRUSTED_FIGURE[r.code] then return nil end

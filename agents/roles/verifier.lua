@@ -3,8 +3,15 @@
 -- the failure and the repair chain so far: by default one LLM call (prompts/refine.md) that sees
 -- every earlier try's stage and error, not only the last; the skill policy passes its auditor.
 local json = require("kagent.json")
+local log = require("kagent.log")
+local verdict = require("agents.lib.verdict")
 
 local M = {}
+
+-- A try the evaluator could not measure (ENOISY: the machine was too noisy; it already waited and
+-- measured again) is not the kernel's failure: the same code is evaluated again, up to this many
+-- more times, and never sent for repair.
+M.NOT_MEASURED_TRIES = 2
 
 -- failure_details(result) -> text with the evidence a fix needs (mismatch, failed checks, audit)
 function M.failure_details(r)
@@ -83,10 +90,18 @@ function M.run(run, code, w, opts)
       run.rd:write(w.dir .. "/kernel_attempt_" .. i .. ".py", code)
       phase("eval")
       r, cached = run.evaluate(code)
+      for again = 1, M.NOT_MEASURED_TRIES do
+        if not verdict.not_measured(r) then break end
+        log.info("%s: not measured (%s); measuring it again (%d of %d)", w.dir, tostring(r.error):sub(1, 120),
+          again, M.NOT_MEASURED_TRIES)
+        r, cached = run.evaluate(code)
+      end
     end
     run.rd:write(w.dir .. "/verify_" .. i .. ".json", r)
     tries[#tries + 1] = { code = code, result = r }
     if r.ok then return { ok = true, result = r, code = code, tries = #tries, chain = chain, cached = cached } end
+    -- still not measured: nothing to repair, and the machine is no reason to change the code
+    if verdict.not_measured(r) then break end
     if opts.stop and opts.stop() and i < max_refine then return stopped(r) end
     if i == max_refine or not run.llm then break end
     phase("llm")

@@ -16,6 +16,8 @@ local ktime = require("kagent.time")
 local measured = require("agents.search.measured")
 local baselines = require("agents.lib.baselines")
 local review = require("agents.search.review")
+local verdict = require("agents.lib.verdict")
+local prefer_general = require("agents.search.prefer_general")
 
 local M = {}
 
@@ -127,7 +129,10 @@ function M.rank_finalists(run, finalists)
     log.warn("interleaved re-measure of the finalists failed: %s", tostring(res.error))
     return finalists
   end
-  for i, k in ipairs(top) do k.final_rank_ms = res.candidates[i].time_ms.median end
+  for i, k in ipairs(top) do
+    -- the whole figure too: agents/search/prefer_general.lua reads its noise
+    k.final_rank_ms, k.final_rank_time = res.candidates[i].time_ms.median, res.candidates[i].time_ms
+  end
   table.sort(top, function(a, b) return a.final_rank_ms < b.final_rank_ms end)
   for i = n + 1, #finalists do top[#top + 1] = finalists[i] end
   return top
@@ -201,6 +206,38 @@ local function confirm_one(run, k)
   return r, phase
 end
 
+M.NOT_MEASURED_PASSES = 2
+
+-- confirm_in_passes(run, ranked, out): confirms the finalists in order until one passes (out.kernel,
+-- out.result, out.confirmed; each try in out.tried). A finalist judged "not measured" (ENOISY: the
+-- machine was too noisy, nothing said of the kernel) is confirmed again after the others, up to
+-- NOT_MEASURED_PASSES more times; out.not_measured where one still was after its last pass.
+local function confirm_in_passes(run, ranked, out)
+  local pending = ranked
+  for pass = 0, M.NOT_MEASURED_PASSES do
+    local again = {}
+    for _, k in ipairs(pending) do
+      local r, phase = confirm_one(run, k)
+      out.phases.finalists[#out.phases.finalists + 1] = phase
+      out.tried[#out.tried + 1] = { id = k.id, ok = r.ok == true, stage = r.stage, error = r.error,
+        time_ms = r.time_ms and r.time_ms.median, interleaved_ms = k.final_rank_ms, pass = pass > 0 and pass or nil }
+      if r.ok then
+        out.kernel, out.result, out.confirmed, out.not_measured = k, r, true, nil
+        return
+      end
+      if verdict.not_measured(r) then again[#again + 1] = k end
+      log.warn("confirmation of %s failed at %s: %s", tostring(k.id), tostring(r.stage), tostring(r.error))
+    end
+    out.not_measured = #again > 0 or nil
+    if #again == 0 then return end
+    if pass < M.NOT_MEASURED_PASSES then
+      log.info("%d finalist(s) not measured (the machine was too noisy): confirming again (%d of %d)",
+        #again, pass + 1, M.NOT_MEASURED_PASSES)
+    end
+    pending = again
+  end
+end
+
 -- final(run, finalists, input) -> {kernel, result, confirmed, input_ms, tried, phases}. finalists:
 -- kernel records, best first. They are re-measured side by side, then the fastest whose
 -- confirmation job passes is the run's result (a confirmation that fails, at any stage, moves on
@@ -215,17 +252,9 @@ function M.final(run, finalists, input)
   local out = { tried = {}, phases = { finalists = {} } }
   local ranked = M.rank_finalists(run, review.finalists(run, finalists, out.tried))
   out.phases.rank_s = ktime.now() - t0
-  for _, k in ipairs(ranked) do
-    local r, phase = confirm_one(run, k)
-    out.phases.finalists[#out.phases.finalists + 1] = phase
-    out.tried[#out.tried + 1] = { id = k.id, ok = r.ok == true, stage = r.stage, error = r.error,
-      time_ms = r.time_ms and r.time_ms.median, interleaved_ms = k.final_rank_ms }
-    if r.ok then
-      out.kernel, out.result, out.confirmed = k, r, true
-      break
-    end
-    log.warn("confirmation of %s failed at %s: %s", tostring(k.id), tostring(r.stage), tostring(r.error))
-  end
+  confirm_in_passes(run, ranked, out)
+  -- one that generalizes wins over one that does not within noise (agents/search/prefer_general.lua)
+  prefer_general.prefer(ranked, out, function(k) return confirm_one(run, k) end)
   if not out.kernel then
     out.confirmed = false
     out.phases.total_s = ktime.now() - t0
@@ -244,15 +273,18 @@ function M.final(run, finalists, input)
   return out
 end
 
--- unconfirmed_line(tried) -> the one line a run ends with when no finalist confirmed: no figure,
--- each finalist's stage and why
-function M.unconfirmed_line(tried)
+-- unconfirmed_line(tried, not_measured) -> the one line a run ends with when no finalist
+-- confirmed: no figure, each finalist's stage and why. not_measured: a finalist was still "not
+-- measured" (ENOISY) after its last pass, so the line says the machine, not the kernels, ended it
+function M.unconfirmed_line(tried, not_measured)
   local why = {}
   for _, t in ipairs(tried or {}) do
-    why[#why + 1] = string.format("%s at %s: %s", tostring(t.id), tostring(t.stage),
-      tostring(t.error):sub(1, 160))
+    why[#why + 1] = string.format("%s at %s%s: %s", tostring(t.id), tostring(t.stage),
+      t.pass and (" (pass " .. t.pass .. ")") or "", tostring(t.error):sub(1, 160))
   end
-  return "no confirmed kernel: " .. (#why > 0 and table.concat(why, "; ") or "no finalist")
+  local head = not_measured and "no confirmed kernel: not measured, the machine was too noisy to confirm a "
+    .. "finalist (run again later): " or "no confirmed kernel: "
+  return head .. (#why > 0 and table.concat(why, "; ") or "no finalist")
 end
 
 -- verdict_word(summary) -> "yes" (confirmed), "not confirmed" (no finalist passed the final

@@ -151,6 +151,29 @@ function M.versus(t, ref)
   return string.format("%.3fx; within alone's p10..p90: %s", t.median / ref.median, inside and "yes" or "no")
 end
 
+local function gib(v) return string.format("%.1f GiB", v / 2 ^ 30) end
+
+-- memory_line(run) -> how the pool admitted the problem's jobs by GPU memory (kagent.gpu.admission:
+-- footprint, usable memory, jobs at once, the largest peak of a candidate's process, reruns alone),
+-- or nil where no job reported it (CPU mode)
+function M.memory_line(run)
+  local a, ref_peak, cand_peak, reruns = nil, nil, 0, 0
+  for _, r in ipairs(run.results) do
+    if type(r.admission) == "table" and r.admission.footprint_bytes then a = r.admission end
+    if type(r.memory) == "table" then
+      ref_peak = r.memory.reference_peak_bytes or ref_peak
+      cand_peak = math.max(cand_peak, r.memory.candidate_peak_bytes or 0)
+    end
+    if r.rerun_alone then reruns = reruns + 1 end
+  end
+  if not (a and a.usable_bytes) then return nil end
+  local of = ref_peak and string.format("%.0f x the reference's peak %s", a.footprint_bytes / ref_peak, gib(ref_peak))
+  return string.format("memory: footprint %s (%s), %s usable of %s: at most %d job(s) at once per GPU; "
+    .. "largest candidate process peak %s; %d job(s) run again alone after running out beside others",
+    gib(a.footprint_bytes), of or "?", gib(a.usable_bytes), gib(a.total_bytes), a.jobs_at_once or 0,
+    gib(cand_peak), reruns)
+end
+
 -- per_minute(run) -> jobs per minute of the batch
 function M.per_minute(run) return #run.jobs / run.wall * 60 end
 

@@ -300,14 +300,16 @@ class ShadowDigestTest(unittest.TestCase):
         self.assertEqual(arrays[0][2].size, out.numel())
         self.assertEqual(shadow_metas[0]["dtype"], "float32")
 
-    def test_fp32_jobs_shadow_only_their_all_zero_trials_in_fp64(self):
+    def test_fp32_jobs_shadow_only_their_all_zero_and_scaled_trials_in_fp64(self):
         from kagent_eval import loader
         torch, init = self.torch, list(self.problem.get_init_inputs())
         model = loader.build_model(torch, self.problem.Model, init, 42, torch.float32, "cpu")
         fp64 = self.shadow.Shadow(torch, self.problem, init, model, dict(self.spec, dtype="fp32"))
         fp64.start()
-        self.assertTrue(fp64.wants("zeros"))
-        for dist in ("own", "small", "large", "negative", "huge"):
+        # all-zero inputs, and the scaled ones that can leave fp32's range (shadow_range.py)
+        for dist in ("zeros", "large", "huge"):
+            self.assertTrue(fp64.wants(dist), dist)
+        for dist in ("own", "signed", "small", "negative"):
             self.assertFalse(fp64.wants(dist), dist)
         self.assertTrue(self.fp32.wants("own"))  # bf16: every trial, in fp32
         args = [torch.zeros_like(a, dtype=torch.float32) for a in self.args]

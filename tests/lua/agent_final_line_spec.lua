@@ -19,3 +19,24 @@ describe("the final line", function()
     expect.match(summary.figures_line(nil, 0.5, nil), "^confirmed by a fresh job next to the baselines")
   end)
 end)
+
+describe("the final line on shapes", function()
+  it("names the sizes a best fails at and the evaluator's reason", function()
+    local l = summary.shapes_line({ generalizes = "no",
+      generalization = { { sizes = { dim1 = 17, batch_size = 3 }, reason = "RuntimeError: shape '[4, 16]' is invalid" } } })
+    expect.match(l, "^\n  only at the problem's shapes: fails at batch_size=3, dim1=17 %(RuntimeError: shape '%[4, 16%]' is invalid%)")
+    expect.match(l, "%-%-require%-generalize refuses such a kernel")
+  end)
+
+  it("says which faster finalist a kernel that generalizes was chosen over", function()
+    local l = summary.shapes_line({ generalizes = "yes", preferred_general = { id = "r2w1", over = "r1w1",
+      reason = "r2w1 generalizes and r1w1 does not (fails on the problem resized); their figures are within noise" } })
+    expect.match(l, "^\n  chosen over r1w1: r2w1 generalizes and r1w1 does not")
+  end)
+
+  it("says nothing of a best that generalizes or was not checked", function()
+    expect.eq(summary.shapes_line({ generalizes = "yes" }), "")
+    expect.eq(summary.shapes_line({ generalizes = "n/a" }), "")
+  end)
+end)
+

@@ -337,10 +337,12 @@ describe("agents/fuse.lua on CPU with the fake LLM server", function()
     local fp = s.first_program
     expect.truthy(#fp.kernels >= 1)
     -- which refusal of its figure a loop meets first (its spread, or the worker's clock on a
-    -- loaded machine) is the machine's; that the figure was refused, and not the values, is not
+    -- loaded machine) is the machine's; that the figure was refused, and not the values, is not.
+    -- The limit holds the control (the reference's own loop) too, so the evaluator may call the
+    -- machine too noisy (ENOISY, "not measured"): no figure either way
     local function timing_refusal(text)
       local code = tostring(text):match("(E%u+): ")
-      return code == "EUNTRUSTED" or code == "ETAMPER" or code == "ECACHE"
+      return code == "EUNTRUSTED" or code == "ENOISY" or code == "ETAMPER" or code == "ECACHE"
     end
     for _, k in ipairs(fp.kernels) do
       expect.eq(k.source, "reference")

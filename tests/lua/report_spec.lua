@@ -21,6 +21,22 @@ local function spec_data(page, id)
 end
 
 describe("report.html", function()
+  it("says whether the best works beyond the problem's shapes, and what it was chosen over", function()
+    local dir = synthetic.write(spec.tmpdir("report-shapes") .. "/run")
+    local s = json.decode(fs.read(dir .. "/summary.json"))
+    s.generalizes, s.preferred_general = "yes", { id = "r2w1", over = "r1w2", reason = "fake" }
+    fs.write(dir .. "/summary.json", json.encode(s))
+    local page = assert(fs.read(assert(run_page.write(dir))))
+    expect.truthy(page:find("other shapes</div><div>verified on the problem resized; chosen over r1w2, as fast within noise, which does not", 1, true),
+      "the shapes line of a best chosen for generalizing")
+    s.generalizes, s.preferred_general = "no", nil
+    s.generalization = { { sizes = { batch_size = 7 }, reason = "fake: wrong at batch 7" } }
+    fs.write(dir .. "/summary.json", json.encode(s))
+    page = assert(fs.read(assert(run_page.write(dir))))
+    expect.truthy(page:find('other shapes</div><div><span class="err">only at the problem\'s shapes: fails at batch_size=7 (fake: wrong at batch 7)', 1, true),
+      "the shapes line of a best that does not generalize")
+  end)
+
   it("shows every attempt by outcome, failures without a time, the lineage, the tables and the diff", function()
     local dir = synthetic.write(spec.tmpdir("report") .. "/run")
     local path = assert(run_page.write(dir))

@@ -38,7 +38,10 @@ gpu.AUTO_WORKERS = nil
 ---    `tests/gpu/dispatch_gpu_check.sh` measures a gain with it, and `"auto"` suits long searches
 ---    of small kernels. `"auto"`
 ---    is resolved when the workers start: 1 in CPU mode, on GPUs `gpu.auto_workers_per_gpu({gpus =
----    #gpu.gpus()}).workers`. `pool:devices()` tells the number and how it was chosen.
+---    #gpu.gpus()}).workers`. `pool:devices()` tells the number and how it was chosen. How many of
+---    a GPU's workers run jobs at once follows from its memory: `min(workers_per_gpu, floor(usable
+---    memory / a job's reservation))` per problem, GPU memory admission below (each result's
+---    `admission.jobs_at_once`).
 ---  - `timeout`: wall-clock seconds the pool waits for a job's reply before it kills and respawns
 ---    the worker (default 900; the worker's own per-stage timeouts normally end a job first);
 ---    `start_timeout` (default 120) for a worker's ready line.
@@ -90,7 +93,10 @@ function gpu.pool(opts) end
 ---    `tests/gpu/dispatch_gpu_check.sh` measures a gain with it, and `"auto"` suits long searches
 ---    of small kernels. `"auto"`
 ---    is resolved when the workers start: 1 in CPU mode, on GPUs `gpu.auto_workers_per_gpu({gpus =
----    #gpu.gpus()}).workers`. `pool:devices()` tells the number and how it was chosen.
+---    #gpu.gpus()}).workers`. `pool:devices()` tells the number and how it was chosen. How many of
+---    a GPU's workers run jobs at once follows from its memory: `min(workers_per_gpu, floor(usable
+---    memory / a job's reservation))` per problem, GPU memory admission below (each result's
+---    `admission.jobs_at_once`).
 ---  - `timeout`: wall-clock seconds the pool waits for a job's reply before it kills and respawns
 ---    the worker (default 900; the worker's own per-stage timeouts normally end a job first);
 ---    `start_timeout` (default 120) for a worker's ready line.
@@ -141,7 +147,10 @@ function gpu.gpus() end
 ---    `tests/gpu/dispatch_gpu_check.sh` measures a gain with it, and `"auto"` suits long searches
 ---    of small kernels. `"auto"`
 ---    is resolved when the workers start: 1 in CPU mode, on GPUs `gpu.auto_workers_per_gpu({gpus =
----    #gpu.gpus()}).workers`. `pool:devices()` tells the number and how it was chosen.
+---    #gpu.gpus()}).workers`. `pool:devices()` tells the number and how it was chosen. How many of
+---    a GPU's workers run jobs at once follows from its memory: `min(workers_per_gpu, floor(usable
+---    memory / a job's reservation))` per problem, GPU memory admission below (each result's
+---    `admission.jobs_at_once`).
 ---  - `timeout`: wall-clock seconds the pool waits for a job's reply before it kills and respawns
 ---    the worker (default 900; the worker's own per-stage timeouts normally end a job first);
 ---    `start_timeout` (default 120) for a worker's ready line.
@@ -196,7 +205,10 @@ local pool = {}
 ---    `tests/gpu/dispatch_gpu_check.sh` measures a gain with it, and `"auto"` suits long searches
 ---    of small kernels. `"auto"`
 ---    is resolved when the workers start: 1 in CPU mode, on GPUs `gpu.auto_workers_per_gpu({gpus =
----    #gpu.gpus()}).workers`. `pool:devices()` tells the number and how it was chosen.
+---    #gpu.gpus()}).workers`. `pool:devices()` tells the number and how it was chosen. How many of
+---    a GPU's workers run jobs at once follows from its memory: `min(workers_per_gpu, floor(usable
+---    memory / a job's reservation))` per problem, GPU memory admission below (each result's
+---    `admission.jobs_at_once`).
 ---  - `timeout`: wall-clock seconds the pool waits for a job's reply before it kills and respawns
 ---    the worker (default 900; the worker's own per-stage timeouts normally end a job first);
 ---    `start_timeout` (default 120) for a worker's ready line.
@@ -245,7 +257,33 @@ function pool:devices() end
 ---  has one worker. Where it has several, `lease_holds` lists when the job held the lease: `{mode =
 ---  "shared"|"exclusive", at, s}` in order (`at` on the clock of `stage_at` and `kagent.time.now()`,
 ---  `s` seconds held); a Triton compile inside a shared hold gives it up meanwhile (stage
----  `compile_host`), and a candidate that ran out of GPU memory beside the other workers' processes
+---  `compile_host`). GPU jobs also carry `memory` (`{reference_peak_bytes, inputs_bytes,
+---  outputs_bytes, candidate_peak_bytes}`: the reference's peak over its trials, trial 0's inputs and
+---  outputs, the candidate's process at its peak) and `admission` (how *GPU memory admission*, below,
+---  let it in: `{footprint_bytes, reserved_bytes, usable_bytes, total_bytes, alone, shared,
+---  jobs_at_once}`). A job that ran out of GPU memory (`out_of_memory = {tried_bytes, free_bytes,
+---  total_bytes}`, read from CUDA's error) while another job ran on its GPU is run again alone
+---  before any verdict: its result is the second run's, with the first's `rerun_alone = {error,
+---  wall, admission}`. One that ran out alone on its GPU is `EMEMORY` (the error names the sizes and
+---  whether the kernel or the problem's reference ran out), never `ERUN`. Misuse (no
+---  `problem`/`candidate`) raises. Jobs from many tasks queue for a free worker.
+---  *GPU memory admission* (`kagent.gpu.admission`): the pool admits a job onto a GPU only where its
+---  reservation fits beside those of the jobs already there, in `USABLE_SHARE` (0.9) of the GPU's
+---  total memory (the worker's ready line, `gpu_memory_bytes`, from nvidia-smi; the rest is the
+---  workers' CUDA contexts). A problem's *footprint* is `FOOTPRINT_FACTOR` (4) times its reference's
+---  peak, learned from its first job, which runs alone on its GPU (the candidate's process holds the
+---  trial's inputs and outputs as the reference did, and beside them a timed input set and the
+---  fresh-input probe's two copies at least, with its own buffers on top). A job reserves the larger
+---  of its footprint and an equal share of the usable memory among the GPU's workers, and the worker
+---  keeps its adaptive buffers (timed input sets, the probe's copies) within that budget. So the
+---  number of jobs a GPU runs at once is `min(workers_per_gpu, floor(usable / reservation))`
+---  (`admission.jobs_at_once`): by this rule an 80 GB H100 with 4 workers runs 2 jobs of the
+---  showcase #4 at once (its reference's peak is about its 8 GiB input: footprint 32 GiB of 71.7 GiB
+---  usable), an H200 3.
+---  A job waiting to run alone holds back other admissions on its GPU until it empties. A device of
+---  unknown total (CPU mode; a MIG device, for which nvidia-smi gives none) admits every job, and an
+---  out-of-memory error there is still run again alone where it shared the device. Other pools' jobs
+---  on the GPU are not counted.
 ---@param job table
 ---@return kagent.gpu.Result
 function pool:verify(job) end
@@ -268,7 +306,33 @@ function pool:verify(job) end
 ---  has one worker. Where it has several, `lease_holds` lists when the job held the lease: `{mode =
 ---  "shared"|"exclusive", at, s}` in order (`at` on the clock of `stage_at` and `kagent.time.now()`,
 ---  `s` seconds held); a Triton compile inside a shared hold gives it up meanwhile (stage
----  `compile_host`), and a candidate that ran out of GPU memory beside the other workers' processes
+---  `compile_host`). GPU jobs also carry `memory` (`{reference_peak_bytes, inputs_bytes,
+---  outputs_bytes, candidate_peak_bytes}`: the reference's peak over its trials, trial 0's inputs and
+---  outputs, the candidate's process at its peak) and `admission` (how *GPU memory admission*, below,
+---  let it in: `{footprint_bytes, reserved_bytes, usable_bytes, total_bytes, alone, shared,
+---  jobs_at_once}`). A job that ran out of GPU memory (`out_of_memory = {tried_bytes, free_bytes,
+---  total_bytes}`, read from CUDA's error) while another job ran on its GPU is run again alone
+---  before any verdict: its result is the second run's, with the first's `rerun_alone = {error,
+---  wall, admission}`. One that ran out alone on its GPU is `EMEMORY` (the error names the sizes and
+---  whether the kernel or the problem's reference ran out), never `ERUN`. Misuse (no
+---  `problem`/`candidate`) raises. Jobs from many tasks queue for a free worker.
+---  *GPU memory admission* (`kagent.gpu.admission`): the pool admits a job onto a GPU only where its
+---  reservation fits beside those of the jobs already there, in `USABLE_SHARE` (0.9) of the GPU's
+---  total memory (the worker's ready line, `gpu_memory_bytes`, from nvidia-smi; the rest is the
+---  workers' CUDA contexts). A problem's *footprint* is `FOOTPRINT_FACTOR` (4) times its reference's
+---  peak, learned from its first job, which runs alone on its GPU (the candidate's process holds the
+---  trial's inputs and outputs as the reference did, and beside them a timed input set and the
+---  fresh-input probe's two copies at least, with its own buffers on top). A job reserves the larger
+---  of its footprint and an equal share of the usable memory among the GPU's workers, and the worker
+---  keeps its adaptive buffers (timed input sets, the probe's copies) within that budget. So the
+---  number of jobs a GPU runs at once is `min(workers_per_gpu, floor(usable / reservation))`
+---  (`admission.jobs_at_once`): by this rule an 80 GB H100 with 4 workers runs 2 jobs of the
+---  showcase #4 at once (its reference's peak is about its 8 GiB input: footprint 32 GiB of 71.7 GiB
+---  usable), an H200 3.
+---  A job waiting to run alone holds back other admissions on its GPU until it empties. A device of
+---  unknown total (CPU mode; a MIG device, for which nvidia-smi gives none) admits every job, and an
+---  out-of-memory error there is still run again alone where it shared the device. Other pools' jobs
+---  on the GPU are not counted.
 ---@param job table
 ---@return kagent.gpu.Result
 function pool:benchmark(job) end
@@ -291,7 +355,33 @@ function pool:benchmark(job) end
 ---  has one worker. Where it has several, `lease_holds` lists when the job held the lease: `{mode =
 ---  "shared"|"exclusive", at, s}` in order (`at` on the clock of `stage_at` and `kagent.time.now()`,
 ---  `s` seconds held); a Triton compile inside a shared hold gives it up meanwhile (stage
----  `compile_host`), and a candidate that ran out of GPU memory beside the other workers' processes
+---  `compile_host`). GPU jobs also carry `memory` (`{reference_peak_bytes, inputs_bytes,
+---  outputs_bytes, candidate_peak_bytes}`: the reference's peak over its trials, trial 0's inputs and
+---  outputs, the candidate's process at its peak) and `admission` (how *GPU memory admission*, below,
+---  let it in: `{footprint_bytes, reserved_bytes, usable_bytes, total_bytes, alone, shared,
+---  jobs_at_once}`). A job that ran out of GPU memory (`out_of_memory = {tried_bytes, free_bytes,
+---  total_bytes}`, read from CUDA's error) while another job ran on its GPU is run again alone
+---  before any verdict: its result is the second run's, with the first's `rerun_alone = {error,
+---  wall, admission}`. One that ran out alone on its GPU is `EMEMORY` (the error names the sizes and
+---  whether the kernel or the problem's reference ran out), never `ERUN`. Misuse (no
+---  `problem`/`candidate`) raises. Jobs from many tasks queue for a free worker.
+---  *GPU memory admission* (`kagent.gpu.admission`): the pool admits a job onto a GPU only where its
+---  reservation fits beside those of the jobs already there, in `USABLE_SHARE` (0.9) of the GPU's
+---  total memory (the worker's ready line, `gpu_memory_bytes`, from nvidia-smi; the rest is the
+---  workers' CUDA contexts). A problem's *footprint* is `FOOTPRINT_FACTOR` (4) times its reference's
+---  peak, learned from its first job, which runs alone on its GPU (the candidate's process holds the
+---  trial's inputs and outputs as the reference did, and beside them a timed input set and the
+---  fresh-input probe's two copies at least, with its own buffers on top). A job reserves the larger
+---  of its footprint and an equal share of the usable memory among the GPU's workers, and the worker
+---  keeps its adaptive buffers (timed input sets, the probe's copies) within that budget. So the
+---  number of jobs a GPU runs at once is `min(workers_per_gpu, floor(usable / reservation))`
+---  (`admission.jobs_at_once`): by this rule an 80 GB H100 with 4 workers runs 2 jobs of the
+---  showcase #4 at once (its reference's peak is about its 8 GiB input: footprint 32 GiB of 71.7 GiB
+---  usable), an H200 3.
+---  A job waiting to run alone holds back other admissions on its GPU until it empties. A device of
+---  unknown total (CPU mode; a MIG device, for which nvidia-smi gives none) admits every job, and an
+---  out-of-memory error there is still run again alone where it shared the device. Other pools' jobs
+---  on the GPU are not counted.
 ---@param job table
 ---@return kagent.gpu.Result
 function pool:profile(job) end
@@ -314,7 +404,33 @@ function pool:profile(job) end
 ---  has one worker. Where it has several, `lease_holds` lists when the job held the lease: `{mode =
 ---  "shared"|"exclusive", at, s}` in order (`at` on the clock of `stage_at` and `kagent.time.now()`,
 ---  `s` seconds held); a Triton compile inside a shared hold gives it up meanwhile (stage
----  `compile_host`), and a candidate that ran out of GPU memory beside the other workers' processes
+---  `compile_host`). GPU jobs also carry `memory` (`{reference_peak_bytes, inputs_bytes,
+---  outputs_bytes, candidate_peak_bytes}`: the reference's peak over its trials, trial 0's inputs and
+---  outputs, the candidate's process at its peak) and `admission` (how *GPU memory admission*, below,
+---  let it in: `{footprint_bytes, reserved_bytes, usable_bytes, total_bytes, alone, shared,
+---  jobs_at_once}`). A job that ran out of GPU memory (`out_of_memory = {tried_bytes, free_bytes,
+---  total_bytes}`, read from CUDA's error) while another job ran on its GPU is run again alone
+---  before any verdict: its result is the second run's, with the first's `rerun_alone = {error,
+---  wall, admission}`. One that ran out alone on its GPU is `EMEMORY` (the error names the sizes and
+---  whether the kernel or the problem's reference ran out), never `ERUN`. Misuse (no
+---  `problem`/`candidate`) raises. Jobs from many tasks queue for a free worker.
+---  *GPU memory admission* (`kagent.gpu.admission`): the pool admits a job onto a GPU only where its
+---  reservation fits beside those of the jobs already there, in `USABLE_SHARE` (0.9) of the GPU's
+---  total memory (the worker's ready line, `gpu_memory_bytes`, from nvidia-smi; the rest is the
+---  workers' CUDA contexts). A problem's *footprint* is `FOOTPRINT_FACTOR` (4) times its reference's
+---  peak, learned from its first job, which runs alone on its GPU (the candidate's process holds the
+---  trial's inputs and outputs as the reference did, and beside them a timed input set and the
+---  fresh-input probe's two copies at least, with its own buffers on top). A job reserves the larger
+---  of its footprint and an equal share of the usable memory among the GPU's workers, and the worker
+---  keeps its adaptive buffers (timed input sets, the probe's copies) within that budget. So the
+---  number of jobs a GPU runs at once is `min(workers_per_gpu, floor(usable / reservation))`
+---  (`admission.jobs_at_once`): by this rule an 80 GB H100 with 4 workers runs 2 jobs of the
+---  showcase #4 at once (its reference's peak is about its 8 GiB input: footprint 32 GiB of 71.7 GiB
+---  usable), an H200 3.
+---  A job waiting to run alone holds back other admissions on its GPU until it empties. A device of
+---  unknown total (CPU mode; a MIG device, for which nvidia-smi gives none) admits every job, and an
+---  out-of-memory error there is still run again alone where it shared the device. Other pools' jobs
+---  on the GPU are not counted.
 ---@param job table
 ---@return kagent.gpu.Result
 function pool:evaluate(job) end

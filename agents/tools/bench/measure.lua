@@ -8,6 +8,7 @@
 local fs = require("kagent.fs")
 local log = require("kagent.log")
 local baselines = require("agents.lib.baselines")
+local generality = require("agents.lib.generality")
 
 local M = {}
 
@@ -56,6 +57,12 @@ function M.row(t, res, o)
         row.lower_bound_ms = row.lower_bound_ms or (r.roofline and num(r.roofline.lower_bound_ms))
         -- the baselines as the optimized kernel's job reported them (it timed them), else the input's
         if k.key == "optimized" or not base then base = r end
+        -- the optimized kernel's resized-problem check (its job asks for it): where it fails, the
+        -- table says "only at the problem's shapes" beside its verdict
+        if k.key == "optimized" then
+          row.generalizes = r.generalizes
+          row.shapes = generality.label(r.generalizes, r.generalization, true)
+        end
       else
         row.errors[k.key] = string.format("%s: %s", tostring(r.stage), tostring(r.error))
       end
@@ -115,8 +122,9 @@ end
 -- Triton kernels are reported as needing a GPU), on_step(text).
 function M.measure(pool, t, o)
   local bench = { baselines = o.baselines, do_bench = o.do_bench or nil }
-  local function job(candidate)
-    return { problem = t.problem, candidate = candidate, dtype = o.dtype, timeout = o.timeout, bench = bench, device = o.device }
+  local function job(candidate, generalize)
+    return { problem = t.problem, candidate = candidate, dtype = o.dtype, timeout = o.timeout, bench = bench, device = o.device,
+      generalize = generalize or nil }
   end
   local res = { tries = {} }
   local step = o.on_step or function() end
@@ -131,7 +139,7 @@ function M.measure(pool, t, o)
         error = M.TRITON_ON_CPU }, 0
     elseif path then
       step(k.key)
-      res[k.key], res.tries[k.key] = timed(pool, job(path), t.name .. " " .. k.key)
+      res[k.key], res.tries[k.key] = timed(pool, job(path, k.key == "optimized"), t.name .. " " .. k.key)
     end
   end
   if o.compare ~= false and res.input_kernel and res.input_kernel.ok and res.optimized and res.optimized.ok then

@@ -69,6 +69,7 @@ local function notes(rows)
   for _, r in ipairs(rows) do
     for _, k in ipairs(keys_lib.sorted(r.errors)) do add(r.problem, k, r.errors[k]) end
     if r.interleaved and r.interleaved.error then add(r.problem, "interleaved", r.interleaved.error) end
+    if r.correct.optimized and r.shapes then add(r.problem, "optimized", r.shapes) end
   end
   local out = {}
   for _, msg in ipairs(order) do
@@ -79,6 +80,10 @@ local function notes(rows)
   end
   return out
 end
+
+-- short_shapes(label) -> a "only at the problem's shapes" label without the evaluator's reason,
+-- which the notes under the tables give whole
+local function short_shapes(label) return (label:gsub(" %(.*$", "")) end
 
 -- all_triton_on_cpu(rows) -> true when no kernel of any row could run: Triton kernels in CPU mode
 local function all_triton_on_cpu(rows)
@@ -113,10 +118,11 @@ function M.table_text(rows, meta)
       and string.format("%.2fx (%.2f-%.2f)", r.interleaved.optimized_vs_input, r.interleaved.p10 or 0, r.interleaved.p90 or 0)
       or x(r.speedup.optimized_vs_input)
     local function yn(k) return r.correct[k] == nil and "-" or (r.correct[k] and "yes" or "NO") end
+    local shapes = r.correct.optimized and r.shapes and (" (" .. short_shapes(r.shapes) .. ")") or ""
     main[#main + 1] = { r.problem, f(r.eager_ms), f(r.compile_ms), f(r.input_kernel_ms), f(r.optimized_ms),
       f(r.compile_max_autotune_ms), x(r.speedup.optimized_vs_eager), x(r.speedup.optimized_vs_compile),
       x(r.speedup.optimized_vs_compile_max_autotune), il,
-      f(r.sol_pct.input_kernel, "%.0f") .. " → " .. f(r.sol_pct.optimized, "%.0f"), yn("input_kernel") .. ", " .. yn("optimized") }
+      f(r.sol_pct.input_kernel, "%.0f") .. " → " .. f(r.sol_pct.optimized, "%.0f"), yn("input_kernel") .. ", " .. yn("optimized") .. shapes }
   end
   for _, l in ipairs(grid({ "problem", "eager", "compile", "input", "optimized", "max-autotune", "opt vs eager",
       "opt vs compile", "opt vs max-autotune", "opt vs input (interleaved)", "SOL % input → opt", "correct input, opt" },
@@ -135,7 +141,7 @@ function M.table_text(rows, meta)
   local n = notes(rows)
   if #n > 0 then
     out[#out + 1] = ""
-    out[#out + 1] = "Not measured or failed:"
+    out[#out + 1] = "Not measured, failed, or verified only at the problem's shapes:"
     for _, l in ipairs(n) do out[#out + 1] = l end
   end
   return table.concat(out, "\n")

@@ -5,6 +5,7 @@ local html = require("agents.tools.report.html")
 local charts = require("agents.tools.report.charts")
 local run_data = require("agents.tools.report.run_data")
 local confirm = require("agents.search.confirm")
+local generality = require("agents.lib.generality")
 local json = require("kagent.json")
 
 local M = {}
@@ -15,6 +16,16 @@ local esc, fmt = html.esc, html.fmt
 M.REFRESH_S = 10
 
 local function x(v) return type(v) == "number" and string.format("%.3fx", v) or "-" end
+
+-- shapes_text(s) -> whether the best works beyond the problem's shapes (the confirmation's resized
+-- problem; agents/lib/generality.lua words it)
+local function shapes_text(s)
+  local no = generality.of_summary(s, true)
+  if no then return '<span class="err">' .. esc(no) .. "</span>" end
+  local pg = type(s.preferred_general) == "table" and ("; chosen over " .. esc(s.preferred_general.over)
+    .. ", as fast within noise, which does not") or ""
+  return ({ yes = "verified on the problem resized" .. pg, ["n/a"] = "not checked (the problem has no size constants)" })[s.generalizes] or "-"
+end
 
 local function header(d)
   local s = d.summary
@@ -40,6 +51,7 @@ local function header(d)
       x(shown.speedup_vs_compile_max_autotune)) },
     { "speed of light", type(shown.sol_pct) == "number" and string.format("%.1f%%", shown.sol_pct) or "- (no roofline: CPU mode or no profile)" },
     { "confirmed", confirmed },
+    { "other shapes", shapes_text(shown) },
     { "rounds", string.format("%s of %s; stopped: %s", tostring(s.rounds), tostring(s.rounds_requested or "-"), esc(s.stop_reason or "-")) },
     { "attempts", string.format("%s (best reached after %s)", tostring(s.attempts or 0), tostring(s.attempts_to_best or "-")) },
     { "LLM", string.format("%s call(s), %s tokens, $%.4f", tostring(s.llm_calls or 0),

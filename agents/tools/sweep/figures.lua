@@ -5,6 +5,7 @@ local json = require("kagent.json")
 local keys_lib = require("agents.lib.keys")
 local confirm = require("agents.search.confirm")
 local baselines = require("agents.lib.baselines")
+local generality = require("agents.lib.generality")
 
 local M = {}
 
@@ -12,7 +13,7 @@ M.THRESHOLDS = { 1.0, 1.2 }
 
 M.DEFINITIONS = {
   problems = "problems in the sweep, finished or not",
-  correct = "problems whose run finished with its best kernel verified (summary.verified); a problem that failed or did not finish counts as not correct",
+  correct = "problems whose run finished with its best kernel verified (summary.verified); a problem that failed or did not finish counts as not correct; a best that fails on the problem resized counts, its row saying \"only at the problem's shapes\" (summary.generalization)",
   correctness_rate = "correct / problems",
   speedup = "baseline median time / best kernel median time, both from the run's final re-measure: one evaluator job times the best kernel and the baselines by the same method (warm-up, L2 flush before each call on a GPU, device-wide sync, median of the timed calls), in the run's dtype",
   baselines = "eager: the problem's PyTorch Model as written; compile: torch.compile of the same Model (default mode); input: the kernel the run started from, re-timed beside the best",
@@ -53,6 +54,8 @@ function M.row(p, summary, rec)
     r.verified, r.correct = confirm.reportable(summary), confirm.verdict_word(summary)
     r.input_ms, r.eager_ms, r.compile_ms = num(summary.input_ms), num(b.eager_ms), num(b.compile_ms)
     r.best_ms = r.verified and num(summary.best_ms) or nil
+    -- a best that works only at the problem's shapes says so beside its verdict
+    r.shapes = r.verified and generality.of_summary(summary) or nil
     r.speedup = r.verified and { eager = num(summary.speedup_vs_eager), compile = num(summary.speedup_vs_compile),
       input = num(summary.speedup_vs_input) } or {}
     r.tokens = summary.tokens and num(summary.tokens.total) or 0
@@ -192,7 +195,8 @@ function M.table_text(rows, agg)
   }
   for _, r in ipairs(rows) do
     out[#out + 1] = string.format("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %d | %.4f | %s |",
-      r.name, r.status, r.correct or (r.verified and "yes" or "no"), f(r.input_ms, "%.4f"), f(r.best_ms, "%.4f"),
+      r.name, r.status, (r.correct or (r.verified and "yes" or "no")) .. (r.shapes and (" (" .. r.shapes .. ")") or ""),
+      f(r.input_ms, "%.4f"), f(r.best_ms, "%.4f"),
       f(r.eager_ms, "%.4f"), f(r.compile_ms, "%.4f"), f(r.speedup.eager, "%.2f"), f(r.speedup.compile, "%.2f"),
       f(r.speedup.input, "%.2f"), r.rounds and tostring(r.rounds) or "-", r.tokens or 0, r.cost_usd or 0, hms(r.problem_s))
   end

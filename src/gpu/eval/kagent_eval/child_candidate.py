@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import candidate_timing, child_common, child_reference, digest, extra_trials, loader
-from . import fingerprint, pyprofile
-from .timing import _perf_counter
+from . import fingerprint, gpu_memory, pyprofile
+from .timing import _perf_counter, fake_noisy_clock
 
 
 def prepare(device, threads, warm=True, profile=True):
@@ -95,6 +95,8 @@ def run(ch, spec, state=None):
 def _run(ch, spec, state):
     device = spec["device"]
     ch.stage("load")
+    gpu_memory.set_budget(spec.get("memory_budget_bytes"))
+    fake_noisy_clock(spec.get("fake_noisy_clock"))  # TEST ONLY (noise.FAKE_CLOCK_ENV)
     if state is None or state["device"] != device or state["threads"] != spec.get("threads"):
         state = prepare(device, spec.get("threads"), warm=False)
         if getattr(ch, "gate_fd", None) is not None:  # forked with a gate (remeasure.py)
@@ -173,6 +175,9 @@ GPU_DONE = "gpu_done"
 def _gpu_done(job):
     if job.cuda:
         job.torch.cuda.synchronize()
+        # what this process held at its peak (result.memory.candidate_peak_bytes): the figure
+        # the pool's footprint multiple must cover (kagent/gpu/admission.lua)
+        job.ch.send({"type": "memory", "peak_bytes": gpu_memory.peak_bytes(job.torch, job.device)})
         job.ch.stage(GPU_DONE)
 
 

@@ -2,13 +2,14 @@
 
 Sends, per trial, the digests of the inputs and of the reference outputs (regular trials,
 property trials and resized problems, see ``trial_plan``) and, where shadow.Shadow.wants it
-(bf16/fp16 jobs; an fp32 job's all-zero trials, and every trial on a GPU that allows TF32), of
+(bf16/fp16 jobs; an fp32 job's all-zero and scaled trials, and every trial on a GPU that allows TF32), of
 the outputs' shadow at a higher precision (shadow.py), the roofline's
 inputs (FLOPs, parameter bytes, the GPU's measured peaks), and on request the eager /
 torch.compile baseline timings measured with the same Timer the candidate gets.
 """
-from . import child_common, digest, extra_trials, inputs, loader, shadow, timed_inputs, unleased_compile
-from .timing import bench_options, do_bench_mean
+from . import child_common, digest, extra_trials, gpu_memory, inputs, loader, shadow, timed_inputs
+from . import unleased_compile
+from .timing import bench_options, do_bench_mean, fake_noisy_clock
 
 
 def trial_plan(spec, problem=None):
@@ -37,6 +38,7 @@ def trial_plan(spec, problem=None):
 def run(ch, spec):
     device = spec["device"]
     ch.stage("load")
+    fake_noisy_clock(spec.get("fake_noisy_clock"))  # TEST ONLY (noise.FAKE_CLOCK_ENV)
     torch = child_common.setup_torch(device, spec.get("threads"))
     dtype = loader.torch_dtype(torch, spec["dtype"])
     problem = loader.load_module("problem", spec["problem"])
@@ -48,6 +50,9 @@ def run(ch, spec):
         precise.start()
         contract = inputs.input_contract(torch, problem, device)
         finite = None  # per output: finite in every regular trial so far
+        # the reference's peak over its trials (inputs, outputs, temporaries; not the shadow's
+        # higher-precision copies): the pool admits jobs onto a GPU by it (gpu_memory.py)
+        peak = _reset_peak(torch, device)
         for entry in trial_plan(spec, problem):
             ch.stage("run")
 
@@ -96,11 +101,12 @@ def run(ch, spec):
                 msg["as_drawn_reason"] = _drawn_text(drawn)
             if entry["trial"] == 0:
                 msg["input_contract"] = contract
+            peak = max(peak, gpu_memory.peak_bytes(torch, device) or 0)
             shadow_arrays = []
             if precise.wants(dist):
                 # bf16/fp16: every kind of trial (inputs of one sign, the "negative" property,
                 # give a convolution's output an offset as large against its variation as small
-                # ones do); fp32: the all-zero trial (shadow.FP64_DISTS), and every trial where
+                # ones do); fp32: the all-zero and scaled trials (shadow.FP64_DISTS), and every trial where
                 # the reference may compute in TF32
                 ch.stage("shadow")
                 metas, shadow_arrays, note = precise.digest(args, out_metas, spec["sample_seed"])
@@ -110,6 +116,7 @@ def run(ch, spec):
                     msg["shadow_note"] = note
             ch.send(msg, out_arrays + shadow_arrays)
             del args
+            _reset_peak(torch, device)  # the shadow's copies are not the problem's
         precise.close()  # its memory back before the baselines are timed
         if device != "cpu":
             # The roofline's inputs, once per problem: the FLOP counter's first use costs
@@ -117,7 +124,8 @@ def run(ch, spec):
             # nor supply them.
             ch.stage("flops")
             ch.send({"type": "flops", "value": _flops(torch, problem, model, spec, dtype, device),
-                     "param_bytes": _param_bytes(model), "peaks": spec.get("peaks")})
+                     "param_bytes": _param_bytes(model), "peaks": spec.get("peaks"),
+                     "memory": {"peak_bytes": peak}})
     if spec.get("baselines"):
         # with a gate (reference.py), the lease turns exclusive only now: the outputs, the FLOP
         # count and the process's start ran under the lease shared
@@ -128,6 +136,12 @@ def run(ch, spec):
             contract = inputs.input_contract(torch, problem, device)
         ch.send({"type": "baselines", "result": baselines(
             torch, problem, model, dict(spec, input_contract=contract), dtype, device, ch)})
+
+
+def _reset_peak(torch, device):
+    if device.startswith("cuda"):
+        torch.cuda.reset_peak_memory_stats()
+    return 0
 
 
 def _drawn_text(drawn):

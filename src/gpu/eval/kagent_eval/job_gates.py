@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import compare, early_checks, extra_trials, fingerprint, host_load, loader, pyprofile
-from . import remeasure, sandbox
+from . import noise, remeasure, sandbox
 from . import sanitize_op, static_checks
 from . import timed_verdict
 from . import trust, verdict
@@ -64,6 +64,9 @@ def reference(c):
     if err:
         return verdict.fail(result, "load", "EREFERENCE", err)
     result["replay_seed"] = spec["replay_seed"]
+    memory = c.ev.refs.memory(spec, c.trial0)
+    if memory is not None:  # what the pool admits the problem's jobs by (gpu_memory.py)
+        result["memory"] = memory
     c.rtol, c.atol = compare.tolerances(spec["dtype"], spec["rtol"], spec["atol"],
                                         spec["tolerance"])
     result["tolerance"] = {"rtol": c.rtol, "atol": c.atol}
@@ -79,7 +82,8 @@ def candidate(c):
     # the problem's input contract as the reference found it (inputs.py): the candidate's
     # trials transform their inputs by it as the reference's did, bit for bit
     cspec = dict(spec, poison_bytes=poison, skip_trials=skipped,
-                 input_contract=trial0.get("input_contract"))
+                 input_contract=trial0.get("input_contract"),
+                 fake_noisy_clock=spec["bench"] is not None and noise.fake_noisy_window())
     t = time.monotonic()
     window = host_load.Window()
     if early_checks.enabled(c.ev.cuda):
@@ -114,8 +118,9 @@ def candidate(c):
         result["warmed"] = dict(prepared.get("warmed") or {})
         on_device, _ = out.first("warmed")
         result["warmed"].update((on_device or {}).get("parts") or {})
-    if getattr(out, "retried_alone", False):
-        result["retried_alone"] = True
+    used, _ = out.first("memory")
+    if used and used.get("peak_bytes") is not None and result.get("memory"):
+        result["memory"]["candidate_peak_bytes"] = used["peak_bytes"]
     loaded, _ = out.first("loaded")
     profiled, _ = out.first("pyprofile")
     if profiled and pyprofile.enabled():

@@ -61,6 +61,10 @@ def normalize(ev, op, job):
         "audit": audit and bool(_field(job, "audit")), "bench": bench_opts,
         "profile": dict(DEFAULTS["profile"], **(job.get("profile") or {})) if profile else None,
         "sol_ms": job.get("sol_ms"), "device": ev.device, "threads": ev.threads,
+        # the GPU memory the pool admitted the job with (kagent/gpu/admission.lua): the timed
+        # input sets and the probe's copies stay inside it (gpu_memory.py); none: alone
+        "memory_budget_bytes": int(job["memory_budget_bytes"]) if job.get("memory_budget_bytes")
+        else None,
         "sample_seed": ev.sample_seed,
         "replay_seed": int(job.get("replay_seed", ev.replay_seed)),
         "properties": bool(_field(job, "properties")),

@@ -6,7 +6,7 @@ import random
 import resource
 import time
 
-from . import child_candidate, compile_gate, job_gates, job_spec, pyprofile, sandbox
+from . import child_candidate, compile_gate, gpu_memory, job_gates, job_spec, pyprofile, sandbox
 from . import spare as spare_mod
 from .lease import EXCLUSIVE, SHARED, Lease
 from .reference import ReferenceCache
@@ -83,9 +83,9 @@ class Evaluator:
         fork; the next spare starts preparing meanwhile (it needs no lease). The spare's child
         holds no lease until its first gate; at each gate the worker gets the lease in the mode
         the child asks for (shared for the build and the trials, exclusive for the timed and
-        profiled stages, shared again for the late trials, none for its exit). A child that ran out
-        of GPU memory beside the other workers' processes is run once more in a fresh process
-        holding the lease exclusive throughout (result.retried_alone). on_message(obj, arrays):
+        profiled stages, shared again for the late trials, none for its exit). A child that runs
+        out of GPU memory fails the job with result.out_of_memory; the pool, which knows whether
+        the job shared the GPU, runs it again alone (kagent/gpu/admission.lua). on_message(obj, arrays):
         each frame of the prepared spare's process as it arrives (early_checks.py; a process
         forked on demand or run again is not followed)."""
         current, self.spare = self.spare, None
@@ -105,13 +105,6 @@ class Evaluator:
                 timed = child_candidate.times_anything(cspec)
                 with self.lease.held(EXCLUSIVE if timed else SHARED):
                     out = self._fork_candidate(cspec)
-            elif self.lease.enabled and self.cuda and out.out_of_gpu_memory():
-                # the GPU's memory was shared with the other workers' processes: once more with
-                # the GPU to itself, so that only a candidate that runs out alone fails for it
-                sandbox.finish_exit(out)
-                with self.lease.held(EXCLUSIVE):
-                    out = self._fork_candidate(cspec)
-                out.retried_alone = True
         finally:
             self.lease.release()
         return out
@@ -138,6 +131,12 @@ class Evaluator:
             if "stage_at" in result:
                 result["worker_s"]["verdict"] = time.monotonic() - result["stage_at"]["verdict"]
             self.wait_exit(result)
+            if not result.get("ok"):
+                # its sizes, for the pool to tell a job that ran out beside others (run again
+                # alone) from one that ran out alone (EMEMORY: kagent/gpu/admission.lua)
+                oom = gpu_memory.out_of_memory(result.get("error"))
+                if oom is not None:
+                    result["out_of_memory"] = oom
             result["elapsed"] = time.monotonic() - t0
             result["cpu_s"] = {"worker": round(_own_cpu_s() - cpu0, 4)}
             out = getattr(checked, "out", None)

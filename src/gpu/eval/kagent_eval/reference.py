@@ -15,7 +15,7 @@ import json
 import os
 
 from . import child_reference, roofline, sandbox, trust, unleased_compile, verdict
-from .lease import EXCLUSIVE, SHARED
+from .lease import SHARED
 
 ITEMSIZE = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2, "int64": 8, "int32": 4,
             "int16": 2, "int8": 1, "uint8": 1, "bool": 1, "complex64": 8, "complex128": 16}
@@ -90,7 +90,7 @@ class ReferenceCache:
         f, _ = out.first("flops")
         if f is not None:
             self.roof[pkey] = {"flops": f.get("value"), "param_bytes": f.get("param_bytes"),
-                               "peaks": f.get("peaks")}
+                               "peaks": f.get("peaks"), "memory": f.get("memory")}
         self.trials[rkey] = verdict.reference_trials(out)
         while len(self.trials) > 2:
             self.trials.popitem(last=False)
@@ -116,11 +116,8 @@ class ReferenceCache:
         with self.lease.held(SHARED):
             out = sandbox.run_child(child_reference.run, (rspec,), spec["timeouts"],
                                     self.close_fds, gate=unleased_compile.follow(self.lease))
-        if self.lease.enabled and self.cuda and out.out_of_gpu_memory():
-            # out of GPU memory beside the other workers' processes: again, alone on the GPU
-            with self.lease.held(EXCLUSIVE):
-                out = sandbox.run_child(child_reference.run, (rspec,), spec["timeouts"],
-                                        self.close_fds)
+        # out of GPU memory: the job fails with result.out_of_memory, and the pool runs it again
+        # alone on the GPU where it shared it (kagent/gpu/admission.lua)
         self.last_s, self.last_stage_s = out.elapsed, out.stage_durations()
         err = out.failure or None
         e, _ = out.first("error")
@@ -133,6 +130,25 @@ class ReferenceCache:
         if want_base:
             self._keep_base(bkey, out)
         return out, None
+
+    def control(self, spec):
+        """(timing summary, None) or (None, why): the reference's eager forward timed now, in a
+        fresh trusted child under the lease exclusive, as the control beside a noisy figure
+        (noise.py). Never cached: it says what the device is like at this moment."""
+        from . import noise
+        rspec = dict(spec, want_outputs=False, baselines=[noise.CONTROL_NAME],
+                     fake_noisy_clock=noise.fake_noisy_window())
+        with self.lease.held(SHARED):
+            out = sandbox.run_child(child_reference.run, (rspec,), spec["timeouts"],
+                                    self.close_fds, gate=unleased_compile.follow(self.lease))
+        b, _ = out.first("baselines")
+        res = (b or {}).get("result") or {}
+        timing = res.get(noise.CONTROL_NAME)
+        if isinstance(timing, dict) and timing.get("median"):
+            return timing, None
+        e, _ = out.first("error")
+        return None, (res.get(noise.CONTROL_NAME + "_error") or (out.failure or (None, None))[1]
+                      or (e or {}).get("message") or "no timing came back")
 
     def device_peaks(self):
         """The GPU's peaks ({"dram_bytes_per_s", ...} or {"error": ...}), measured on first use in
@@ -158,6 +174,16 @@ class ReferenceCache:
 
     def peaks(self, spec):
         return (self.roof.get(self.problem_key(spec)) or {}).get("peaks")
+
+    def memory(self, spec, trial0):
+        """The problem's GPU memory as its reference found it (result.memory): the reference's
+        peak over its trials, and trial 0's inputs and outputs; None in CPU mode."""
+        info = (self.roof.get(self.problem_key(spec)) or {}).get("memory")
+        if not self.cuda or not info:
+            return None
+        return {"reference_peak_bytes": info.get("peak_bytes"),
+                "inputs_bytes": _bytes(trial0.get("inputs")),
+                "outputs_bytes": _bytes(trial0.get("outputs"))}
 
     def roofline(self, spec, trial0, median_ms):
         """The speed-of-light figures for a median, or None where the reference gave none."""

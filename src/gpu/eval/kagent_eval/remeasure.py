@@ -1,7 +1,7 @@
 """Fail closed (trust.py): no figure of a job is accepted before it is confirmed. The flags of its
 timing, and where a flag asks for it a hardened re-measure in a fresh process that must agree
 (job_gates.py calls it)."""
-from . import child_candidate, host_load, sandbox, timed_verdict, trust, verdict
+from . import child_candidate, host_load, noise, sandbox, timed_verdict, trust, verdict
 
 
 def apply_roofline(ev, spec, result, trial0):
@@ -14,8 +14,9 @@ def apply_roofline(ev, spec, result, trial0):
 
 def confirm_figures(ev, spec, result, trial0, checked):
     """Applies trust.TRUST_RULES to the timing; re-measures in a fresh process where a
-    flag asks for it. False (and the job failed) when a figure stays untrusted. checked:
-    (reference trials, the candidate's own trials, rtol, atol) for its outputs."""
+    flag asks for it. False (and the job failed) when a figure stays untrusted, or is not
+    measured because the machine stayed noisy (noise.py). checked: (reference trials, the
+    candidate's own trials, rtol, atol) for its outputs."""
     peaks = ev.refs.peaks(spec)
     first = result["time_ms"]
     flags = trust.figure_flags(first, result.get("roofline"), peaks, ev.cuda, spec["max_spread"])
@@ -28,13 +29,19 @@ def confirm_figures(ev, spec, result, trial0, checked):
     hspec = dict(spec, hardened=True, audit=False, profile=None,
                  bench=dict(spec["bench"] or {}, reps=max(10, min(200, first.get("n") or 50))))
     result["trust"]["remeasured"] = True
-    for attempt in range(1, trust.HARDENED_TRIES + 1):
-        probe = hardened_measure(ev, hspec, trial0, checked)
+    figures, controls = [first], []
+    # the control's earlier figure: the reference's eager baseline of this job, where it has one
+    earlier = (result.get("baseline_times") or {}).get(noise.CONTROL_NAME)
+    waits, strikes = list(noise.BACKOFF_S), 0
+    while True:
+        probe = hardened_measure(ev, dict(hspec, fake_noisy_clock=noise.fake_noisy_window()),
+                                 trial0, checked)
         if probe.get("error"):
             return not trust.fail_without_figures(
                 result, probe["stage"], probe["code"],
                 "in the hardened re-measure: " + probe["error"].split(": ", 1)[1])
         second = probe["time_ms"]
+        figures.append(second)
         roof2 = ev.refs.roofline(spec, trial0, second.get("median"))
         flags2 = trust.figure_flags(second, roof2, peaks, ev.cuda, spec["max_spread"])
         if not ev.cuda:
@@ -44,14 +51,45 @@ def confirm_figures(ev, spec, result, trial0, checked):
         if "clock_unchecked" in (probe.get("flags") or ()):
             flags2.append("clock_unchecked")
         result["trust"]["second_flags"] = flags2
-        noise_only = flags2 and set(flags2) <= trust.NOISE_FLAGS
-        if attempt == trust.HARDENED_TRIES or not noise_only:
-            break
-        result["trust"].setdefault("noisy_remeasures", []).append(flags2)
-    if flags2:
+        if not flags2:
+            break  # the only way out that keeps a figure: a hardened re-measure with no flag
         spread = "spread" in set(flags2) | set(result["trust"]["first_flags"])
-        trust.reject_untrusted(result, flags2, _trust_detail(first, second, spread))
-        return False
+        if not set(flags2) <= trust.NOISE_FLAGS:
+            trust.reject_untrusted(result, flags2, _trust_detail(figures, spread))
+            return False
+        if not strikes and not controls:
+            # the first re-measure only noise objects to is taken once more before any control:
+            # a burst seldom hits two in a row, and the second comes straight after the first
+            # (a control's child between them would run in its window)
+            strikes += 1
+            result["trust"].setdefault("rounds", []).append(
+                {"flags": flags2, "kernel_spread": second.get("spread"), "control": None,
+                 "machine_noisy": None})
+            continue
+        # only objections a busy machine raises too, twice: the control, in the same window
+        control, why = ev.refs.control(spec)
+        if control is None:  # fail closed: the noise stays unexplained
+            trust.reject_untrusted(result, flags2, _join(_trust_detail(figures, spread),
+                                                         "the control could not be timed: %s" % why))
+            return False
+        controls.append(control)
+        noisy = noise.control_noisy(control, earlier, spec["max_spread"], ev.cuda)
+        result["trust"].setdefault("rounds", []).append(
+            {"flags": flags2, "kernel_spread": second.get("spread"),
+             "control": {k: control.get(k) for k in ("median", "spread", "n")},
+             "machine_noisy": noisy})
+        earlier = control
+        if noisy and not waits:
+            noise.not_measured(result, flags2, _trust_detail(figures, True), controls, ev.cuda)
+            return False
+        if noisy:
+            noise.sleep(waits.pop(0))
+            continue
+        strikes += 1
+        if strikes >= noise.KERNEL_STRIKES:  # noisy while the control was steady: the kernel's
+            trust.reject_untrusted(result, flags2, _join(_trust_detail(figures, True),
+                                                         noise.control_text(controls, True)))
+            return False
     result["time_ms_first"] = first
     result["time_ms"] = second
     apply_roofline(ev, spec, result, trial0)
@@ -93,17 +131,18 @@ def hardened_measure(ev, hspec, trial0, checked):
     return probe
 
 
-def _trust_detail(first, second, spread=False):
+def _trust_detail(figures, spread=False):
     """Counts that explain a rejection without repeating an untrusted figure; with `spread`, each
-    loop's p90/p10 too (a ratio of its calls, not a figure of the kernel's speed)."""
+    loop's p90/p10 too (a ratio of its calls, not a figure of the kernel's speed). figures: the
+    first loop's summary, then each re-measure's."""
+    named = [("first" if i == 0 else "re-measure", t) for i, t in enumerate(figures)]
     parts = []
     if spread:
-        ratios = [(name, (t or {}).get("spread")) for name, t in (("first", first),
-                                                                  ("re-measure", second))]
-        known = ["%s %.3g" % (name, r) for name, r in ratios if isinstance(r, (int, float))]
+        known = ["%s %.3g" % (name, (t or {})["spread"]) for name, t in named
+                 if isinstance((t or {}).get("spread"), (int, float))]
         if known:
             parts.append("p90/p10 of the calls: " + ", ".join(known))
-    for name, t in (("first", first), ("re-measure", second)):
+    for name, t in named:
         s = (t or {}).get("all_streams") or {}
         if s.get("escaped_calls") or s.get("outside_windows"):
             parts.append("%s: %d of %d calls with work outside the events, %d records outside "
@@ -112,3 +151,7 @@ def _trust_detail(first, second, spread=False):
         elif s.get("checked") is False and s.get("why"):
             parts.append("%s: streams not checked: %s" % (name, s["why"]))
     return "; ".join(parts) or None
+
+
+def _join(*parts):
+    return "; ".join(p for p in parts if p) or None

@@ -6,7 +6,8 @@ of that output beside the reference's. The worker uses it only where a candidate
 and the low-precision reference itself fails the same check against its shadow: a trial that
 is ill-conditioned at that dtype (shadow_judge.judge_by_shadow).
 
-For fp32 jobs the shadow is fp64, on the trials of all-zero inputs (FP64_DISTS): there a
+For fp32 jobs the shadow is fp64, on the trials of all-zero inputs (FP64_DISTS; also on the
+scaled "large" and "huge" ones, whose outputs can leave fp32's range: shadow_range.py): there a
 normalization divides the rounding noise of an exactly constant value by its epsilon, so the
 fp32 reference's output is that noise while the true output is a constant, and a candidate that
 computes the constant exactly failed for it. On a GPU where PyTorch lets fp32 convolutions or
@@ -23,8 +24,10 @@ shadow that would not fit in the memory left (FREE_SHARE) or that fails is skipp
 from . import digest, loader
 
 DTYPES = ("bf16", "fp16")  # shadowed in fp32 on every trial
-# an fp32 job's trials shadowed in fp64 (inputs.PROPERTIES' all-zero inputs)
-FP64_DISTS = ("zeros",)
+# an fp32 job's trials shadowed in fp64: inputs.PROPERTIES' all-zero inputs, and the scaled
+# inputs ("large" x8, "huge" x1e3) that can take an output past fp32's range, where the order of
+# operations decides which element overflows (shadow_range.py)
+FP64_DISTS = ("zeros", "large", "huge")
 # a shadow is run only where its fp32 inputs and outputs (or, at build, weights) take at most
 # this share of the free memory: the forward's own temporaries are not known ahead
 FREE_SHARE = 0.5

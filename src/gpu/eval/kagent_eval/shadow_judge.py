@@ -4,7 +4,7 @@ against the shadow, with the reference's own error as the yardstick (src/gpu/eva
 "Correctness"). compare.compare_outputs calls it only where a value check failed."""
 import numpy as np
 
-from . import compare
+from . import compare, shadow_range
 
 # Ill-conditioned trials at low precision (src/gpu/eval/README.md, "Correctness"): a bf16/fp16
 # reference can itself be off its fp32 shadow by more than the tolerance (training-mode batch
@@ -55,6 +55,8 @@ def judge_by_shadow(got, exp, shadow, rtol, atol, property_trial=False):
             shadow["shape"] != exp["shape"] or shadow.get("full") != exp.get("full"):
         return None
     g64, e64, s64 = g.astype(np.float64), e.astype(np.float64), s.astype(np.float64)
+    if shadow_range.leaves_range(exp, e64, s64):  # the order of operations decides overflow
+        return shadow_range.judge(exp, g64, e64, s64, rtol, atol)
     judged = np.isfinite(e64) & np.isfinite(s64)
     ref_bad = int(compare.errors_finite(e64[judged], s64[judged], rtol, atol)[1].sum())
     if shadow.get("dtype") == "float64" and not ref_bad and \

@@ -16,7 +16,7 @@ whole).
 """
 import numpy as np
 
-from . import digest, inputs
+from . import digest, gpu_memory, inputs
 
 SETS = 3
 # elements sampled per tensor output after every timed call: enough that a stale output (all of
@@ -65,12 +65,12 @@ def nbytes_of(torch, args):
 
 
 def fits(torch, device, nbytes, count, share=SET_MEMORY_SHARE):
-    """Whether `count` input sets of `nbytes` take at most `share` of the GPU's free memory
-    (always on the CPU)."""
+    """Whether `count` input sets of `nbytes` take at most `share` of the GPU memory this
+    process may still take: the GPU's free memory, within the job's budget where the pool gave
+    one (gpu_memory.free_bytes). Always on the CPU."""
     if not device.startswith("cuda"):
         return True
-    free, _ = torch.cuda.mem_get_info()
-    return nbytes * count <= share * free
+    return nbytes * count <= share * gpu_memory.free_bytes(torch)
 
 
 class Sampler:

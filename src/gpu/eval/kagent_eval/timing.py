@@ -22,6 +22,17 @@ _perf_counter = time.perf_counter
 _sleep = time.sleep
 L2_FLUSH_BYTES = 256 << 20
 MAX_PAD_MS = 1.0  # longest spin put before a timed call to hide its launch
+# TEST ONLY: a FAKE noisy clock (noise.FAKE_CLOCK_ENV): every third timed call reads this many
+# times too long, in whatever process the worker turned it on for (fake_noisy_clock)
+FAKE_NOISE_FACTOR = 25.0
+_fake_noisy = False
+
+
+def fake_noisy_clock(on):
+    """Turns the FAKE noisy clock of this process's timed loops on or off (a child does, from
+    its spec's `fake_noisy_clock`, which only the worker sets: noise.fake_noisy_window)."""
+    global _fake_noisy
+    _fake_noisy = bool(on)
 
 # A job's timing options and their defaults: the one place (docs/lua-api.md, job field `bench`;
 # the children and the worker read them through bench_options).
@@ -236,6 +247,8 @@ class Timer:
                     work = functools.partial(_between, i, rule.plan, feed, after_call, reset)
                     self._untimed((lambda: announce(work)) if announce else work, prep_stream)
                 e, w = self.time_once(fn, mark)
+                if _fake_noisy and i % 3 == 0:
+                    e, w = e * FAKE_NOISE_FACTOR, w * FAKE_NOISE_FACTOR
                 events.append(e)
                 walls.append(w)
                 i += 1

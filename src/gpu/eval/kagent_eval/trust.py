@@ -35,11 +35,10 @@ MAX_SPREAD = {"cuda": 1.5, "cpu": 10.0}
 # no cache flush between calls, so the hardened loop's fresh inputs before every call are a real
 # difference: a 0.05-0.1 ms call measured 1.3-2.8x slower hardened on a loaded two-core machine
 AGREE_TOLERANCE = {"cuda": 0.10, "cpu": 2.0}
-# A hardened re-measure whose only objections are ones a busy machine raises too (a wide spread,
-# disagreeing with the first) is taken once more, and that one decides: a candidate that
-# behaves differently when watched does so again, noise seldom twice in a row
+# The objections a busy machine raises too (a wide spread, disagreeing with the first, a clock the
+# host's load left unchecked): a hardened re-measure with no other is followed by a control that
+# tells the machine's noise from the kernel's (noise.py)
 NOISE_FLAGS = frozenset(("spread", "remeasure_disagrees", "clock_unchecked"))
-HARDENED_TRIES = 2
 
 
 def sol_limit_pct(peaks):

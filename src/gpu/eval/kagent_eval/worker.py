@@ -83,15 +83,29 @@ def _import_stack(cuda):
     return torch, triton_ver
 
 
-def _gpu_name(index):
-    """Name from nvidia-smi (which takes an index or a UUID), so the worker itself never touches
-    CUDA."""
+def _gpu_query(index, field):
+    """A field of the GPU from nvidia-smi (which takes an index or a UUID), so the worker itself
+    never touches CUDA; None where nvidia-smi gives none."""
     import subprocess
     try:
-        out = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader", "-i", str(index)],
-                             capture_output=True, text=True, timeout=20)
-        return out.stdout.strip() or None
+        out = subprocess.run(["nvidia-smi", "--query-gpu=" + field, "--format=csv,noheader,nounits",
+                              "-i", str(index)], capture_output=True, text=True, timeout=20)
+        return (out.stdout.strip() or None) if out.returncode == 0 else None
     except Exception:
+        return None
+
+
+def _gpu_name(index):
+    return _gpu_query(index, "name")
+
+
+def _gpu_memory_bytes(index):
+    """The GPU's total memory (nvidia-smi's memory.total, MiB), which the pool admits jobs by
+    (kagent/gpu/admission.lua); None where nvidia-smi gives no number (a MIG device)."""
+    mib = _gpu_query(index, "memory.total")
+    try:
+        return int(float(mib)) << 20
+    except (TypeError, ValueError):
         return None
 
 
@@ -151,16 +165,16 @@ def main(argv=None):
         share = device_share.open_for(args.device, _STARTED_BY, sandbox_status, jail.share_root())
     host = None
     if not cpu:  # the GPU's lease among this user's pools on this host (lease.HostLock)
-        from . import jail, sandbox
+        from . import jail
         from .lease import HostLock
-        host = HostLock(jail.share_root("gpu-lease"), args.device)
-        sandbox.PARENT_ONLY_FDS.add(host.fd)
+        host = HostLock(jail.share_root("gpu-lease"), args.device)  # no child keeps its fd
     ev = Evaluator(device, threads=threads, protocol_fd=proto_fd,
                    lease=Lease(args.lease, reply, sys.stdin.readline, host), share=share)
     gpu_id = int(args.device) if args.device.isdigit() else args.device  # an index or a UUID
     ready = {"ready": True, "device": "cpu" if cpu else gpu_id, "mode": "cpu" if cpu else "cuda",
              "torch": torch.__version__, "triton": triton_ver, "pid": os.getpid(),
              "gpu_name": None if cpu else _gpu_name(args.device), "sandbox": sandbox_status,
+             "gpu_memory_bytes": None if cpu else _gpu_memory_bytes(args.device),
              "version": __version__, "package": os.path.dirname(os.path.abspath(__file__)),
              "lease": args.lease, "share": share.path if share is not None else None,
              **job_defaults.ready_fields()}

@@ -5,6 +5,7 @@
 local task = require("kagent.task")
 local ktime = require("kagent.time")
 local gpu_devices = require("kagent.gpu.devices")
+local admission = require("kagent.gpu.admission")
 
 local M = {}
 
@@ -31,31 +32,55 @@ local function wire_job(job)
 end
 
 function M.install(Pool)
-  -- One request on a free worker (of `device`, if given) -> w, reply | w, nil, err (the worker
-  -- broke) | nil, err, code (no worker could take it: the pool did not start, or no such device).
-  -- on_start() runs once the worker is taken, before the request.
-  function Pool:_on_worker(device, op, job, wall, on_start)
+  -- One request on a free worker (of `device`, if given) that the GPU's memory admits (alone: with
+  -- the GPU to itself) -> w, reply, nil, ticket | w, nil, err, ticket (the worker broke) | nil, err,
+  -- code (no worker could take it: the pool did not start, or no such device). on_start() runs
+  -- once the worker is taken, before the request. The job's budget goes with it
+  -- (memory_budget_bytes), and its problem's footprint is learned before the worker is freed, so
+  -- the jobs waiting for it are admitted by it.
+  function Pool:_on_worker(device, op, job, wall, on_start, alone)
     local ok, err = self:_ensure()
     if not ok then return nil, err, "EWORKER" end
-    local w, aerr = self:_acquire(device)
+    local w, aerr = self:_acquire(device, job, alone)
     if not w then return nil, aerr, "EBADREQ" end
+    local ticket = w.ticket
+    job.memory_budget_bytes = ticket.budget
     if on_start then on_start() end
     local okc, reply, rerr = pcall(self._request, self, w, op, job, wall)
+    if okc and type(reply) == "table" and reply.ok then self.admission:learn(job, reply.result) end
     self:_release(w)
     if not okc then error(reply, 0) end
-    return w, reply, rerr
+    return w, reply, rerr, ticket
   end
 
+  -- A job; one that ran out of GPU memory beside other jobs runs again alone before any verdict,
+  -- and one that ran out alone is EMEMORY (kagent.gpu.admission; docs/lua-api.md).
   function Pool:_job(op, job)
     local fname = "pool:" .. op
     check_job(fname, job)
     task._running_task(fname)
+    local result, ticket = self:_job_once(op, job)
+    if type(result.out_of_memory) == "table" and ticket and ticket.shared then
+      local first = result
+      result, ticket = self:_job_once(op, job, true)
+      result.rerun_alone = { error = first.error, wall = first.wall, admission = first.admission }
+    end
+    if type(result.out_of_memory) == "table" and ticket and not ticket.shared then
+      result.ok, result.code = false, "EMEMORY"
+      result.error = admission.memory_error(result.out_of_memory, result.stage, result.error)
+    end
+    if not result.ok and ticket then self.counters.failures = self.counters.failures + 1 end
+    return result
+  end
+
+  -- One run of a job -> result, its admission ticket (nil where no worker took it).
+  function Pool:_job_once(op, job, alone)
     local t0
-    local w, reply, rerr = self:_on_worker(job.device, op, wire_job(job), job.wall_timeout or self.timeout,
+    local w, reply, rerr, ticket = self:_on_worker(job.device, op, wire_job(job), job.wall_timeout or self.timeout,
       function()
         t0 = ktime.now()
         self.counters.jobs = self.counters.jobs + 1
-      end)
+      end, alone)
     if not w then return { ok = false, stage = "worker", error = reply, code = rerr } end
     local result
     if not reply then
@@ -67,7 +92,6 @@ function M.install(Pool)
     else
       result = reply.result
     end
-    if not result.ok then self.counters.failures = self.counters.failures + 1 end
     -- which device measured it: the pool's number for it (what job.device pins) and the GPU itself
     -- (nil in CPU mode); the worker's own "cuda:0" names only its one visible GPU
     result.device = w.device
@@ -76,7 +100,8 @@ function M.install(Pool)
     result.lease_wait_s = w.lease_wait or 0
     result.lease_shared_wait_s = w.shared_wait or 0
     if w.holds and #w.holds > 0 then result.lease_holds = w.holds end
-    return result
+    result.admission = self.admission:record(ticket, job)
+    return result, ticket
   end
 
   --- verify/benchmark/profile/evaluate(job) -> result table (never nil). See docs/lua-api.md.

@@ -7,6 +7,7 @@ local task = require("kagent.task")
 local log = require("kagent.log")
 local gpu_devices = require("kagent.gpu.devices")
 local lease = require("kagent.gpu.lease")
+local admission = require("kagent.gpu.admission")
 local worker_log = require("kagent.gpu.worker_log")
 
 local M = {}
@@ -130,11 +131,14 @@ function Pool:_ensure()
     return nil, self.start_error, "EWORKER"
   end
   self.workers = workers
+  -- GPU memory admission (kagent.gpu.admission): each device's total from its workers' ready lines
+  self.admission = admission.new(self.workers_per_gpu)
+  for _, w in ipairs(workers) do self.admission:set_total(w.device, w.info.gpu_memory_bytes) end
   self.started:notify_all()
   return true
 end
 
---- devices() -> array of {device, mode, gpu, gpu_name, torch, triton, sandbox, job_defaults, baselines, workers, workers_how} | nil, "EWORKER: ...", "EWORKER"
+--- devices() -> array of {device, mode, gpu, gpu_name, torch, triton, sandbox, job_defaults, baselines, workers, workers_how, gpu_memory_bytes} | nil, "EWORKER: ...", "EWORKER"
 function Pool:devices()
   task._running_task("pool:devices")
   local ok, err = self:_ensure()
@@ -146,7 +150,8 @@ function Pool:devices()
       local i = w.info
       out[#out + 1] = { device = w.device, mode = i.mode, gpu = gpu_devices.record(w.gpu),
         gpu_name = i.gpu_name or (w.gpu and w.gpu.name), torch = i.torch, triton = i.triton, sandbox = i.sandbox,
-        job_defaults = i.job_defaults, baselines = i.baselines, workers = self.workers_per_gpu, workers_how = self.workers_how }
+        job_defaults = i.job_defaults, baselines = i.baselines, workers = self.workers_per_gpu, workers_how = self.workers_how,
+        gpu_memory_bytes = i.gpu_memory_bytes }
     end
   end
   return out
@@ -164,20 +169,27 @@ function Pool:_load(device)
   return n
 end
 
--- A free worker, marked busy; waits while none is free. Least-loaded dispatch: a job not pinned
+-- A free worker, marked busy and admitted (w.ticket: kagent.gpu.admission); waits while none is
+-- free on a device whose GPU memory admits the job (job: its problem and dtype; alone: run it with
+-- the GPU to itself). Least-loaded dispatch: a job not pinned
 -- to a device takes a free worker of the device with the fewest running + queued jobs (ties: the
 -- lowest device number, the workers being listed in device order), so two jobs sent together to a
 -- pool of several workers per GPU go to two GPUs. Jobs that find no free worker wait in one queue
 -- for whichever device frees first (they are not bound to a device on arrival), so no device
 -- idles while another has jobs waiting; a pinned job waits for its own device.
-function Pool:_acquire(device)
+function Pool:_acquire(device, job, alone)
+  local me = task.current()
   while true do
     local any, best, best_load = false, nil, math.huge
-    local loads = {}
+    local loads, needs, fits = {}, {}, {}
+    -- what the job needs is looked at afresh each time (its problem's peak may be known now)
+    local was_draining = self.admission:stop_waiting(me)
     for _, w in ipairs(self.workers) do
       if device == nil or w.device == device then
         any = true
-        if not w.busy then
+        needs[w.device] = needs[w.device] or self.admission:plan(w.device, job or {}, alone)
+        if fits[w.device] == nil then fits[w.device] = self.admission:fits(w.device, needs[w.device], me) end
+        if not w.busy and fits[w.device] then
           loads[w.device] = loads[w.device] or self:_load(w.device)
           if loads[w.device] < best_load then best, best_load = w, loads[w.device] end
         end
@@ -185,10 +197,23 @@ function Pool:_acquire(device)
     end
     if best then
       best.busy = true
+      best.ticket = self.admission:admit(best.device, needs[best.device], me)
+      -- the jobs it held back look again: those that fit beside it go on now
+      if was_draining then self.freed:notify_all() end
       return best
     end
     if not any then return nil, "EBADREQ: no worker for device " .. tostring(device) end
-    local me = task.current()
+    -- a job that must run alone holds back new admissions on the device of fewest jobs until it
+    -- empties (device order breaks ties), so that a stream of other jobs cannot starve it
+    local drain, drain_load = nil, math.huge
+    for d, need in pairs(needs) do
+      local l = self:_load(d)
+      if need.alone and (l < drain_load or (l == drain_load and tostring(d) < tostring(drain))) then
+        drain, drain_load = d, l
+      end
+    end
+    if drain ~= nil then self.admission:wait_alone(drain, me) end
+    if was_draining and not (drain ~= nil and self.admission:draining(drain, me)) then self.freed:notify_all() end
     if device ~= nil then
       self.queued[device] = self.queued[device] or {}
       self.queued[device][me] = true
@@ -201,7 +226,8 @@ end
 -- Marks a worker free (and gives back its device's lease, if it held it) and wakes the tasks waiting for one (each looks again).
 function Pool:_release(w)
   self:_lease_release(w)  -- a request that raised may have left it held
-  w.busy = false
+  self.admission:release(w.ticket)
+  w.busy, w.ticket = false, nil
   self.freed:notify_all()
 end
 
