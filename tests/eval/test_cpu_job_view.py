@@ -89,6 +89,17 @@ class JobFilesUnderCoveredFoldersTest(unittest.TestCase):
                                 copy_into(folder, "kernel.py", kernel))
                 self.assertTrue(r["ok"], r)
 
+    def test_files_reached_through_a_link_in_a_covered_folder_verify(self):
+        # /tmp/<folder>/link -> the fixtures' folder: the job opens the files at the link's path,
+        # which the view must show as well as the real one (a clone beside a linked shared/)
+        link = os.path.join(self.folders[0], "link")
+        os.symlink(os.path.dirname(fixture("eval", "relu_problem.py")), link)
+        try:
+            r = self.verify(os.path.join(link, "relu_problem.py"), os.path.join(link, "relu_good.py"))
+            self.assertTrue(r["ok"], r)
+        finally:
+            os.unlink(link)
+
     def test_a_folder_to_read_under_a_home_is_bound_back(self):
         problem = copy_into(self.folders[-1], "problem_helper.py",
                             PROBLEM_USING_HELPER.replace("@LIB@", self.lib))
@@ -194,6 +205,23 @@ def _bind_back_code(top):
             return 6
         except OSError:
             return 0
+
+
+class JobFilesTest(unittest.TestCase):
+    def test_every_file_a_job_names_is_one_its_children_may_read(self):
+        from kagent_eval import jail
+        names = {k: fixture("eval", n) for k, n in (
+            ("problem", "relu_problem.py"), ("candidate", "relu_good.py"),
+            ("kernel_problem", "relu_problem.py"), ("kernel", "relu_good.py"),
+            ("adapter", "relu_good.py"))}
+        spec = dict(names, candidates=[fixture("eval", "relu_good.py"), "source text\n"])
+        self.assertEqual(set(jail.job_files(spec)), {os.path.abspath(p) for p in names.values()})
+
+
+    def test_a_path_that_names_no_file_where_the_job_runs_is_said_to_be_missing(self):
+        from kagent_eval import loader
+        with self.assertRaisesRegex(FileNotFoundError, "/nowhere/problem.py: no such file"):
+            loader.load_module("problem", "/nowhere/problem.py")
 
 
 class ReadyLineTest(unittest.TestCase):

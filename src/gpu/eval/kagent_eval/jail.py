@@ -51,7 +51,7 @@ import tempfile
 from . import candidate_cache, capabilities, job_cgroup, landlock, namespaces, profiler_lib
 from . import sandbox_limits, sandbox_status, shm_sweep, syscall_filter
 from .sandbox_limits import SandboxError
-from .job_view import SECRET_PATHS, View, readable
+from .job_view import FILE_FIELDS, SECRET_PATHS, View, readable
 from .loader import source_of
 
 SYSTEM_READ_ROOTS = ("/usr", "/lib", "/lib32", "/lib64", "/libx32", "/bin", "/sbin", "/etc", "/opt",
@@ -326,9 +326,11 @@ def proc_writes():
 
 
 def job_files(spec):
-    """The files a job names (its problem, its candidate or candidates, where they are paths
-    rather than source text): what its children may read besides the system's."""
-    names = [spec.get("problem"), spec.get("candidate")] + list(spec.get("candidates") or ())
+    """The files a job names (job_view.FILE_FIELDS and its candidates, where they are paths
+    rather than source text): what its children may read besides the system's, bound back into
+    their view."""
+    names = [spec.get(k) for k in FILE_FIELDS] + list(spec.get("candidates") or ())
+    names += [p.get("source") for p in spec.get("parts") or () if isinstance(p, dict)]
     return [os.path.abspath(n) for n in names if isinstance(n, str) and n and source_of(n)[1]]
 
 

@@ -23,6 +23,9 @@ SECRET_PATHS = ("/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-", 
 # /tmp/ssh-*, X11's in /tmp/.X11-unix, anything in a home folder). Covered by an empty folder (or
 # file) with the worker's own temp folder, home and per-user folder wherever they are
 SOCKET_FOLDERS = ("/run", "/tmp", "/var/tmp", "/home", "/root", "/dev/log")
+# the fields of a job that name a file its child loads (or hold its source text): the problem
+# and candidate of every job, and an integrate job's kernel, its problem and its adapter
+FILE_FIELDS = ("problem", "candidate", "kernel_problem", "kernel", "adapter")
 # bound back in for CUDA: its start talks to nvidia-persistenced over its socket where it runs
 KEPT_PATHS = ("/run/nvidia-persistenced", "/run/nvidia-fabricmanager")
 
@@ -83,15 +86,15 @@ class View:
         not the folders that hold them (a problem under a home, a candidate in /tmp)."""
         return {"hidden": SECRET_PATHS + tuple(self.covered),
                 "kept": KEPT_PATHS + tuple(os.path.realpath(p) for p in writable),
-                "kept_read_only": tuple(self.bound_back)
-                + tuple(os.path.realpath(f) for f in files)}
+                "kept_read_only": tuple(self.bound_back) + tuple(dict.fromkeys(
+                    p for f in files for p in _both(f)))}
 
     def shows(self, path, job_dir):
         """Whether the view of a job in `job_dir`, made before its files were known (a spare's),
         shows `path`: outside every covered folder, or under what is bound back in."""
-        real = os.path.realpath(path)
-        return not any(under(real, c) for c in self.covered) or any(
-            under(real, k) for k in [os.path.realpath(job_dir)] + self.bound_back)
+        inside = [os.path.realpath(job_dir)] + self.bound_back
+        return all(not any(under(p, c) for c in self.covered) or any(under(p, k) for k in inside)
+                   for p in _both(path))
 
     def staged(self, spec, job_dir):
         """`spec` as a spare (forked before its job) is sent it: each file it names (problem,
@@ -113,12 +116,18 @@ class View:
             return copies[-1]
 
         out = dict(spec)
-        for key in ("problem", "candidate"):
+        for key in FILE_FIELDS:
             if key in spec:
                 out[key] = stage(spec[key])
         if spec.get("candidates"):
             out["candidates"] = [stage(c) for c in spec["candidates"]]
         return out
+
+
+def _both(path):
+    """A file as the job opens it (its absolute path: a link on it, say /tmp/shared -> /work/shared,
+    is under a covered folder) and where it really is: the view must show it at both."""
+    return (os.path.abspath(path), os.path.realpath(path))
 
 
 def readable(roots, hidden):

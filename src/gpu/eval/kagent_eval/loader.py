@@ -27,6 +27,10 @@ def load_module(name, path_or_text):
     unpredictable name in the temporary folder, which in a sandboxed child is its private job
     folder (jail.enter)."""
     text, path = source_of(path_or_text)
+    if path is None and "\n" not in text and text.strip().endswith(".py"):
+        # a path that names no file here, not source text: say so instead of a SyntaxError
+        raise FileNotFoundError("%s: no such file where the job runs (a path the sandbox does not "
+                                "show?)" % text.strip())
     if path is None:
         fd, path = tempfile.mkstemp(prefix=name + "_", suffix=".py")
         with os.fdopen(fd, "w") as f:
