@@ -7,8 +7,9 @@ package.path = kagent.root .. "/?.lua;" .. package.path
 local confirm = require("agents.search.confirm")
 local verdict = require("agents.lib.verdict")
 local verifier = require("agents.roles.verifier")
-local run_lib = require("agents.run")
 local rundir = require("agents.run.rundir")
+package.path = kagent.root .. "/tests/fixtures/agent/?.lua;" .. package.path
+local fake = require("fake_confirm")
 
 local NOISY = { ok = false, stage = "timing", code = "ENOISY", checks = { values = true },
   error = "ENOISY: not measured: the GPU was too noisy (4 rounds, 14 s of waits)" }
@@ -41,18 +42,11 @@ local function fake_pool(script)
 end
 
 local function fake_run(pool)
-  local r = { opts = { job_timeout = 60, finalists = 3, refine = 2 }, problem_path = "/nonexistent/problem.py",
-    problem_code = "class Model: pass\n", dtype = "fp32", pool = pool, can_profile = false,
-    rd = assert(rundir.open(spec.tmpdir("not-measured"), "run")),
-    llm = function() error("no LLM call is expected: a kernel not measured is not repaired") end }
-  run_lib.add_helpers(r)
+  local r = fake.run(pool, { refine = 2 }, assert(rundir.open(spec.tmpdir("not-measured"), "run")))
+  r.llm = function() error("no LLM call is expected: a kernel not measured is not repaired") end
   return r
 end
-
-local function kernel(code)
-  return { id = code:lower(), code = code, fingerprint = "fp:" .. code,
-    result = { ok = true, time_ms = { median = 2.0, p10 = 1.99, p90 = 2.01 } } }
-end
+local kernel = fake.kernel
 
 local function count(list, x)
   local n = 0

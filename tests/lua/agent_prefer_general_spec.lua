@@ -6,7 +6,8 @@
 package.path = kagent.root .. "/?.lua;" .. package.path
 local confirm = require("agents.search.confirm")
 local prefer_general = require("agents.search.prefer_general")
-local run_lib = require("agents.run")
+package.path = kagent.root .. "/tests/fixtures/agent/?.lua;" .. package.path
+local fake = require("fake_confirm")
 
 -- fake_pool(figures): figures[code] = {median, p10, p90} of the interleaved comparison; every
 -- job is recorded as {op, code, generalize}
@@ -33,18 +34,7 @@ local function fake_pool(figures)
   return p
 end
 
-local function fake_run(pool)
-  local r = { opts = { job_timeout = 60, finalists = 3 }, problem_path = "/nonexistent/problem.py",
-    problem_code = "class Model: pass\n", dtype = "fp32", pool = pool, can_profile = false }
-  run_lib.add_helpers(r)
-  return r
-end
-
--- a finalist as the search left it: its search figure (2 ms: the interleaved one decides)
-local function kernel(code)
-  return { id = code:lower(), code = code, fingerprint = "fp:" .. code,
-    result = { ok = true, time_ms = { median = 2.0, p10 = 1.99, p90 = 2.01 } } }
-end
+local fake_run, kernel = fake.run, fake.kernel
 
 local function confirmed_codes(pool)
   local out = {}
