@@ -111,7 +111,7 @@ class NoRetryInTheWorker(unittest.TestCase):
 
     def test_out_of_memory_beside_other_workers_is_returned_as_it_is(self):
         ev = object.__new__(jobs.Evaluator)
-        ev.cuda, ev.use_spare, ev.close_fds = True, False, []
+        ev.cuda, ev.use_spare = True, False
         ev.lease = Lease(True, lambda msg: None, lambda: '{"lease": "granted"}')
         first = outcome("OutOfMemoryError", NEW)
         ev.spare = FakeSpare(first)

@@ -14,7 +14,7 @@ class FakeSpare:
     """Records its preparation's arguments; its job ends at once."""
     made = []
 
-    def __init__(self, prepare, target, prep_args=(), close_fds=()):
+    def __init__(self, prepare, target, prep_args=()):
         self.prep_args = prep_args
         FakeSpare.made.append(self)
 
@@ -26,7 +26,7 @@ class FakeSpare:
 
 def evaluator():
     ev = object.__new__(jobs.Evaluator)
-    ev.cuda, ev.use_spare, ev.close_fds = True, True, []
+    ev.cuda, ev.use_spare = True, True
     ev.device, ev.threads = "cuda:0", None
     ev.lease = Lease(False, lambda _: None, lambda: "")
     ev.spare = None

@@ -41,7 +41,7 @@ def _compiles_then_times(ch, spec):
 class ChildGate(unittest.TestCase):
     def test_the_lease_is_given_up_for_the_compile_and_taken_again_before_the_child_goes_on(self):
         lease = RecordingLease(EXCLUSIVE)
-        out = sandbox.run_child(_compiles_then_times, ({"mode": EXCLUSIVE},), None, (),
+        out = sandbox.run_child(_compiles_then_times, ({"mode": EXCLUSIVE},), None,
                                 gate=unleased_compile.follow(lease))
         self.assertIsNone(out.failure)
         after, _ = out.first("after")
@@ -52,7 +52,7 @@ class ChildGate(unittest.TestCase):
 
     def test_a_shared_child_takes_the_lease_back_shared(self):
         lease = RecordingLease(SHARED)
-        out = sandbox.run_child(_compiles_then_times, ({"mode": SHARED},), None, (),
+        out = sandbox.run_child(_compiles_then_times, ({"mode": SHARED},), None,
                                 gate=unleased_compile.follow(lease))
         self.assertIsNone(out.failure)
         self.assertEqual(lease.log, [("release", SHARED), ("acquire", SHARED)])

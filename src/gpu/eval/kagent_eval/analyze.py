@@ -98,7 +98,7 @@ def handle(ev, job):
         if timeouts:
             timeouts[unleased_compile.STAGE] = timeouts["run"]
     with (ev.lease.timed() if kind == "integrate" else ev.lease.shared()):
-        out = sandbox.run_child(_child, (spec,), timeouts, ev.close_fds, gate=gate)
+        out = sandbox.run_child(_child, (spec,), timeouts, gate=gate)
     res, _ = out.first("analysis")
     if res is None:
         err, _ = out.first("error")

@@ -36,7 +36,7 @@ def _own_cpu_s():
 class Evaluator:
     exiting = None  # this job's candidate process while it exits (wait_exit)
 
-    def __init__(self, device, threads=None, protocol_fd=None, lease=None, share=None):
+    def __init__(self, device, threads=None, lease=None, share=None):
         self.device = device
         # the GPU's lease (lease.py): none while nothing of the job runs on the GPU, shared
         # around untimed GPU work, exclusive through every timed or profiled phase; a worker
@@ -44,7 +44,6 @@ class Evaluator:
         self.lease = lease or Lease(False, None, None)
         self.cuda = device.startswith("cuda")
         self.threads = threads
-        self.close_fds = [protocol_fd] if protocol_fd is not None else []
         # secret to the candidate until it is forked: where multi-GB outputs are sampled
         self.sample_seed = random.SystemRandom().randrange(1, 2 ** 31)
         # the seed of property trials and resized problems: new per worker (per device where
@@ -54,7 +53,7 @@ class Evaluator:
         if share is not None:
             seeds = share.seeds()
             self.sample_seed, self.replay_seed = seeds["sample_seed"], seeds["replay_seed"]
-        self.refs = ReferenceCache(self.close_fds, self.lease, self.cuda, share)
+        self.refs = ReferenceCache(self.lease, self.cuda, share)
         # a candidate sandbox prepared ahead of the next job (KAGENT_EVAL_SPARE=0 turns it off)
         self.use_spare = os.environ.get("KAGENT_EVAL_SPARE", "1") != "0"
         self.spare = None
@@ -69,7 +68,7 @@ class Evaluator:
         stages (candidate_timing.prepare_profile)."""
         if self.use_spare and self.spare is None:
             self.spare = spare_mod.Spare(child_candidate.prepare, child_candidate.run,
-                                         (self.device, self.threads, True, profile), self.close_fds)
+                                         (self.device, self.threads, True, profile))
 
     def close(self):
         if self.spare is not None:
@@ -110,7 +109,7 @@ class Evaluator:
         return out
 
     def _fork_candidate(self, cspec):
-        return sandbox.run_child(child_candidate.run, (cspec,), cspec["timeouts"], self.close_fds)
+        return sandbox.run_child(child_candidate.run, (cspec,), cspec["timeouts"])
 
     # -- one job ------------------------------------------------------------------------
     def run(self, op, job):

@@ -22,8 +22,7 @@ ITEMSIZE = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2, "int64": 8,
 
 
 class ReferenceCache:
-    def __init__(self, close_fds, lease, cuda, share=None):
-        self.close_fds = close_fds
+    def __init__(self, lease, cuda, share=None):
         self.cuda = cuda
         # the device's other workers' results (device_share.py), or None: this worker's own
         self.share = share
@@ -115,7 +114,7 @@ class ReferenceCache:
         # (unleased_compile.py)
         with self.lease.held(SHARED):
             out = sandbox.run_child(child_reference.run, (rspec,), spec["timeouts"],
-                                    self.close_fds, gate=unleased_compile.follow(self.lease))
+                                    gate=unleased_compile.follow(self.lease))
         # out of GPU memory: the job fails with result.out_of_memory, and the pool runs it again
         # alone on the GPU where it shared it (kagent/gpu/admission.lua)
         self.last_s, self.last_stage_s = out.elapsed, out.stage_durations()
@@ -140,7 +139,7 @@ class ReferenceCache:
                      fake_noisy_clock=noise.fake_noisy_window())
         with self.lease.held(SHARED):
             out = sandbox.run_child(child_reference.run, (rspec,), spec["timeouts"],
-                                    self.close_fds, gate=unleased_compile.follow(self.lease))
+                                    gate=unleased_compile.follow(self.lease))
         b, _ = out.first("baselines")
         res = (b or {}).get("result") or {}
         timing = res.get(noise.CONTROL_NAME)
@@ -165,7 +164,7 @@ class ReferenceCache:
         from . import peaks
         with self.lease.timed():
             out = sandbox.run_child(peaks.run, ({"device": "cuda:0" if self.cuda else "cpu"},),
-                                    {"run": 120}, self.close_fds)
+                                    {"run": 120})
         res, _ = out.first("peaks")
         if res is None or not isinstance(res.get("result"), dict):
             why = out.failure or (out.first("error")[0] or {}).get("message")

@@ -106,7 +106,7 @@ def hardened_measure(ev, hspec, trial0, checked):
     from .jobs import follow_stage  # jobs imports this module's callers
     window = host_load.Window()
     try:
-        out = sandbox.run_child(child_candidate.run, (hspec,), hspec["timeouts"], ev.close_fds,
+        out = sandbox.run_child(child_candidate.run, (hspec,), hspec["timeouts"],
                                 gate=lambda name: follow_stage(ev.lease, name))
     finally:
         ev.lease.release()
@@ -114,7 +114,7 @@ def hardened_measure(ev, hspec, trial0, checked):
         # it built beside the other workers' processes: once more with the GPU to itself
         window = host_load.Window()
         with ev.lease.timed():
-            out = sandbox.run_child(child_candidate.run, (hspec,), hspec["timeouts"], ev.close_fds)
+            out = sandbox.run_child(child_candidate.run, (hspec,), hspec["timeouts"])
     loaded = window.loaded()
     probe = {"checks": {}, "flags": [], "audit": {}}
     b, arrays = out.first("benchmark")

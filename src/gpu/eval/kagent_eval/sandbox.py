@@ -178,12 +178,12 @@ def role_of(target):
     return "trusted" if name in TRUSTED_TARGETS else "candidate"
 
 
-def run_child(target, args=(), timeouts=None, close_fds=(), stage_names=None, gate=None):
+def run_child(target, args=(), timeouts=None, gate=None):
     """Fork, run target(channel, *args) in the child, collect its frames until it exits. The
     child may read the files its job names (jail.job_files of the first dict in args).
     gate(stage) -> bool, if given, runs for every stage the child announces; where it says True
-    the child waits at a gate (Channel.gate) and is let go on (unleased_compile.follow).
-    close_fds: unused (the child closes every descriptor but its own: close_all_but)."""
+    the child waits at a gate (Channel.gate) and is let go on (unleased_compile.follow). The
+    child closes every descriptor but its own (close_all_but)."""
     role = role_of(target)
     job_dir = jail.new_job_dir(role)
     rfd, wfd = wire.pipe()

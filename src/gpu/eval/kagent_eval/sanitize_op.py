@@ -24,8 +24,7 @@ def run(ev, job):
     limit = spec["tool_timeout"] * (len(tools) + 1) + 60
     with ev.lease.timed():  # the tools replay the forward many times: nothing else is timed
         out = sandbox.run_child(sanitizer.run_child, (spec,), dict(spec["timeouts"],
-                                                                    sanitize=limit),
-                                ev.close_fds)
+                                                                    sanitize=limit))
     res, _ = out.first("sanitize")
     result = dict((res or {}).get("result") or {})
     if res is None:

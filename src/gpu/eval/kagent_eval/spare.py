@@ -27,7 +27,7 @@ def _in_spare(wfd, args, job_dir):
 
 
 class Spare:
-    def __init__(self, prepare, target, prep_args=(), close_fds=(), prep_timeout=120.0):
+    def __init__(self, prepare, target, prep_args=(), prep_timeout=120.0):
         self.prep_deadline = time.monotonic() + prep_timeout
         self.info = None
         spec_r, spec_w = os.pipe()

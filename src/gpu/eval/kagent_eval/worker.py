@@ -57,7 +57,7 @@ def _protocol_stream():
     proto_fd = os.dup(1)
     os.dup2(2, 1)
     sys.stdout = os.fdopen(1, "w", buffering=1)
-    return proto_fd, os.fdopen(proto_fd, "w", buffering=1)
+    return os.fdopen(proto_fd, "w", buffering=1)
 
 
 def _import_stack(cuda):
@@ -137,7 +137,7 @@ def main(argv=None):
         fd = os.open(args.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         os.dup2(fd, 2)
         os.close(fd)
-    proto_fd, proto = _protocol_stream()
+    proto = _protocol_stream()
 
     cpu = args.device == "cpu"
     if not cpu:
@@ -168,7 +168,7 @@ def main(argv=None):
         from . import jail
         from .lease import HostLock
         host = HostLock(jail.share_root("gpu-lease"), args.device)  # no child keeps its fd
-    ev = Evaluator(device, threads=threads, protocol_fd=proto_fd,
+    ev = Evaluator(device, threads=threads,
                    lease=Lease(args.lease, reply, sys.stdin.readline, host), share=share)
     gpu_id = int(args.device) if args.device.isdigit() else args.device  # an index or a UUID
     ready = {"ready": True, "device": "cpu" if cpu else gpu_id, "mode": "cpu" if cpu else "cuda",
