@@ -71,7 +71,7 @@ function M.run(o)
     python = o.python, env = { KAGENT_EVAL_SANDBOX_DIR = dir } })
   local devs, err = pool:devices()
   if not devs then
-    pool:close()
+    pool:close(30)
     proc.run({ "rm", "-rf", dir })
     return nil, err
   end
@@ -99,7 +99,7 @@ function M.run(o)
   local t0 = ktime.now()
   local out = task.all(fns)
   local wall = ktime.now() - t0
-  pool:close()
+  pool:close(30)  -- the workers gone before their folder is removed
   proc.run({ "rm", "-rf", dir })
   local results, waits, shared_waits, failed = {}, 0, 0, {}
   local job_s, cpu_s = {}, {}

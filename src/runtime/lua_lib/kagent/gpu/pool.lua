@@ -239,15 +239,21 @@ function Pool:stats()
     respawns = self.counters.respawns, busy = busy }
 end
 
---- close(): stops the workers (their sandboxes die with them).
-function Pool:close()
+--- close(wait_s): stops the workers (their sandboxes die with them). With wait_s, also waits
+-- (yields) up to wait_s seconds for each to have ended, so that their folders can be removed
+-- next without racing a worker's own clean-up; a worker still there then is killed.
+function Pool:close(wait_s)
   self.closed = true
-  for _, w in ipairs(self.workers or {}) do
+  local workers = self.workers or {}
+  self.workers = nil
+  for _, w in ipairs(workers) do
     pcall(function() w.proc:close_stdin() end)
     pcall(function() w.proc:kill("TERM") end)
     pcall(worker_log.drain, w, true)
   end
-  self.workers = nil
+  if wait_s then
+    for _, w in ipairs(workers) do pcall(function() w.proc:wait(wait_s) end) end
+  end
   return true
 end
 
