@@ -228,7 +228,7 @@ describe("the GPU lease", function()
     expect.eq(next(solo.leases), nil, "no lease for a device of one worker")
   end, { timeout = 120 })
 
-  it("closes", function()
+  after_all(function()
     if pool then pool:close() end
   end)
 end)

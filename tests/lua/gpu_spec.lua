@@ -143,7 +143,7 @@ describe("kagent.gpu", function()
     expect.match(r.error, "EWORKER")
   end)
 
-  it("closes", function()
+  after_all(function()
     if pool then pool:close() end
   end)
 end)

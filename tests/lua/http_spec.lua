@@ -182,5 +182,5 @@ describe("http.stream", function()
 end)
 
 describe("http teardown", function()
-  it("stops the fake server", function() if srv then srv:stop() end end)
+  after_all(function() if srv then srv:stop() end end)
 end)

@@ -194,5 +194,5 @@ describe("llm failures", function()
 end)
 
 describe("llm failures teardown", function()
-  it("stops the fake server", function() h.stop() end)
+  after_all(function() h.stop() end)
 end)

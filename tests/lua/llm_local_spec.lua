@@ -69,5 +69,5 @@ describe("llm with a local server", function()
 end)
 
 describe("llm local teardown", function()
-  it("stops the fake server", function() h.stop() end)
+  after_all(function() h.stop() end)
 end)

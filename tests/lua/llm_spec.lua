@@ -305,5 +305,5 @@ describe("llm record/replay with a replay_key", function()
 end)
 
 describe("llm teardown", function()
-  it("stops the fake server", function() h.stop() end)
+  after_all(function() h.stop() end)
 end)

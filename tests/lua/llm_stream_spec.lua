@@ -236,5 +236,5 @@ describe("llm streaming", function()
 end)
 
 describe("llm streaming teardown", function()
-  it("stops the fake server", function() h.stop() end)
+  after_all(function() h.stop() end)
 end)

@@ -1,7 +1,7 @@
 -- A small spec runner, run by kagent-rt itself:
 --   kagent-rt tests/lua/run.lua tests/lua/x_spec.lua [more specs...]
--- Specs call describe(name, fn), it(name, fn), pending(name, reason), skip(reason) and the
--- expect helpers below. Each `it` runs inside its own task, so ⏸ primitives work there.
+-- Specs call describe(name, fn), it(name, fn), pending(name, reason), skip(reason),
+-- after_all(fn) and the expect helpers below. Each `it` runs inside its own task, so ⏸ primitives work there.
 -- Prints one line per case and "N passed, N failed, N skipped"; exits 1 on any failure and
 -- 77 when every case was skipped (so ctest reports the file as skipped, never as passed).
 local task = kagent.task
@@ -21,6 +21,13 @@ end
 
 function pending(name, reason)
   cases[#cases + 1] = { name = table.concat(prefix, " ") .. " " .. name, skip = reason or "pending" }
+end
+
+-- Teardown (stop a fake server, close a pool): run in a task once every case ran, in the order
+-- registered, whatever the cases did; an error in one is a failure of the file.
+local teardowns = {}
+function after_all(fn)
+  teardowns[#teardowns + 1] = { name = table.concat(prefix, " "), fn = fn }
 end
 
 local SKIP = {}
@@ -157,6 +164,13 @@ for _, c in ipairs(cases) do
       if tostring(err):find("ECANCELED") then err = "timed out after " .. timeout .. " s" end
       print(string.format("FAIL %s (%.2fs)\n     %s", c.name, dt, tostring(err):gsub("\n", "\n     ")))
     end
+  end
+end
+for _, t in ipairs(teardowns) do
+  local ok, err = task.wait(task.spawn({ fn = t.fn, name = "after_all" }))
+  if not ok then
+    failed = failed + 1
+    print(string.format("FAIL after_all of %s\n     %s", t.name, tostring(err):gsub("\n", "\n     ")))
   end
 end
 for _, dir in ipairs(tmpdirs) do
