@@ -45,7 +45,7 @@ end
 
 -- baselines_key(run) -> the key of the run's problem's baselines
 function M.baselines_key(run)
-  return key_of({ problem = fingerprint.hash(run.problem_code or ""), seed = run.opts.seed or (run.job_defaults or {}).seed,
+  return key_of({ problem = fingerprint.hash(run.problem_code or ""), seed = (run.job_defaults or {}).seed,
     dtype = run.dtype, env = M.env(run) })
 end
 

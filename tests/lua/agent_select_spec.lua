@@ -1,7 +1,7 @@
 -- Selection under noise, distinct beam, the promotion gate and the stop rules
 -- (agents/lib/rank.lua, promotion.lua, search.lua; policies beam and greedy).
 package.path = kagent.root .. "/?.lua;" .. package.path
-local select = require("agents.lib.rank")
+local rank = require("agents.lib.rank")
 local promotion = require("agents.search.promotion")
 local search = require("agents.search.driver")
 local policy = require("agents.search.policy")
@@ -13,25 +13,25 @@ local function k(id, median, spread, fp, seq, ok)
     time = { median = median, p10 = median - spread, p90 = median + spread }, result = {} }
 end
 
-describe("select.better", function()
+describe("rank.better", function()
   it("needs a gain beyond both spreads", function()
-    expect.truthy(select.better({ median = 1.0, p10 = 0.99, p90 = 1.01 }, { median = 1.2, p10 = 1.19, p90 = 1.21 }))
-    expect.falsy(select.better({ median = 1.0, p10 = 0.8, p90 = 1.2 }, { median = 1.1, p10 = 1.05, p90 = 1.15 }))
-    expect.falsy(select.better({ median = 1.0 }, { median = 1.005 }), "inside the 1% floor")
-    expect.truthy(select.better({ median = 1.0 }, nil), "anything beats no time")
+    expect.truthy(rank.better({ median = 1.0, p10 = 0.99, p90 = 1.01 }, { median = 1.2, p10 = 1.19, p90 = 1.21 }))
+    expect.falsy(rank.better({ median = 1.0, p10 = 0.8, p90 = 1.2 }, { median = 1.1, p10 = 1.05, p90 = 1.15 }))
+    expect.falsy(rank.better({ median = 1.0 }, { median = 1.005 }), "inside the 1% floor")
+    expect.truthy(rank.better({ median = 1.0 }, nil), "anything beats no time")
     -- a heavy upper tail (interference) does not hide a 2x gain: measured on a loaded CPU
-    expect.truthy(select.better({ median = 0.93, p10 = 0.63, p90 = 4.90 }, { median = 2.22, p10 = 2.12, p90 = 6.39 }))
+    expect.truthy(rank.better({ median = 0.93, p10 = 0.63, p90 = 4.90 }, { median = 2.22, p10 = 2.12, p90 = 6.39 }))
   end)
 end)
 
-describe("select.next_beam", function()
+describe("rank.next_beam", function()
   it("keeps the N best distinct kernels and never a failed child", function()
     local input = k("input", 2.0, 0.01, "fpA", 0)
     local fast = k("fast", 1.0, 0.01, "fpB", 1)
     local slow = k("slow", 5.0, 0.01, "fpC", 2)
     local dup = k("dup", 0.99, 0.01, "fpB", 3)
     local broken = k("broken", 0.1, 0.01, "fpD", 4, false)
-    local b = select.next_beam({ input }, { fast, slow, dup, broken }, 2)
+    local b = rank.next_beam({ input }, { fast, slow, dup, broken }, 2)
     expect.eq(#b, 2)
     expect.eq(b[1].id, "fast")
     expect.eq(b[2].id, "input")
@@ -41,13 +41,13 @@ describe("select.next_beam", function()
     local input = { id = "input", ok = true, seq = 0, fingerprint = "a", time = { median = 0.20, p10 = 0.18, p90 = 0.33 } }
     local slow = { id = "slow", ok = true, seq = 1, fingerprint = "b", time = { median = 1.28, p10 = 0.75, p90 = 5.30 } }
     local fast = { id = "fast", ok = true, seq = 2, fingerprint = "c", time = { median = 0.046, p10 = 0.044, p90 = 0.050 } }
-    local b = select.next_beam({ input }, { slow, fast }, 2)
+    local b = rank.next_beam({ input }, { slow, fast }, 2)
     expect.eq(b[1].id .. "," .. b[2].id, "fast,input")
   end)
   it("prefers the incumbent when a child is only faster by noise", function()
     local parent = k("parent", 1.00, 0.05, "p", 0)
     local child = k("child", 0.97, 0.05, "c", 1)
-    local b = select.next_beam({ parent }, { child }, 1)
+    local b = rank.next_beam({ parent }, { child }, 1)
     expect.eq(b[1].id, "parent")
   end)
   it("policies: beam expands its N best, greedy only the best", function()
