@@ -38,7 +38,7 @@ function M.derive(run, f)
   function r.usage()
     local u = {}
     for k, v in pairs(own) do u[k] = v end
-    u.tokens = u.input_tokens + u.output_tokens + u.cache_read_tokens + u.cache_write_tokens
+    u.tokens = kagent.llm.total_tokens(u)
     return u
   end
   if f.job then

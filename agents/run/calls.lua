@@ -232,7 +232,7 @@ function M.by_role(rows)
   local out = {}
   for i, k in ipairs(order) do
     local e = t[k]
-    e.tokens = e.input_tokens + e.output_tokens + e.cache_read_tokens + e.cache_write_tokens
+    e.tokens = kagent.llm.total_tokens(e)
     out[i] = e
   end
   return out

@@ -41,7 +41,7 @@ local function usage_fn(llm, base)
     local live = llm and llm.usage() or {}
     local u = {}
     for _, k in ipairs(M.USAGE_FIELDS) do u[k] = (base[k] or 0) + (live[k] or 0) end
-    u.tokens = u.input_tokens + u.output_tokens + u.cache_read_tokens + u.cache_write_tokens
+    u.tokens = kagent.llm.total_tokens(u)
     return u
   end
 end

@@ -177,6 +177,12 @@ describe("llm.chat", function()
     expect.eq(out.u.input_tokens, 1200)
   end)
 
+  it("counts a usage table's tokens with one formula: input, output, cache reads and writes", function()
+    expect.eq(kagent.llm.total_tokens({ input_tokens = 1, output_tokens = 20, cache_read_tokens = 300,
+      cache_write_tokens = 4000 }), 4321)
+    expect.eq(kagent.llm.total_tokens({ input_tokens = 5 }), 5, "a field missing counts 0")
+  end)
+
   it("limits concurrent requests per provider and runs 200 calls at once", function()
     with_server{ latency = 1.0 }
     local out = run([[

@@ -96,6 +96,7 @@ end
 
 --- usage() -> run totals (a copy).
 M.usage = accounting.usage
+M.total_tokens = accounting.total_tokens
 --- reset_usage(): the totals start again from zero.
 M.reset_usage = accounting.reset
 

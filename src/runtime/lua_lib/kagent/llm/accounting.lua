@@ -92,6 +92,12 @@ function M.account(model, u, cost, gen_tokens, gen_seconds, priced)
   end
 end
 
+-- total_tokens(u) -> the tokens a usage table counts: input, output and cache reads and writes
+-- (the one formula for budgets, summaries and reports).
+function M.total_tokens(u)
+  return (u.input_tokens or 0) + (u.output_tokens or 0) + (u.cache_read_tokens or 0) + (u.cache_write_tokens or 0)
+end
+
 -- budget_error() -> "EBUDGET: ..." once a budget (configure{budget}, else KAGENT_LLM_MAX_USD and
 -- KAGENT_LLM_MAX_TOKENS) is spent, else nil.
 function M.budget_error()
@@ -101,7 +107,7 @@ function M.budget_error()
   if max_usd and totals.cost_usd >= max_usd then
     return string.format("EBUDGET: cost budget spent (%.4f of %.4f USD)", totals.cost_usd, max_usd)
   end
-  local used = totals.input_tokens + totals.output_tokens + totals.cache_read_tokens + totals.cache_write_tokens
+  local used = M.total_tokens(totals)
   if max_tokens and used >= max_tokens then
     return string.format("EBUDGET: token budget spent (%d of %d tokens)", used, max_tokens)
   end
