@@ -1,5 +1,5 @@
--- agents/beam.lua: hardware-guided beam search (the KernelAgent loop, agents/policies/beam.lua)
--- on the search driver (agents/search/driver.lua).
+-- agents/beam.lua: faster kernels by hardware-guided beam search with an LLM (KernelAgent's loop).
+-- The policy is agents/policies/beam.lua, on the search driver (agents/search/driver.lua).
 --   kagent-rt agents/beam.lua --problem P [--kernel K] [--rounds 8] [--beam 2] [--directions 2] ...
 -- Without an LLM configured it falls back to the tuner. --policy picks another policy.
 return require("agents.search.main").main("agents/beam.lua", kagent.args, "beam", {

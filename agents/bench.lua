@@ -50,15 +50,16 @@ local function split(s)
   return out
 end
 
--- write_outputs(rows, opts) -> true, or nil and why: --json and --csv, rewritten after each
--- problem so a killed benchmark keeps what it measured (and --resume goes on from it)
-local function write_outputs(rows, opts)
+-- write_outputs(rows, opts, names) -> true, or nil and why: --json and --csv (with the columns of
+-- the evaluator's baselines `names`), rewritten after each problem so a killed benchmark keeps
+-- what it measured (and --resume goes on from it)
+local function write_outputs(rows, opts, names)
   if opts.json then
-    local ok, err = fs.write(opts.json, json.encode(output.json_rows(rows), { pretty = true }) .. "\n")
+    local ok, err = fs.write(opts.json, json.encode(output.json_rows(rows, names), { pretty = true }) .. "\n")
     if not ok then return nil, err end
   end
   if opts.csv then
-    local ok, err = fs.write(opts.csv, output.csv_text(rows))
+    local ok, err = fs.write(opts.csv, output.csv_text(rows, names))
     if not ok then return nil, err end
   end
   return true
@@ -75,6 +76,7 @@ local function main(argv)
     if not found then return fail(ferr) end
     for _, t in ipairs(found) do list[#list + 1] = t end
   end
+  targets.distinct(list)
 
   -- the files the rows go to take them now: nothing is measured that could not be kept
   for _, k in ipairs({ "json", "csv" }) do
@@ -148,7 +150,7 @@ local function main(argv)
       local keep = {}
       for _, r in ipairs(rows) do keep[#keep + 1] = r end
       for _, tt in ipairs(list) do if by_name[tt.name] then keep[#keep + 1] = by_name[tt.name] end end
-      local ok, werr = write_outputs(keep, opts)
+      local ok, werr = write_outputs(keep, opts, known)
       if not ok then io.stderr:write(PROG .. ": cannot write the outputs: " .. tostring(werr) .. "\n") end
     end
   end
@@ -164,10 +166,10 @@ local function main(argv)
     ordered[#ordered + 1] = kept[t.name] or by_name[t.name]
   end
   for _, r in ipairs(rows) do if not listed[r.problem] then ordered[#ordered + 1] = r end end
-  local ok, werr = write_outputs(ordered, opts)
+  local ok, werr = write_outputs(ordered, opts, known)
   if not ok then return fail("cannot write the outputs: " .. tostring(werr), 1) end
   print(output.table_text(ordered, { dtype = opts.dtype or (list[1] and list[1].dtype) or "fp32", device = device,
-    markdown = opts.markdown or not fs.isatty(1) }))
+    markdown = opts.markdown or not fs.isatty(1), baselines = known }))
   if opts.json then print("\nrows: " .. opts.json) end
   if opts.csv then print("csv: " .. opts.csv) end
   for _, r in ipairs(ordered) do

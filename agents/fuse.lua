@@ -1,5 +1,5 @@
--- agents/fuse.lua: a verified program for a fused operator or a whole model (KernelBench Levels
--- 2 and 3), from its PyTorch reference.
+-- agents/fuse.lua: a verified program for a fused operator or a whole model, from its reference.
+-- (KernelBench Levels 2 and 3: the PyTorch reference is the problem file.)
 --   kagent-rt agents/fuse.lua --problem P [--route auto|direct|decompose] [--gen-workers 2]
 -- The router picks the direct path (one program generated for the whole forward) or the
 -- decompose path (the model split into subgraphs that are checked against its traced graph,

@@ -9,7 +9,7 @@ local json = require("kagent.json")
 local options = require("agents.run.options")
 local run_lib = require("agents.run")
 local startup = require("agents.search.startup")
-local generate = require("agents.flows.generate")
+local generate = require("agents.search.generate")
 local confirm = require("agents.search.confirm")
 local attempt = require("agents.search.attempt")
 local verdict = require("agents.lib.verdict")
@@ -18,7 +18,7 @@ local exit = require("agents.run.exit")
 
 local PROG = "agents/generate.lua"
 local SPEC = {}
-for _, name in ipairs({ "problem", "gen-workers", "refine", "model", "prices", "dtype", "out", "db", "devices",
+for _, name in ipairs({ "problem", "language", "library", "gen-workers", "refine", "model", "prices", "dtype", "out", "db", "devices",
     "job-timeout", "max-spread", "metrics", "max-tokens", "max-reply-bytes", "max-code-bytes", "temperature", "budget-usd",
     "budget-tokens", "llm-timeout", "stream", "llm-failures", "llm-backoff" }) do
   SPEC[name] = options[name]
@@ -67,10 +67,10 @@ local function main(argv)
   local t = r.time_ms.median
   local s = summary.base(run)
   s.verified, s.confirmed, s.worker, s.attempts = true, confirmed, g.worker, g.attempts
+  s.granularity = g.granularity
+  summary.add_library(s, r)
   s.best_ms = t
-  s.baselines = { eager_ms = r.eager_ms or json.null, compile_ms = r.compile_ms or json.null }
-  s.speedup_vs_eager = r.speedup_vs_eager or json.null
-  s.speedup_vs_compile = r.speedup_vs_compile or json.null
+  summary.add_baselines(s, r, require("agents.lib.baselines").reported(run), t)
   s.sol_pct = r.roofline and r.roofline.sol_pct or json.null
   s.best = { path = "best_kernel.py" }
   run.rd:write("summary.json", s)
@@ -82,7 +82,7 @@ local function main(argv)
   end
   run.progress:finish(string.format("run %s: generated a verified kernel (worker %d, %d attempt(s)): %.4f ms%s\n  %s",
     run.rd.id, g.worker, g.attempts, t, r.eager_ms and string.format(", %.2fx eager", r.eager_ms / t) or "",
-    run.rd:path("best_kernel.py")))
+    run.rd:path("best_kernel.py") .. summary.library_line(s)))
   return exit.replay_status(PROG, s, exit.EXIT.done)
 end
 

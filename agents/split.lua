@@ -1,5 +1,6 @@
--- agents/split.lua: the LLM-free decomposition (agents/flows/splitter.lua) over many problems,
--- each plan checked against its traced model as agents/fuse.lua checks an LLM's.
+-- agents/split.lua: the LLM-free decomposition of many problems into subgraphs, each checked.
+-- The splitter (agents/flows/splitter.lua) over many problems, each plan checked against its
+-- traced model as agents/fuse.lua checks an LLM's.
 --   kagent-rt agents/split.lua --problems DIR|LIST [--problems ...] [--shrink] [--devices cpu]
 --       [--out DIR] [--job-timeout 600]
 -- Writes split.json (a row per problem: subgraphs, valid or the reasons, the sizes it was traced

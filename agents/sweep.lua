@@ -2,9 +2,12 @@
 --   kagent-rt agents/sweep.lua --problems DIR|LIST --policy NAME [--kernels DIR] [--out DIR]
 --       [--max-concurrent N] [--slurm [--partition P] [--gpus-per-task 1] [--array-limit N]]
 --       [policy options: --rounds 8 --dtype fp32 ...] [-- more arguments for each run]
+--   kagent-rt agents/sweep.lua --kernelbench DIR [--levels 1,2,3] [--problems NAMES] [--policy NAME] ...
+--   kagent-rt agents/sweep.lua --out DIR --pack DEST        kagent-rt agents/sweep.lua --resume DEST
 -- Writes one sweep folder: a run folder per problem, sweep.json (plan, per-problem figures,
--- aggregates and their definitions) and table.md. Running it again on the same --out resumes:
--- finished problems are kept, interrupted ones continue with their run's --resume.
+-- aggregates and their definitions) and table.md, both rewritten after every problem. Running it
+-- again on the same --out (or --resume DIR) resumes: finished problems are kept, interrupted ones
+-- continue with their run's --resume. --pack writes the small folder that travels.
 -- docs/sweeps.md defines every figure and says how to run on a cluster.
 local fs = require("kagent.fs")
 local json = require("kagent.json")
@@ -34,12 +37,19 @@ local SPEC = {
   retries = { type = "integer", min = 0, help = "Slurm: resubmissions of a task that ends without a finished run (default 2)" },
   poll = { type = "number", above = 0, help = "Slurm: seconds between squeue polls (default 30)" },
   task = { type = "integer", min = 1, help = "(run by Slurm tasks) run problem N of the sweep in --out" },
+  kernelbench = { type = "string", help = "a KernelBench folder (level1/ level2/ level3/): its problems by --levels, or those --problems names; default policy: fuse --no-llm (the LLM-free floor); on --resume, this machine's copy" },
+  levels = { type = "string", help = "with --kernelbench: the levels, comma-joined (default 1,2,3)" },
+  resume = { type = "string", help = "continue the sweep in this folder (a sweep folder, or one --pack wrote)" },
+  pack = { type = "string", help = "write the sweep of --out (or --resume) as a small folder that travels: sweep.json, table.md and each finished run's summary.json and best kernel; then stop" },
 }
-local HOW = { usage = "kagent-rt agents/sweep.lua --problems DIR|LIST --policy NAME [options] [-- more arguments for each run]",
+local HOW = { usage = "kagent-rt agents/sweep.lua --problems DIR|LIST --policy NAME | --kernelbench DIR [--levels 1,2,3] "
+    .. "[options] [-- more arguments for each run]",
   about = "A policy over many problems, on this machine or as a Slurm job array: one run per problem, a sweep "
     .. "folder with every run, sweep.json and table.md. Running it again on the same --out resumes it.",
   epilog = "-- ARGS...: passed as they are to every run; an option its policy's script does not take stops the sweep "
-    .. "before it starts. Exit status: 0 every problem finished with a verified kernel, 1 otherwise, 2 bad input. "
+    .. "before it starts. sweep.json and table.md are rewritten after every problem; --pack DEST writes the sweep as a small "
+    .. "folder that --resume DEST continues (on another machine: with --kernelbench and --db of that machine). "
+    .. "Exit status: 0 every problem finished with a verified kernel, 1 otherwise, 2 bad input. "
     .. "Figures and their definitions, and running on Slurm: docs/sweeps.md",
   positional = "problem files" }
 -- The options of the runs themselves, passed on as given (the policy's defaults apply otherwise).
@@ -71,7 +81,8 @@ local function resume_check(plan, opts, pass)
     return "the runs' options differ from the sweep's (" .. table.concat(plan.policy_args, " ") .. ")"
   end
   if opts.slurm and plan.mode ~= "slurm" then return "the sweep ran locally; --slurm cannot take it over" end
-  if opts.db and fs.abspath(opts.db) ~= plan.db then return "--db differs from the sweep's (" .. plan.db .. ")" end
+  -- a sweep carried to another machine (--resume) takes that machine's database
+  if opts.db and not opts.resume and fs.abspath(opts.db) ~= plan.db then return "--db differs from the sweep's (" .. plan.db .. ")" end
   if opts.devices and (opts.devices == "cpu") ~= (plan.devices == "cpu") then
     return "--devices " .. opts.devices .. " changes between CPU mode and GPUs"
   end
@@ -97,6 +108,31 @@ local function keep_alive(plan, session)
   end
 end
 
+-- wall_s(plan) -> the time the sweep's drivers ran, summed over their sessions
+local function wall_s(plan)
+  local wall = 0
+  for _, s in ipairs(plan.sessions or {}) do wall = wall + ((s.finished or s.alive or s.started) - s.started) end
+  return wall
+end
+
+-- write_results(plan, cpu) -> the table's text: sweep.json and table.md rewritten from the runs
+local function write_results(plan, cpu)
+  local rows, agg = report.results(plan, { wall_s = wall_s(plan), cpu = cpu == true })
+  return report.write(plan, rows, agg), agg
+end
+
+-- pack_main(opts) -> exit status: the sweep in --out written as the folder that travels
+local function pack_main(opts)
+  local plan = opts.out and plan_lib.load(opts.out)
+  if not plan then return fail("--pack needs --out DIR (or --resume DIR), the folder of a sweep (no sweep.json there)") end
+  write_results(plan, type(plan.aggregate) == "table" and plan.aggregate.cpu_mode == true)
+  local res, err = require("agents.tools.sweep.pack").pack(plan, opts.pack)
+  if not res then return fail(err, 1) end
+  print(string.format("packed %s into %s: %d finished run(s), %.1f kB; continue with: kagent-rt agents/sweep.lua --resume %s "
+    .. "[--kernelbench DIR] [--db FILE]", plan.dir, opts.pack, res.runs, res.bytes / 1024, opts.pack))
+  return 0
+end
+
 local function run_local(plan, line, session)
   local local_run = require("agents.tools.sweep.local_run")
   local slots, warn = local_run.slots(plan.devices ~= json.null and plan.devices or nil,
@@ -120,10 +156,12 @@ local function run_local(plan, line, session)
     end
   end)
   local limit = require("agents.tools.sweep.time_limit").seconds(plan.run_time ~= json.null and plan.run_time or nil)
-  local_run.run(plan, todo, { db = plan.db, slots = slots, running = running, time_limit = limit or nil })
+  local cpu = slots[1].devices == "cpu"
+  local_run.run(plan, todo, { db = plan.db, slots = slots, running = running, time_limit = limit or nil,
+    on_done = function() write_results(plan, cpu) end })
   kagent.task.kill(ticker)
   status()
-  return slots[1].devices == "cpu"
+  return cpu
 end
 
 local function run_slurm(plan, line, session)
@@ -135,6 +173,7 @@ local function run_slurm(plan, line, session)
   local seed, serr = slurm.seed(plan, db)
   if not seed then return nil, "database seed: " .. tostring(serr) end
   local o = plan.slurm
+  local done_seen  -- problems finished when the table was last written
   local tries, err = slurm.drive(plan, { retries = o.retries, poll = o.poll, log = function(m) line:say("[slurm] " .. m) end,
     on_status = function(active, info)
       local by = {}
@@ -145,6 +184,11 @@ local function run_slurm(plan, line, session)
       local running = {}
       for _, p in ipairs(plan.problems) do
         if active[p.index] and active[p.index].state == "RUNNING" then running[#running + 1] = p end
+      end
+      local done_now = report.counts(plan)
+      if done_now ~= done_seen then
+        done_seen = done_now
+        write_results(plan, plan.devices == "cpu")
       end
       line:show(report.status_text(plan, running, "slurm: " .. (#states > 0 and table.concat(states, ", ") or "none queued")
         .. (info.resubmitted > 0 and (", resubmitted " .. info.resubmitted) or "")))
@@ -202,13 +246,36 @@ local function main(argv)
     return require("agents.tools.sweep.slurm").task_main(plan, opts.task)
   end
 
+  local kb = require("agents.tools.sweep.kernelbench")
+  if opts.resume then
+    if opts.out and fs.abspath(opts.out) ~= fs.abspath(opts.resume) then return fail("give --resume or --out, not both") end
+    if not plan_lib.load(opts.resume) then return fail("--resume " .. opts.resume .. ": no sweep.json there (a sweep folder, or one --pack wrote)") end
+    opts.out = opts.resume
+  end
+  if opts.pack then return pack_main(opts) end
+  if opts.levels and not opts.kernelbench then return fail("--levels needs --kernelbench DIR") end
+  if opts.kernelbench and not (opts.resume and not opts.levels and not opts.problems) then
+    local list, kerr = kb.problems(opts.kernelbench, opts.levels, opts.problems)
+    if not list then return fail(kerr) end
+    opts.problems = list
+  end
   if opts.time then
     local _, terr = require("agents.tools.sweep.time_limit").seconds(opts.time)
     if terr then return fail(terr) end
   end
   local pass = run_args.args(PASS, opts, extra)
+  if opts.kernelbench and not opts.policy and not (opts.out and plan_lib.load(opts.out)) then
+    -- the LLM-free floor for every level, unless a policy is named
+    opts.policy = kb.DEFAULT_POLICY
+    local has = {}
+    for _, a in ipairs(pass) do has[a] = true end
+    for _, a in ipairs(kb.DEFAULT_ARGS) do if not has[a] then pass[#pass + 1] = a end end
+  end
   local plan = opts.out and plan_lib.load(opts.out)
   if plan then
+    local rerr = kb.reroot(plan, opts.kernelbench)
+    if rerr then return fail(opts.out .. ": " .. rerr) end
+    if opts.resume and opts.db then plan.db = fs.abspath(opts.db) end
     local why = resume_check(plan, opts, pass)
     if why then return fail(string.format("%s holds a sweep already, and %s; use another --out", opts.out, why)) end
     -- how it runs may change; what it runs may not
@@ -217,7 +284,7 @@ local function main(argv)
     if opts.devices then plan.devices = opts.devices end
     if opts.time and plan.mode ~= "slurm" then plan.run_time = opts.time end
   else
-    if not opts.problems then return fail("--problems is required (--help lists the options)") end
+    if not opts.problems then return fail("--problems is required, or --kernelbench DIR (--help lists the options)") end
     if not opts.policy then return fail("--policy is required (beam, greedy, tune, skill, fuse or a policy file)") end
     local out = opts.out or fs.join("runs", string.format("sweep_%s_%s", fs.basename(opts.policy):gsub("%.lua$", ""),
       os.date("!%Y%m%d-%H%M%S")))
@@ -227,6 +294,7 @@ local function main(argv)
       max_concurrent = opts.max_concurrent, slurm = opts.slurm and slurm_options(opts) or nil,
       run_time = not opts.slurm and opts.time or nil })
     if not plan then return fail(perr) end
+    if opts.kernelbench then kb.mark(plan, opts.kernelbench) end
   end
   if plan_lib.needs_llm(plan.policy, plan.policy_args) then
     local configured, what = require("kagent.llm").configured()
@@ -260,10 +328,7 @@ local function main(argv)
   if plan.mode == "slurm" then cpu, rerr = run_slurm(plan, line, session) else cpu = run_local(plan, line, session) end
   line:finish()
   session.finished = ktime.wall()
-  local wall = 0
-  for _, s in ipairs(plan.sessions) do wall = wall + ((s.finished or s.alive or s.started) - s.started) end
-  local rows, agg = report.results(plan, { wall_s = wall, cpu = cpu == true })
-  local text = report.write(plan, rows, agg)
+  local text, agg = write_results(plan, cpu)
   print(text)
   print(string.format("\nsweep folder: %s (sweep.json, table.md, index.html)", plan.dir))
   if rerr then return fail(rerr, 1) end

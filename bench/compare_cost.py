@@ -10,8 +10,8 @@ compares, compare.compare_outputs), and its input's digest before and after the 
 docs/results/2026-11-29-gpu.md, and its sample, which evaluators before that compared). Prints,
 median seconds per job: the trials compared one after another (outputs and inputs), then the
 outputs on the worker's compare threads; and, side by side on those threads, a sum of squares
-through BLAS (np.dot) against the BLAS-free one the comparison uses (compare.sum_sq): a ratio well
-above 1 means the BLAS pool contends with the threads. Run it on
+through BLAS (np.dot) against the BLAS-free one the comparison uses (value_errors.sum_sq): a
+ratio well above 1 means the BLAS pool contends with the threads. Run it on
 the machine whose worker is slow (bench/eval_latency.py's `worker check: trials`).
 --before DIR: also the trials one after another with another copy of the evaluator (DIR holds its
 kagent_eval, e.g. a checkout's src/gpu/eval), each copy in a process of its own, taking turns,
@@ -30,7 +30,7 @@ import numpy as np
 # KAGENT_EVAL_PYTHONPATH: another copy of the evaluator (--before's processes)
 sys.path.insert(0, os.environ.get("KAGENT_EVAL_PYTHONPATH")
                 or os.path.join(os.path.dirname(__file__), "..", "src", "gpu", "eval"))
-from kagent_eval import compare, verdict  # noqa: E402
+from kagent_eval import compare, value_errors, verdict  # noqa: E402
 
 N = 1 << 20
 
@@ -122,7 +122,7 @@ def main():
     vecs = [rng.standard_normal(N) for _ in range(a.trials)]
     with ThreadPoolExecutor(max_workers=verdict.COMPARE_THREADS) as pool:
         blas = timed(lambda: list(pool.map(lambda v: [float(np.dot(v, v)) for _ in range(6)], vecs)), a.reps)
-        free = timed(lambda: list(pool.map(lambda v: [compare.sum_sq(v) for _ in range(6)], vecs)), a.reps)
+        free = timed(lambda: list(pool.map(lambda v: [value_errors.sum_sq(v) for _ in range(6)], vecs)), a.reps)
     print("trials %d of %d elements, compare threads %d, cpus %s" % (
         a.trials, N, verdict.COMPARE_THREADS, os.cpu_count()))
     print("  compared one after another   %7.3f s" % serial)

@@ -97,9 +97,9 @@ set(CPACK_DEBIAN_PROFILER_PACKAGE_NAME kagent-rt-profiler)
 set(CPACK_DEBIAN_RUNTIME_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_RUNTIME_PACKAGE_DEPENDS "python3 (>= 3.10), python3-numpy")
 set(CPACK_DEBIAN_RUNTIME_PACKAGE_RECOMMENDS "python3-torch")
-# kagent::core links LuaJIT and SQLite statically and needs these headers and CMake packages.
+# kagent::core links LuaJIT, SQLite and yaml-cpp statically and needs these headers and CMake packages.
 set(CPACK_DEBIAN_DEVEL_PACKAGE_DEPENDS
-  "kagent-rt (= ${PROJECT_VERSION}), libluajit-5.1-dev, libsqlite3-dev, libcurl4-openssl-dev | libcurl-dev, libssl-dev, nlohmann-json3-dev, libspdlog-dev, libfmt-dev")
+  "kagent-rt (= ${PROJECT_VERSION}), libluajit-5.1-dev, libsqlite3-dev, libyaml-cpp-dev, libcurl4-openssl-dev | libcurl-dev, libssl-dev, nlohmann-json3-dev, libspdlog-dev, libfmt-dev")
 # libkagent_prof needs CUPTI and libcuda, which come with NVIDIA's toolkit and driver, not from
 # Debian packages: no shlibdeps for it (GPU profiling reports ENOTSUP where they are missing).
 set(CPACK_DEBIAN_PROFILER_PACKAGE_DEPENDS "kagent-rt (= ${PROJECT_VERSION})")

@@ -11,7 +11,7 @@
 -- from the small tables below (constructors, objects, parameter names); the rest is `any`.
 local fs = kagent.fs
 
-local MODULES = { "task", "time", "proc", "json", "log", "fs", "prompt", "gpu", "http", "llm", "mem", "secrets" }
+local MODULES = { "task", "time", "proc", "json", "yaml", "log", "fs", "prompt", "gpu", "http", "llm", "mem", "secrets" }
 local IS_MODULE = {}
 for _, m in ipairs(MODULES) do IS_MODULE[m] = true end
 

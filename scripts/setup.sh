@@ -18,16 +18,22 @@ for a in "$@"; do
   esac
 done
 
-# The build: compiler and CMake, and the libraries compiled in (LuaJIT, SQLite statically;
+# The build: compiler and CMake, and the libraries compiled in (LuaJIT, SQLite, yaml-cpp statically;
 # lua-argparse, the agents' option parser; catch2 for the C++ tests built with the binary).
 packages=(build-essential cmake ninja-build pkg-config luajit libluajit-5.1-dev nlohmann-json3-dev
           libcli11-dev catch2 libspdlog-dev libfmt-dev libcurl4-openssl-dev libsqlite3-dev
-          libssl-dev lua-argparse python3 python3-numpy)
+          libyaml-cpp-dev libssl-dev lua-argparse python3 python3-numpy)
 # The demo (and the evaluator): a python with torch. Debian's CPU build (python3-torch, with
 # many dependencies of its own) only when neither KAGENT_PYTHON nor python3 has torch already.
 has_torch() { [ -n "$1" ] && "$1" -c "import torch" >/dev/null 2>&1; }
 if [ "$list" = 1 ] || { ! has_torch "${KAGENT_PYTHON:-}" && ! has_torch python3 && ! has_torch /usr/bin/python3; }; then
   packages+=(python3-torch)
+fi
+# KernelBench's C++ candidates (load_inline with cpp_sources) build in CPU mode against torch's
+# C++ headers, which Debian's torch keeps in libtorch-dev (src/gpu/eval/README.md), and
+# torch/extension.h includes pybind11's, which libtorch-dev does not bring
+if [ "$list" = 1 ] || [[ " ${packages[*]} " == *" python3-torch "* ]] || dpkg -s python3-torch >/dev/null 2>&1; then
+  packages+=(libtorch-dev pybind11-dev)
 fi
 if [ "$tests" = 1 ]; then
   # dpkg-dev, file: CPack's .deb (dpkg-shlibdeps); pip, setuptools, wheel: `pip install

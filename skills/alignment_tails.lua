@@ -4,6 +4,10 @@ return {
   category = "memory",
   intent = "Minimise alignment and tail cost: choose block sizes that divide the extent, keep "
     .. "pointers 16-byte aligned (tl.multiple_of / max_contiguous hints), and isolate the masked tail.",
+  -- the same change in CUDA C++ (--language cuda, agents/lib/skills.lua)
+  intents = { cuda = "Minimise alignment and tail cost: choose block sizes that divide the extent, keep "
+    .. "pointers 16-byte aligned (check `data_ptr()` alignment on the host, "
+    .. "`__builtin_assume_aligned`), and isolate the tail in its own guarded loop." },
   applies = function(p, f)
     if f.masked_loads and (p.coalescing or 100) < 95 then return 0.5 end
     if f.masked_loads and not p.has_metrics then return 0.2 end

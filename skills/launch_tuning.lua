@@ -4,6 +4,9 @@ return {
   category = "launch",
   intent = "Launch tuning: choose block sizes, num_warps and num_stages for this shape (or add a "
     .. "small triton.autotune config list keyed on the shape).",
+  -- the same change in CUDA C++ (--language cuda, agents/lib/skills.lua)
+  intents = { cuda = "Launch tuning: choose threads per block, blocks per SM and the grid for this shape "
+    .. "(`__launch_bounds__`, a small table of launch configurations keyed on the shape)." },
   applies = function(p, f)
     if f.tunables and f.tunables > 0 then
       if not p.has_metrics then return 0.4 end

@@ -4,6 +4,10 @@ return {
   category = "memory",
   intent = "Shared-memory tiling: stage tiles that several outputs reuse (blocked tl.dot loops, halo "
     .. "tiles for stencils) so each global byte is read once per block.",
+  -- the same change in CUDA C++ (--language cuda, agents/lib/skills.lua)
+  intents = { cuda = "Shared-memory tiling: stage tiles that several outputs reuse in `__shared__` arrays "
+    .. "(blocked GEMM loops with `__syncthreads()`, halo tiles for stencils) so each global byte "
+    .. "is read once per block." },
   applies = function(p, f)
     if f.reuse and ((p.l2_pct or 0) > 60 or (p.l1_pct or 0) > 60) then return 0.8 end
     if f.reuse and (p.dram_pct or 0) > 50 then return 0.6 end

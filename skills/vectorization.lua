@@ -4,6 +4,10 @@ return {
   category = "memory",
   intent = "Refine vectorization: make each thread load 16 contiguous bytes (contiguous block "
     .. "dimension, aligned offsets, enough elements per thread) so loads compile to 128-bit accesses.",
+  -- the same change in CUDA C++ (--language cuda, agents/lib/skills.lua)
+  intents = { cuda = "Refine vectorization: make each thread load 16 contiguous bytes (`float4` / `__half2` "
+    .. "loads through reinterpret_cast on aligned pointers) so loads compile to 128-bit "
+    .. "accesses." },
   applies = function(p, f)
     if (p.dram_pct or 0) >= 40 and (p.dram_pct or 0) < 85 and (p.stall_short or 0) < 20 then
       return 0.55

@@ -43,6 +43,8 @@ set_tests_properties(browser.report_pages PROPERTIES LABELS browser SKIP_RETURN_
 set_tests_properties(lua.compare_cpu_spec PROPERTIES TIMEOUT 900)
 # five policies run and resumed, then a kill and a move: some 50 s a case on a loaded 2-core machine
 set_tests_properties(lua.agent_resume_cpu_spec PROPERTIES TIMEOUT 900)
+# three processes' "x eager" compared: alone, so the other tests' load does not move one of them
+set_tests_properties(lua.figures_agree_cpu_spec PROPERTIES RUN_SERIAL ON TIMEOUT 1200)
 
 # scripts/setup.sh's package lists against the README and .ci/run (no package only tests need
 # in the plain setup)

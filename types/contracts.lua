@@ -8,6 +8,8 @@
 ---@field name string unique name; a user skill of the same file name shadows a shipped one
 ---@field category string e.g. "memory", "compute", "latency", "occupancy"
 ---@field intent string text given to the LLM: what to change and why
+---@field intents? table<string, string> the intent in a --language's own words (`{cuda = "..."}`); the loader makes it `intent` for a run in that language
+---@field languages? string[] the --language values the skill applies to (default: all)
 ---@field applies fun(profile: kagent.Profile, features: kagent.Features): number? score > 0 when the skill fits, else nil
 ---@field expected string[] metrics that should move, e.g. "dram__bytes_read.sum down"
 ---@field avoid string[] anti-patterns to warn about

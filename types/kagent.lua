@@ -8,6 +8,7 @@
 ---@field time kagent.time
 ---@field proc kagent.proc
 ---@field json kagent.json
+---@field yaml kagent.yaml
 ---@field log kagent.log
 ---@field fs kagent.fs
 ---@field prompt kagent.prompt
@@ -49,8 +50,9 @@ function kagent.resolve(rel) end
 
 ---`kagent.sha256(s)` → the lower-case hex SHA-256 digest of the string `s`. It is the one hash of
 ---  the agents' fingerprints: `problem_hash` in memory is `kagent.sha256(problem code)`, and a
----  kernel's fallback fingerprint is `"src:" .. kagent.sha256(its code without comments and blank
----  lines)` (`agents/lib/fingerprint.lua`). Rows that an older kagent-rt wrote with its earlier
+---  kernel's `source_hash` is `"src:" .. kagent.sha256(its code without comments and blank
+---  lines)` (`agents/lib/fingerprint.lua`); its `fingerprint` is only ever the evaluator's (16 hex
+---  digits of the AST hash), absent when the evaluator gave none (`agents/search/attempt.lua`). Rows that an older kagent-rt wrote with its earlier
 ---  16-digit hash take the new one when a run of their problem next opens the database.
 ---@param s any
 ---@return any

@@ -16,7 +16,7 @@ local attempt = require("agents.search.attempt")
 local baselines = require("agents.lib.baselines")
 local verdict = require("agents.lib.verdict")
 local decomposition = require("agents.lib.decomposition")
-local generate = require("agents.flows.generate")
+local generate = require("agents.search.generate")
 local subproblem = require("agents.lib.subproblem")
 local splitter = require("agents.flows.splitter")
 local subrun = require("agents.flows.subrun")
@@ -63,7 +63,11 @@ local function route(run, st)
     a = { ok = false, traced = false, trace_error = "the analysis failed: " .. tostring(a.error) }
   end
   local force = run.opts.route ~= "auto" and run.opts.route or nil
-  local r = router.decide(run, a, { force = force, vote = not run.opts.no_vote, cache = not run.opts.fresh })
+  -- say where a forced route came from: --no-llm sets it when no --route was given (agents/fuse.lua)
+  local given = run.opts._given and run.opts._given.route
+  local why = force and run.opts.no_llm and not given
+    and "--no-llm (no --route given): the LLM-free path is the splitter's decomposition" or nil
+  local r = router.decide(run, a, { force = force, force_reason = why, vote = not run.opts.no_vote, cache = not run.opts.fresh })
   if r.vote then
     run.rd:write("fuse/route_prompt.txt", r.vote.prompt or "")
     run.rd:write("fuse/route_reply.txt", r.vote.reply or "")
@@ -188,7 +192,7 @@ local function direct_path(run, st)
     local view = strict(run)
     local g, gerr = generate.run(view, run.opts.gen_workers)
     if not g then return nil, gerr end
-    local r = view.pool:evaluate(view.job(g.code, { bench = { baselines = baselines.REPORTED } }))
+    local r = view.pool:evaluate(view.job(g.code, { bench = { baselines = baselines.reported(view) } }))
     if not verdict.verified(r) then
       log.warn("the generated program's timed run next to the baselines failed (%s): its verified result stands", tostring(r.error))
       r = g.result
@@ -226,9 +230,8 @@ local function finish(run, st, best, failures)
     run.rd:write("best_eval.json", res)
     s.path, s.best = r.final, { path = "best_kernel.py", from = best.source }
     s.best_ms, s.best_time = t, res.time_ms
-    s.baselines = { eager_ms = res.eager_ms or json.null, compile_ms = res.compile_ms or json.null }
-    s.speedup_vs_eager = res.eager_ms and res.eager_ms / t or json.null
-    s.speedup_vs_compile = res.compile_ms and res.compile_ms / t or json.null
+    -- the baselines its job timed (direct_path, compose)
+    summary.add_baselines(s, res, baselines.reported(run), t)
     s.sol_pct = res.roofline and res.roofline.sol_pct or json.null
     s.next = string.format("kagent-rt agents/beam.lua --problem %s --kernel %s --dtype %s", run.problem_path,
       run.rd:path("best_kernel.py"), run.dtype)

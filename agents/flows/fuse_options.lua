@@ -29,7 +29,7 @@ local SPEC = {
   ["own-share"] = { type = "number", above = 0, max = 1, default = 1, group = FUSE,
     help = "share of GPU time the program's own kernels must carry (the kernel audit; 1: no library kernel on the hot path)" },
 }
-for _, name in ipairs({ "problem", "refine", "model", "prices", "dtype", "out", "db", "devices", "workers-per-gpu", "job-timeout", "max-spread", "metrics",
+for _, name in ipairs({ "problem", "shrink", "language", "library", "refine", "model", "prices", "dtype", "out", "db", "devices", "workers-per-gpu", "job-timeout", "max-spread", "metrics",
     "max-tokens", "max-reply-bytes", "max-code-bytes", "temperature", "budget-usd", "budget-tokens", "llm-timeout", "stream",
     "llm-failures", "llm-backoff" }) do
   SPEC[name] = options[name]

@@ -1,6 +1,6 @@
 -- The generate stage of agents/fuse.lua (agents/flows/fuse.lua): one session per distinct
 -- subgraph, all in parallel. A session tries the subgraph's first kernel without an LLM, then
--- generates one (agents/flows/generate.lua) in a sub-run with its own memory row and folder
+-- generates one (agents/search/generate.lua) in a sub-run with its own memory row and folder
 -- fuse/sg_<k>/, keeps the faster verified kernel and stores it.
 local json = require("kagent.json")
 local log = require("kagent.log")
@@ -10,7 +10,7 @@ local attempt = require("agents.search.attempt")
 local fingerprint = require("agents.lib.fingerprint")
 local verdict = require("agents.lib.verdict")
 local first_kernel = require("agents.flows.first_kernel")
-local generate = require("agents.flows.generate")
+local generate = require("agents.search.generate")
 local subrun = require("agents.flows.subrun")
 local memory = require("agents.run.memory")
 
@@ -103,6 +103,7 @@ local function session(run, u, progress)
     policy = "fuse-subgraph", config = { fuse_run = run.mem.run_id, subgraph = u.dir, dtype = run.dtype } }, run.rd.writes)
   local sub = subrun.derive(run, { problem_path = path, problem_code = u.code, dir = dir, mem = mem, progress = progress,
     job = M.audited(run.opts.own_share) })
+  memory.rekey_op_class(run.db, fingerprint.hash(u.code), sub.op_class)  -- as agents/run/init.lua does for a run
   local out = { dir = u.dir, occurrences = u.occurrences, signature = u.signature }
   local code, result
   if run.opts.first ~= "none" then first(run, u, path, out) end

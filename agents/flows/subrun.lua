@@ -1,11 +1,15 @@
 -- A run seen from one of its sessions (agents/fuse.lua): the same options, pool, LLM and memory
 -- database, but another problem (a subgraph written as a problem of its own), its own folder in
 -- the run directory, its own evaluation cache and prompt blocks, and its own usage counter, so
--- its generation session (agents/flows/generate.lua) runs unchanged and reports what it spent.
+-- its generation session (agents/search/generate.lua) runs unchanged and reports what it spent.
 local run_lib = require("agents.run")
 local features = require("agents.lib.features")
 
 local M = {}
+
+-- subgraph source -> its op class: the views of one subgraph (its first kernels, its session)
+-- trace it once
+local op_class_of = {}
 
 local function add_usage(u, res)
   local x = res.usage or {}
@@ -23,7 +27,13 @@ function M.derive(run, f)
   local r = setmetatable({}, { __index = run })
   r.problem_path = f.problem_path or run.problem_path
   r.problem_code = f.problem_code or run.problem_code
-  r.op_class = features.op_class(r.problem_code)
+  -- a subgraph has its own op class (from its trace, once per subgraph); the run's own problem
+  -- keeps the run's
+  if f.problem_path and not op_class_of[r.problem_code] then
+    op_class_of[r.problem_code] = features.problem_op_class(run.pool, r.problem_path, r.problem_code, run.dtype,
+      run.opts and run.opts.job_timeout)
+  end
+  r.op_class = f.problem_path and op_class_of[r.problem_code] or run.op_class or features.op_class(r.problem_code)
   r.rd = f.dir and run.rd:sub(f.dir) or run.rd
   r.mem = f.mem or run.mem
   r.progress = f.progress or run.progress

@@ -53,12 +53,16 @@ function M.rank(incumbents, newcomers)
   return out
 end
 
+-- identity(k) -> what makes two kernels the same: the evaluator's fingerprint, else the source
+-- hash (agents/search/attempt.lua, key)
+local function identity(k) return k.fingerprint or k.source_hash end
+
 -- distinct(items) -> items with duplicate fingerprints removed (first occurrence kept, so rank
 -- first to keep the fastest copy).
 function M.distinct(items)
   local seen, out = {}, {}
   for _, it in ipairs(items) do
-    local fp = it.fingerprint or it.code_hash
+    local fp = identity(it) or it.code_hash
     if not fp or not seen[fp] then
       if fp then seen[fp] = true end
       out[#out + 1] = it
@@ -74,7 +78,7 @@ function M.next_beam(beam, children, n)
   -- the first kernel with a fingerprint owns it: incumbents, then children in creation order
   local seen, held, fresh = {}, {}, {}
   for _, k in ipairs(beam) do
-    local fp = k.fingerprint
+    local fp = identity(k)
     if not (fp and seen[fp]) then if fp then seen[fp] = true end; held[#held + 1] = k end
   end
   local kids = {}
@@ -83,7 +87,7 @@ function M.next_beam(beam, children, n)
   end
   table.sort(kids, function(a, b) return (a.seq or 0) < (b.seq or 0) end)
   for _, c in ipairs(kids) do
-    local fp = c.fingerprint
+    local fp = identity(c)
     if not (fp and seen[fp]) then if fp then seen[fp] = true end; fresh[#fresh + 1] = c end
   end
   local kept = M.rank(held, fresh)

@@ -16,9 +16,13 @@ local function list_lua(dir)
   return names
 end
 
--- load(dir) -> array of skill tables (each validated), or raises naming the bad file. Without
--- `dir`: skills/*.lua on kagent.path, where a user's skill shadows a shipped one of the same name.
-function M.load(dir)
+-- load(dir, language) -> array of skill tables (each validated), or raises naming the bad file.
+-- Without `dir`: skills/*.lua on kagent.path, where a user's skill shadows a shipped one of the
+-- same name. language (--language, default triton): a skill's `intents[language]`, where it has
+-- one, is its intent (the same change in that language's words: `__syncthreads` and shared arrays
+-- rather than tl.dot); a skill whose `languages` list leaves the language out is not loaded.
+function M.load(dir, language)
+  language = language or "triton"
   local out, paths = {}, {}
   if dir then
     for _, n in ipairs(list_lua(dir)) do paths[#paths + 1] = dir .. "/" .. n end
@@ -34,7 +38,10 @@ function M.load(dir)
       error("skills: " .. path .. " must return {name, category, intent, applies, expected, avoid}")
     end
     s.path = path
-    out[#out + 1] = s
+    if type(s.intents) == "table" and type(s.intents[language]) == "string" then s.intent = s.intents[language] end
+    local wanted = type(s.languages) ~= "table"
+    for _, l in ipairs(type(s.languages) == "table" and s.languages or {}) do wanted = wanted or l == language end
+    if wanted then out[#out + 1] = s end
   end
   return out
 end

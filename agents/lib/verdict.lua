@@ -39,4 +39,17 @@ function M.error_signature(err)
   return tostring(err):match("^(%u+):") or tostring(err):sub(1, 40)
 end
 
+-- verdict_word(summary) -> "yes" (confirmed), "not confirmed" (no finalist passed the final
+-- confirmation) or "no" (failed, or no summary): the one word tables and pages show
+function M.verdict_word(s)
+  if M.reportable(s) then return "yes" end
+  return type(s) == "table" and s.status == "unconfirmed" and "not confirmed" or "no"
+end
+
+-- reportable(summary) -> whether a summary carries figures (a confirmed best kernel). Tables
+-- and pages show a speedup only where this holds, and "not confirmed" otherwise.
+function M.reportable(s)
+  return type(s) == "table" and s.verified == true
+end
+
 return M

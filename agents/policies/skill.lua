@@ -20,7 +20,7 @@ local P = { name = "skill" }
 function P.parents(beam, run) return { beam[1] } end
 
 function P.directions(parent, run)
-  local f = features.extract(parent.code, run.problem_code, run.dtype)
+  local f = features.extract(parent.code, run.problem_code, run.dtype, run.op_class)
   local decision = retrieval.retrieve(run.skills, parent.profile or {}, f,
     function(bucket) return run.mem:skill_stats({ op_class = run.op_class, bottleneck = bucket }) end)
   local hints = { history = run.mem:history_text(parent.fingerprint), tried = run.mem:skills_tried(parent.fingerprint),

@@ -17,7 +17,7 @@ function P.parents(beam, run)
 end
 
 function P.directions(parent, run)
-  local hits = skills.retrieve(run.skills, parent.profile, features.extract(parent.code, run.problem_code, run.dtype))
+  local hits = skills.retrieve(run.skills, parent.profile, features.extract(parent.code, run.problem_code, run.dtype, run.op_class))
   -- a change that beat this kernel before is tried again: a later run from the same kernel then
   -- finds (and measures anew) the best setting memory knows, instead of stopping at a slower one
   local function tried(sig)

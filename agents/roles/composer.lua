@@ -154,7 +154,7 @@ function M.compose(run, a, dec, unique)
   if not code then return { ok = false, error = "the kernels could not be joined: " .. err } end
   local path = run.rd:path("compose/composed_kernel.py")
   run.rd:write(path, code)
-  local baselines = run.opts.max_autotune and baselines_lib.ALL or baselines_lib.REPORTED
+  local baselines = run.opts.max_autotune and baselines_lib.all(run) or baselines_lib.reported(run)
   local r = run.pool:evaluate(run.job(code, { bench = { baselines = baselines } }))
   run.rd:write("compose/verify.json", r)
   local hot = run.pool:analyze({ kind = "forward", problem = run.problem_path, candidate = path, dtype = run.dtype })

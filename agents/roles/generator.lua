@@ -15,24 +15,31 @@ M.APPROACHES = {
     .. "small kernel (deterministic order, no atomics).",
 }
 
-local KERNEL_RULE = {
-  gpu = "The main computation runs in your own Triton kernels (`@triton.jit`), launched from "
-    .. "`forward`. Do not call PyTorch, cuBLAS or cuDNN for it; PyTorch may allocate outputs and "
-    .. "reshape views.",
-  cpu = "CPU mode: write it in pure PyTorch operations (no Triton, no GPU), as a faster "
-    .. "formulation of the same computation than the reference.",
-}
+-- The four granularities a first kernel may have (KernelSkill's seed generator declares one):
+-- the reply's `GRANULARITY:` line (prompts/generate.md) as a summary field
+M.GRANULARITIES = { ["one hotspot"] = "one_hotspot", ["several ops"] = "several_ops", ["fuse many"] = "fuse_many",
+  ["full rewrite"] = "full_rewrite" }
 
--- propose(run, w) -> {code, prompt, reply, error, llm_code}; w = {k, n, lessons}. The problem block goes
+-- granularity(reply) -> one_hotspot|several_ops|fuse_many|full_rewrite, or "unstated" where the
+-- reply has no such line or names none of the four (a model that skipped the line still wrote a kernel)
+function M.granularity(reply)
+  for line in tostring(reply or ""):gmatch("[^\n]+") do
+    local said = line:match("^[%s%*`#>-]*[Gg][Rr][Aa][Nn][Uu][Ll][Aa][Rr][Ii][Tt][Yy][%s%*`]*[:=][%s%*`]*(.-)[%s%*`.]*$")
+    if said then return M.GRANULARITIES[said:lower():gsub("[_-]", " "):gsub("%s+", " ")] or "unstated" end
+  end
+  return "unstated"
+end
+
+-- propose(run, w) -> {code, prompt, reply, error, llm_code, model, granularity}; w = {k, n, lessons}. The problem block goes
 -- first (the same for every generator), the worker's approach last.
 function M.propose(run, w)
   local a = run.ask_code({ tag = "generate", template = "generate", shared = run.problem_block(), vars = {
-    language = run.can_profile and "Triton" or "PyTorch (CPU mode)",
-    kernel_rule = run.can_profile and KERNEL_RULE.gpu or KERNEL_RULE.cpu,
+    language = run.language_name, kernel_rule = run.language_rules(),
     worker = w.k, workers = w.n, approach = M.APPROACHES[(w.k - 1) % #M.APPROACHES + 1],
     lessons = w.lessons or "(none)",
   } })
-  return { code = a.code, prompt = a.prompt, reply = a.reply, error = a.error, llm_code = a.llm_code, model = a.model }
+  return { code = a.code, prompt = a.prompt, reply = a.reply, error = a.error, llm_code = a.llm_code, model = a.model,
+    granularity = M.granularity(a.reply) }
 end
 
 return M

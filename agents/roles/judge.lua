@@ -106,7 +106,8 @@ function M.diagnose(run, parent, m, hints)
     else
       warning = "the diagnosis call failed (" .. tostring(a.error) .. ")"
     end
-    if warning then
+    -- (not where the LLM is down: the run stops, and says why once)
+    if warning and not (run.llm_guard and run.llm_guard.down) then
       require("kagent.log").warn("diagnosis of %s: %s; its directions come from the skill rules", tostring(parent.id), warning)
     end
   else
@@ -126,7 +127,7 @@ end
 -- its trace (bottleneck_prompt.txt, bottleneck_response.txt), and the history and lessons its
 -- worker's prompt shows.
 function M.directions(run, parent, m)
-  local feats = features.extract(parent.code, run.problem_code, run.dtype)
+  local feats = features.extract(parent.code, run.problem_code, run.dtype, run.op_class)
   local hits = skills_lib.retrieve(run.skills, parent.profile, feats,
     { limit = 6, stats = run.mem:skill_stats({ op_class = run.op_class }) })
   local words = { run.op_class }

@@ -11,6 +11,10 @@ function M.profile(run, kernel)
   local p = run.pool:profile(run.job(kernel.code))
   if not (p and p.ok) then return nil end
   for k, v in pairs(r or {}) do if p[k] == nil then p[k] = v end end
+  -- ranked by a model (--objective in-model): the figures that rank it stay the model's
+  if r and r.in_model then
+    p.time_ms, p.eager_ms, p.speedup_vs_eager = r.time_ms, r.eager_ms, r.speedup_vs_eager
+  end
   return p
 end
 

@@ -139,7 +139,8 @@ function M.cached(run)
 end
 
 -- decide(run, analysis, opts) -> route {path, decided_by, static, vote, cached_from, reason}.
--- opts: force ("direct"|"decompose": the user's choice), vote (ask the LLM when the rules leave
+-- opts: force ("direct"|"decompose": the user's choice) with force_reason (where it came from,
+-- default "--route <path>"), vote (ask the LLM when the rules leave
 -- room), cache (reuse a remembered decision). The order: the user, then what the analysis makes
 -- impossible, then memory, then the rules with the vote.
 function M.decide(run, a, opts)
@@ -147,7 +148,7 @@ function M.decide(run, a, opts)
   local route = { static = { path = s.path, score = s.score, reasons = s.reasons, hard = s.hard }, features = s.features }
   if opts.force then
     route.path, route.decided_by = opts.force, "option"
-    route.reason = "--route " .. opts.force
+    route.reason = opts.force_reason or ("--route " .. opts.force)
     return route
   end
   if s.hard then

@@ -80,6 +80,27 @@ function M.require_llm(prog, opts, needs, hint)
   return nil, 2
 end
 
+-- check_llm(prog, opts, llm) -> true, or nil and the exit status after saying why once on stderr:
+-- before any worker starts, one request asks the server whether it takes the key and serves the
+-- run's models (llm.check; docs/agents.md, "The LLM is checked first"). 2 where it refuses the key
+-- or does not serve a model (its URL's /v1 missing, say), 3 where it does not answer.
+-- KAGENT_LLM_CHECK=0 skips it (a server with no model list); a strict replay sends nothing.
+function M.check_llm(prog, opts, llm)
+  local flag = os.getenv("KAGENT_LLM_CHECK")
+  if flag == "0" or flag == "false" or flag == "no" or flag == "off" then return true end
+  local plan = M.model_plan(opts)
+  local ok, err, code = llm.check(plan and plan.all or {})
+  if ok then return true end
+  local why = tostring(err):gsub("^%u+: ", "")
+  if llm_guard.TRANSIENT[code] then
+    io.stderr:write(prog .. ": the LLM does not answer: " .. why .. ". Nothing was started.\n")
+    return nil, 3
+  end
+  io.stderr:write(prog .. ": " .. M.model_flags(opts) .. why .. ". Nothing was started."
+    .. (code == "EAUTH" and " Fix the key and run again.\n" or "\n"))
+  return nil, 2
+end
+
 -- add(r): r.chat, r.ask, r.ask_code, r.ask_json, r.extract_code, r.code_from, r.extract_json on a
 -- run (after prompts.add: a call sends r.system_prompt())
 function M.add(r)
@@ -148,7 +169,9 @@ function M.add(r)
     if res then
       if res.text == nil then res.text = "" end
       if res.streamed then guard.streamed = true end
-    else
+    elseif not guard.down then
+      -- (a call the guard did not make, or whose failure brought the LLM down, is said once: by
+      -- the guard now, and why when the run stops)
       log.warn("LLM %s call failed: %s", tag or "?", tostring(err))
     end
     show(true)

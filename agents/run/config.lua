@@ -1,15 +1,15 @@
 -- --config FILE: options from a file. Keys are the long option names (`rounds`, `max-cv` or
 -- `max_cv`); KernelAgent's keys are accepted where they mean the same (KA below); options given
--- on the command line win. The file is JSON (it starts with "{") or this subset of YAML:
---   key: value            a string, number, true/false, or null (nothing set); "..." or '...'
---   # comment             whole lines, or after a value following a space
---   section:              KernelAgent's strategy_config: its indented `key: value` lines
---     key: value
--- No lists, anchors, multi-line strings or flow mappings: such a line is an error naming it.
+-- on the command line win. The file is JSON (it starts with "{") or YAML (kagent.yaml, yaml-cpp):
+-- KernelAgent's configs (examples/configs/*.yaml there) load as they are written. Its section
+-- `strategy_config:` is read one level down ("strategy_config.key"); its `models:` list becomes
+-- --model worker=A,B,C; its keys with no meaning here (`platform:`, `num_workers`...) are named
+-- once, in one line, as ignored.
 -- The merged options are the run's (state.json's `opts`), which --resume uses without the file.
 local fs = require("kagent.fs")
 local keys_lib = require("agents.lib.keys")
 local json = require("kagent.json")
+local yaml = require("kagent.yaml")
 
 local M = {}
 
@@ -17,83 +17,71 @@ local M = {}
 M.KA = {
   strategy = { "policy", { beam_search = "beam", greedy = "greedy" } },
   ["strategy_config.num_top_kernels"] = { "beam" },
+  ["strategy_config.candidate_pool_size"] = { "beam" },
   ["strategy_config.num_bottlenecks"] = { "directions" },
   ["strategy_config.max_no_improvement"] = { "plateau" },
   openai_model = { "model" },
 }
--- KernelAgent's keys with no counterpart here: named in a note, not an error.
-M.KA_IGNORED = { num_workers = "workers follow --beam x --directions",
-  high_reasoning_effort = "no setting here", benchmark_warmup = "timing is adaptive",
-  benchmark_repeat = "timing is adaptive", divergence_threshold = "no setting here",
-  target_platform = "the device is found", gpu_name = "the device is found" }
+-- KernelAgent's list of models (each worker of a round takes the next): our worker mixture.
+M.KA_MODELS = { ["strategy_config.models"] = true, models = true }
+-- KernelAgent's keys with no counterpart here: named in a note, not an error. Any other
+-- strategy_config.* key is one of its search settings, named the same way.
+M.KA_IGNORED = { num_workers = "workers follow --beam x --directions", high_reasoning_effort = "no setting here",
+  benchmark_warmup = "timing is adaptive", benchmark_repeat = "timing is adaptive",
+  divergence_threshold = "no setting here", target_platform = "the device is found",
+  gpu_name = "the device is found", platform = "the device is found" }
+-- Sections read one level down; any other mapping is one value (refused, or ignored whole).
+M.SECTIONS = { strategy_config = true }
 
-local function scalar(raw, where)
-  local v = raw:match("^%s*(.-)%s*$")
-  local q = v:sub(1, 1)
-  if q == '"' or q == "'" then
-    local body, rest = v:match("^" .. q .. "(.-)" .. q .. "(.*)$")
-    if not body or not (rest:match("^%s*$") or rest:match("^%s+#")) then
-      return nil, where .. ": unterminated quoted string"
-    end
-    if q == '"' then body = body:gsub('\\"', '"') end
-    return body
-  end
-  v = v:gsub("%s+#.*$", "")
-  if v == "" or v == "~" or v == "null" then return json.null end
-  if v == "true" then return true end
-  if v == "false" then return false end
-  if v:match("^[%[{|>&*!]") then return nil, where .. ": only plain values are read here (no lists, mappings or blocks)" end
-  return tonumber(v) or v
+local function is_map(v)
+  return type(v) == "table" and not json.is_array(v) and next(v) ~= nil
 end
 
--- parse_yaml(text, name) -> flat table {key or "section.key" = value}, or nil, why
-function M.parse_yaml(text, name)
-  local out, section = {}, nil
-  local n = 0
-  for line in (text .. "\n"):gmatch("([^\n]*)\n") do
-    n = n + 1
-    line = line:gsub("\r$", "")
-    local where = string.format("%s:%d", name, n)
-    if not (line:match("^%s*$") or line:match("^%s*#") or line == "---") then
-      local indent, key, rest = line:match("^(%s*)([%w_%-]+):(.*)$")
-      if not key then return nil, where .. ": expected 'key: value'" end
-      if rest:match("^%s*$") or rest:match("^%s+#") then
-        if #indent > 0 then return nil, where .. ": only one level of sections is read" end
-        section = key
-      elseif #indent > 0 then
-        if not section then return nil, where .. ": indented, but under no section" end
-        local v, why = scalar(rest, where)
-        if v == nil then return nil, why end
-        out[section .. "." .. key] = v
-      else
-        section = nil
-        local v, why = scalar(rest, where)
-        if v == nil then return nil, why end
-        out[key] = v
-      end
-    end
-  end
-  return out
-end
-
--- read(path) -> flat table of the file's keys, or nil, why
-function M.read(path)
-  local text = fs.read(path)
-  if not text then return nil, "cannot read " .. path end
+-- decode(text, path) -> the file's table, or nil, why ("path:LINE:COL: what" for YAML)
+local function decode(text, path)
   if text:match("^%s*{") then
     local t, why = json.decode(text)
     if type(t) ~= "table" then return nil, path .. ": " .. tostring(why or "not a JSON object") end
-    local flat = {}
-    for k, v in pairs(t) do
-      if type(v) == "table" and not json.is_array(v) then
-        for k2, v2 in pairs(v) do flat[k .. "." .. k2] = v2 end
-      else
-        flat[k] = v
-      end
-    end
-    return flat
+    return t
   end
-  return M.parse_yaml(text, path)
+  local t, why = yaml.decode(text)
+  if t == nil then return nil, path .. ":" .. tostring(why):gsub("^EPARSE: ", "") .. " (not valid YAML)" end
+  if t == yaml.null then return {} end  -- only comments: nothing set
+  if not is_map(t) then
+    return nil, path .. ": expected 'option: value' lines at the top level, found a " .. (type(t) == "table" and "list" or "single value")
+  end
+  return t
+end
+
+-- read(path) -> flat table {key or "section.key" = value}, or nil, why
+function M.read(path)
+  local text = fs.read(path)
+  if not text then return nil, "cannot read " .. path end
+  local t, why = decode(text, path)
+  if not t then return nil, why end
+  local flat = {}
+  for k, v in pairs(t) do
+    if M.SECTIONS[k] and is_map(v) then
+      for k2, v2 in pairs(v) do flat[k .. "." .. k2] = v2 end
+    else
+      flat[k] = v
+    end
+  end
+  return flat
+end
+
+-- models_value(v, k, path) -> "worker=A,B,C" from KernelAgent's list of model names, or nil, why
+local function models_value(v, k, path)
+  if type(v) == "string" then v = { v } end
+  if type(v) ~= "table" or not json.is_array(v) then
+    return nil, string.format("%s: %s must be a list of model names", path, k)
+  end
+  for _, m in ipairs(v) do
+    if type(m) ~= "string" or m:find("[,=*]") then
+      return nil, string.format("%s: %s: '%s' is not a model name", path, k, tostring(m))
+    end
+  end
+  return "worker=" .. table.concat(v, ",")
 end
 
 -- to_argv(flat, spec, path) -> argv of the options the file sets (sorted, for one order), notes
@@ -110,7 +98,11 @@ function M.to_argv(flat, spec, path)
       if ka[2] and ka[2][v] then v = ka[2][v] end
     end
     local s = spec[name]
-    if name == "config" or name == "resume" then
+    if M.KA_MODELS[k] then
+      local value, why = models_value(v, k, path)
+      if not value then return nil, why end
+      argv[#argv + 1] = "--model=" .. value
+    elseif name == "config" or name == "resume" then
       return nil, string.format("%s: '%s' cannot be set from a config file", path, k)
     elseif s then
       if v == json.null then  -- luacheck: ignore 542 (nothing set: the default stays)

@@ -33,12 +33,14 @@ function M.write_failed_status(prog, run)
 end
 
 -- llm_down_status(prog, guard, resume) -> exit status of a run the LLM stopped (guard:
--- agents/run/llm_guard.lua, down): 2 where the provider refused the key (bad input: no retry
--- helps), else 3; the message names what to do, and `resume` (a command) how to go on, if any
+-- agents/run/llm_guard.lua, down): 2 where the provider refused the key or has no such model or
+-- URL (bad input: no retry helps), else 3; the message names what to do, and `resume` (a
+-- command) how to go on, if any
 function M.llm_down_status(prog, guard, resume)
   local next = resume and ("\n  " .. resume) or ""
   if guard.fatal then
-    say(prog, string.format("stopped: %s. Fix the key%s", guard.down,
+    say(prog, string.format("stopped: %s. Fix the %s%s", guard.down,
+      guard.fatal == "EAUTH" and "key" or "model name or the URL",
       resume and ", then continue with:" .. next or " and run again."))
     return M.EXIT.input
   end

@@ -6,8 +6,9 @@
 --     loop counts and re-asks once (agents/run/ask.lua), not a failure of the LLM.
 --   * --llm-failures calls failing in a row mean the LLM is down: no call is made after that,
 --     and the driver stops the run (exit 3) so that --resume can continue it later.
---   * A refused API key (EAUTH) stops it at the first such call (exit 2: the key is to be fixed,
---     then --resume continues).
+--   * A refused API key (EAUTH), or a model or URL the server does not have (ENOTFOUND, HTTP 404),
+--     stops it at the first such call (exit 2: the key, model or URL is to be fixed, then --resume
+--     continues): no later call can pass, so it is no outage.
 --   * Failed calls are counted by code for summary.json and the status line; streamed replies
 --     give the decoding rate (tokens per second) the status line shows.
 -- An LLM failure is never a kernel's: the attempt it ends is recorded as `llm_error`
@@ -26,9 +27,10 @@ M.NOT_FAILURES = { EBUDGET = true, ECANCELED = true, EREPLAY = true }
 -- failed replies, not failures of the LLM: it answered, too much (over --max-reply-bytes, or the
 -- LLM layer's max_body). They count toward no --llm-failures, and end a run of failed calls.
 M.REPLY_FAILURES = { ETOOBIG = true }
--- failures no later call can pass: the provider refused the API key. The first one brings the
--- LLM down at once (and says so), instead of --llm-failures calls in a row.
-M.FATAL = { EAUTH = true }
+-- failures no later call can pass: the provider refused the API key, or has no such model or
+-- URL. The first one brings the LLM down at once (and says so), instead of --llm-failures calls
+-- in a row.
+M.FATAL = { EAUTH = true, ENOTFOUND = true }
 -- tries of a failed call after the first
 M.RETRIES = 2
 
@@ -53,7 +55,9 @@ function M:record(ok, code, err)
   self.last_error, self.last_code = tostring(err), code
   if M.FATAL[code] and not self.down then
     self.down, self.fatal = tostring(err):gsub("^%u+: ", ""), code
-    log.error("%s; the run stops once the workers in flight are done", self.down)
+    -- the provider's words are said once, when the run stops (agents/run/exit.lua)
+    log.error("the provider %s (%s); the run stops once the workers in flight are done",
+      code == "EAUTH" and "refused the API key" or "has no such model or URL", code)
   elseif self.consecutive >= self.limit and not self.down then
     self.down = string.format("%d LLM calls failed in a row (the last: %s)", self.consecutive, self.last_error)
     log.error("the LLM is down: %s; the run stops once the workers in flight are done", self.down)
@@ -66,7 +70,8 @@ function M:call(fn, what)
   local res, err, code, info
   for try = 0, M.RETRIES do
     if self.down then
-      return nil, self.last_code .. ": not called: " .. self.down, self.last_code
+      return nil, self.last_code .. ": not called: the run is stopping (" .. (self.fatal and "the provider refused the call"
+        or "the LLM is down") .. ")", self.last_code
     end
     res, err, code, info = fn()
     self:record(res ~= nil, code, err)

@@ -28,6 +28,25 @@ function M.adopt_legacy_hashes(db, problem_code)
   end)
 end
 
+-- rekey_op_class(db, problem_hash, op_class) -> rows rewritten. Rows of earlier runs of this
+-- problem filed under another op class (guessed from the source's words before the class came
+-- from the problem's FX trace: agents/lib/features.lua) take the run's, so what they learned is
+-- found under the class this run reads: skill outcomes of its runs, its lessons' "op_" tag.
+function M.rekey_op_class(db, problem_hash, op_class)
+  local tag = '"op_' .. op_class .. '"'
+  return db:transaction(function(d)
+    local n = d:exec("UPDATE skill_outcomes SET op_class = ? WHERE COALESCE(op_class, '') != ? AND run_id IN "
+      .. "(SELECT id FROM runs WHERE problem_hash = ?)", { op_class, op_class, problem_hash })
+    local rows = d:query("SELECT id, tags FROM lessons WHERE problem_hash = ? AND tags LIKE '%\"op!_%' ESCAPE '!'",
+      { problem_hash }) or {}
+    for _, r in ipairs(rows) do
+      local tags = r.tags:gsub('"op_[%w_]+"', tag)
+      if tags ~= r.tags then n = n + d:exec("UPDATE lessons SET tags = ? WHERE id = ?", { tags, r.id }) end
+    end
+    return n
+  end)
+end
+
 -- check(self, v, err) -> v. A write that failed (a full disk; a database locked past kagent.mem's
 -- bound) is recorded in the run's writes, which stop the run: a row lost is no complete record.
 local function check(self, v, err)

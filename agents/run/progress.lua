@@ -3,7 +3,8 @@
 -- tokens (and the decoding rate when replies stream), cost, LLM calls that failed, and how usable
 -- the replies were.
 -- On a terminal it is kagent.log's status line: log lines pass above it, and it is redrawn every
--- second so the elapsed time moves. Elsewhere (a pipe, a log file, TERM=dumb,
+-- second so the elapsed time moves; it is cut to the terminal's width by dropping whole fields,
+-- least useful first (DROP below). Elsewhere (a pipe, a log file, TERM=dumb,
 -- KAGENT_PROGRESS=lines) it is one plain line per change of phase, workers or best.
 local log = require("kagent.log")
 local ktime = require("kagent.time")
@@ -42,28 +43,77 @@ local function where(s)
   return string.format("round %d/%d", s.round or 0, s.rounds or 0)
 end
 
-function M.format(s, now)
-  local best = "best -"
+-- Each field of the line with the rank at which it is dropped when the line is wider than the
+-- terminal: the lowest rank goes first. Least useful first: the decoding rate, reply stats, cost,
+-- tokens, SOL, the compile speedup, the time-left estimate, busy workers; LLM failures, the eager
+-- speedup and the best time stay longest, and the phase is never dropped.
+local DROP = { rate = 1, replies = 2, cost = 3, tokens = 4, sol = 5, compile = 6, left = 7, clock = 8,
+  workers = 9, failures = 10, eager = 11, best = 12 }
+
+-- parts_of(s, now) -> the line as a list of { text, sep (what joins it to the field before), rank }
+local function parts_of(s, now)
+  local out = {}
+  local function add(text, sep, rank) out[#out + 1] = { text = text, sep = sep, rank = rank } end
+  add("[" .. where(s), "", math.huge)
+  if now and s.t0 then
+    add(M.clock(now - s.t0), " ", DROP.clock)
+    local left = not s.phase and M.estimate(s, now)
+    if left then add("~" .. M.clock(left) .. " left", ", ", DROP.left) end
+  end
+  add("]", "", math.huge)
+  add(string.format("workers %d/%d busy", s.busy or 0, s.workers or 0), " ", DROP.workers)
   if s.best_ms then
-    best = string.format("best %.4f ms", s.best_ms)
-    if s.speedup_eager then best = best .. string.format(" %.2fx eager", s.speedup_eager) end
-    if s.speedup_compile then best = best .. string.format(" %.2fx compile", s.speedup_compile) end
-    if s.sol_pct then best = best .. string.format(" SOL %.0f%%", s.sol_pct) end
+    add(string.format("best %.4f ms", s.best_ms), " | ", DROP.best)
+    if s.speedup_eager then add(string.format("%.2fx eager", s.speedup_eager), " ", DROP.eager) end
+    if s.speedup_compile then add(string.format("%.2fx compile", s.speedup_compile), " ", DROP.compile) end
+    if s.sol_pct then add(string.format("SOL %.0f%%", s.sol_pct), " ", DROP.sol) end
+  else
+    add("best -", " | ", DROP.best)
   end
   local tok = s.tokens or 0
-  local toks = tok >= 1000 and string.format("%.1fk", tok / 1000) or tostring(tok)
-  if s.tokens_per_s then toks = toks .. string.format(" (%.0f tok/s)", s.tokens_per_s) end
-  local head = "[" .. where(s)
-  if now and s.t0 then
-    head = head .. " " .. M.clock(now - s.t0)
-    local left = not s.phase and M.estimate(s, now)
-    if left then head = head .. ", ~" .. M.clock(left) .. " left" end
-  end
-  local line = string.format("%s] workers %d/%d busy | %s | tokens %s | $%.4f",
-    head, s.busy or 0, s.workers or 0, best, toks, s.cost_usd or 0)
-  if (s.llm_failures or 0) > 0 then line = line .. string.format(" | LLM failures %d", s.llm_failures) end
+  add("tokens " .. (tok >= 1000 and string.format("%.1fk", tok / 1000) or tostring(tok)), " | ", DROP.tokens)
+  if s.tokens_per_s then add(string.format("(%.0f tok/s)", s.tokens_per_s), " ", DROP.rate) end
+  add(string.format("$%.4f", s.cost_usd or 0), " | ", DROP.cost)
+  if (s.llm_failures or 0) > 0 then add(string.format("LLM failures %d", s.llm_failures), " | ", DROP.failures) end
   -- how usable the model's replies were (agents/run/reply_stats.lua): "replies 12 (1 re-asked) rules 25%"
-  if s.replies then line = line .. " | " .. s.replies end
+  if s.replies then add(s.replies, " | ", DROP.replies) end
+  return out
+end
+
+-- columns(text) -> how many terminal columns text takes (UTF-8 continuation bytes take none)
+local function columns(text)
+  return #text - select(2, text:gsub("[\128-\191]", ""))
+end
+
+-- join(parts) -> the line of the fields not dropped; after the "]" a field starts with a space
+local function join(parts)
+  local buf, last = {}, nil
+  for _, p in ipairs(parts) do
+    if not p.dropped then
+      buf[#buf + 1] = (last == "]" and p.sep == " | ") and " " or p.sep
+      buf[#buf + 1] = p.text
+      last = p.text
+    end
+  end
+  return table.concat(buf)
+end
+
+-- format(s, now[, width]) -> the status line; with a width (the terminal's columns) fields are
+-- dropped, least useful first, until it fits, and only a line whose phase alone is too wide is cut.
+function M.format(s, now, width)
+  local parts = parts_of(s, now)
+  local line = join(parts)
+  if not width then return line end
+  local order = {}
+  for i, p in ipairs(parts) do if p.rank ~= math.huge then order[#order + 1] = i end end
+  table.sort(order, function(a, b) return parts[a].rank < parts[b].rank end)
+  local k = 0
+  while columns(line) > width and k < #order do
+    k = k + 1
+    parts[order[k]].dropped = true
+    line = join(parts)
+  end
+  if columns(line) > width then line = line:sub(1, width) end
   return line
 end
 
@@ -102,7 +152,11 @@ function M:update(fields)
     if u then self.tokens = u.tokens or self.tokens; self.cost_usd = u.cost_usd or self.cost_usd end
   end
   if self.tty then
-    local line = M.format(self, self.now())
+    -- the width is read at every redraw (once a second at least), so a resize (SIGWINCH) is
+    -- followed; one column is left free: a line as wide as the terminal puts the cursor past its
+    -- edge, and some terminals then wrap it and leave a copy behind at each redraw
+    local cols = kagent.fs.term_columns(2)
+    local line = M.format(self, self.now(), cols and math.max(cols - 1, 1))
     if line == self.last then return end
     self.last = line
     log.status(line)

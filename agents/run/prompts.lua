@@ -4,22 +4,25 @@
 local prompt = require("kagent.prompt")
 local metrics = require("agents.lib.metrics")
 local skills_lib = require("agents.lib.skills")
+local language = require("agents.run.language")
 
 local M = {}
 
--- add(r): r.render, r.system_prompt, r.problem_block, r.parent_block and the text helpers on a run
+-- add(r): r.render, r.language_rules (agents/run/language.lua), r.system_prompt, r.problem_block, r.parent_block and the text helpers on a run
 function M.add(r)
   function r.render(name, vars)
     local text, err = prompt.render(name, vars)
     if not text then error(err) end
     return text
   end
+  -- --language and --library as the prompts state them (agents/run/language.lua)
+  language.add(r)
 
   -- The system prompt is the same for every call of the run, and so is the skill catalogue in
   -- it: together they pass the providers' minimum cacheable length on their own.
   local system
   function r.system_prompt()
-    system = system or r.render("system", { language = r.can_profile and "Triton" or "PyTorch (CPU mode)",
+    system = system or r.render("system", { language = r.language_name, language_rules = r.language_rules(),
       gpu_name = r.device_name, skills = skills_lib.catalogue(r.skills) })
     return system
   end

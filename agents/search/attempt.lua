@@ -10,12 +10,35 @@ local verdict = require("agents.lib.verdict")
 
 local M = {}
 
+-- A kernel (and a verified attempt) carries two hashes, each always in its own format:
+--   fingerprint   the evaluator's: the AST hash of the source, 16 hex digits
+--                 (src/gpu/eval/kagent_eval/fingerprint.py); nil when the evaluator gave none
+--   source_hash   the agents' own: "src:" and 64 hex digits of the normalized source
+--                 (agents/lib/fingerprint.lua), always there
+-- key(k) is what a table of kernels is keyed by.
+
+-- evaluator_fingerprint(f, r) -> the record's evaluator fingerprint: its own, else its result's.
+-- A record saved before the two were apart (state.json) may hold the source hash under
+-- `fingerprint`: that is no evaluator fingerprint, so the result's is taken.
+local function evaluator_fingerprint(f, r)
+  local fp = f.fingerprint
+  if type(fp) == "string" and fp:sub(1, 4) ~= "src:" then return fp end
+  return type(r) == "table" and type(r.fingerprint) == "string" and r.fingerprint or nil
+end
+
+-- key(k) -> the one key a kernel is known by in a table or cache: the evaluator's fingerprint
+-- when it gave one (so a reformatted kernel is the same kernel), else the source hash
+function M.key(k)
+  return k.fingerprint or k.source_hash or fingerprint.of(k.code)
+end
+
 -- kernel{id, label, code, path, result, round, worker, parent, attempt_id} -> kernel record.
 -- result must be a verified evaluator result with a median time.
 function M.kernel(f)
   local r = f.result
   f.time = r.time_ms
-  f.fingerprint = f.fingerprint or r.fingerprint or fingerprint.of(f.code)
+  f.fingerprint = evaluator_fingerprint(f, r)
+  f.source_hash = fingerprint.of(f.code)
   f.sol_pct = r.roofline and r.roofline.sol_pct
   f.profile = metrics.summarize(r)
   f.ok = true
@@ -28,7 +51,7 @@ end
 function M.store_kernel(mem, k, role, strategy)
   local r = k.result
   return mem:add_attempt({ round = 0, role = role, strategy = strategy, source_path = k.path,
-    source_hash = fingerprint.of(k.code), fingerprint = k.fingerprint, stage = "done", correct = true,
+    source_hash = k.source_hash, fingerprint = k.fingerprint, stage = "done", correct = true,
     time_ms = r.time_ms.median, speedup_vs_eager = r.speedup_vs_eager, speedup_vs_compile = r.speedup_vs_compile,
     metrics = k.profile })
 end
@@ -67,7 +90,7 @@ function M.shape(run, parent, d, draft, w)
   }
   if a.ok then
     a.child_ms = r.time_ms.median
-    a.fingerprint = r.fingerprint or fingerprint.of(a.code)
+    a.fingerprint, a.source_hash = evaluator_fingerprint({}, r), fingerprint.of(a.code)
     a.profile = metrics.summarize(r)
   end
   return a

@@ -15,8 +15,10 @@ local log = require("kagent.log")
 local ktime = require("kagent.time")
 local measured = require("agents.search.measured")
 local baselines = require("agents.lib.baselines")
+local in_model = require("agents.lib.in_model")
 local review = require("agents.search.review")
 local verdict = require("agents.lib.verdict")
+local attempt = require("agents.search.attempt")
 local prefer_general = require("agents.search.prefer_general")
 
 local M = {}
@@ -28,9 +30,9 @@ local function copy(t)
   return c
 end
 
--- timed(run, op, code, extra, names) -> evaluator result of pool[op] (evaluate or benchmark) on
--- the job run.job(code, extra) with the baselines `names` beside it, cached ones reused as above.
-function M.timed(run, op, code, extra, names)
+-- timed_alone(run, op, code, extra, names) -> evaluator result of pool[op] (evaluate or benchmark)
+-- on the job run.job(code, extra) with the baselines `names` beside it, cached ones reused as above.
+local function timed_alone(run, op, code, extra, names)
   local function job(bnames)
     local e = copy(extra)
     e.bench = copy(e.bench)
@@ -78,9 +80,19 @@ function M.timed(run, op, code, extra, names)
   return r
 end
 
+-- timed(run, op, code, extra, names) -> timed_alone's result; with --objective in-model, judged in
+-- the model too (agents/lib/in_model.lua): its time_ms is then the model's with the kernel in it
+-- and its own figure is under .kernel, so the input, the finalists and the result are ranked and
+-- reported as every candidate is (agents/run/init.lua, evaluate)
+function M.timed(run, op, code, extra, names)
+  local r = timed_alone(run, op, code, extra, names)
+  if run.opts.objective == "in-model" then r = in_model.rank_by_model(run, code, r) end
+  return r
+end
+
 -- with_baselines(run, code) -> evaluator result of a full evaluation timed next to the baselines
 function M.with_baselines(run, code)
-  return M.timed(run, "evaluate", code, nil, baselines.REPORTED)
+  return M.timed(run, "evaluate", code, nil, baselines.reported(run))
 end
 
 M.INPUT_TRIES = 3
@@ -99,7 +111,9 @@ function M.input(run, code)
 end
 
 local function retime(run, code)
-  return run.pool:benchmark(run.job(code))
+  local r = run.pool:benchmark(run.job(code))
+  if run.opts.objective == "in-model" then r = in_model.rank_by_model(run, code, r) end
+  return r
 end
 
 -- sol(run, kernel) -> speed-of-light percent of a fresh measurement, or nil, why. Only a
@@ -121,7 +135,9 @@ function M.rank_finalists(run, finalists)
   local n = math.min(#finalists, math.max(1, run.opts.finalists or 3))
   local top = {}
   for i = 1, n do top[i] = finalists[i] end
-  if n < 2 then return finalists end
+  -- the interleaved comparison times kernels alone: ranked by the model, the search's order
+  -- (by the in-model figures) stands
+  if n < 2 or run.opts.objective == "in-model" then return finalists end
   local codes = {}
   for i, k in ipairs(top) do codes[i] = k.code end
   local res = run.pool:compare(run.job(nil, { candidates = codes }))
@@ -161,7 +177,7 @@ end
 -- final_job(run, code) -> the whole confirmation job (baselines measured in it)
 function M.final_job(run, code)
   local extra = M.final_extra(run)
-  extra.bench = { baselines = baselines.ALL }
+  extra.bench = { baselines = baselines.all(run) }
   return run.job(code, extra)
 end
 
@@ -173,7 +189,7 @@ end
 -- figure belongs to the moment and the machine it was measured on, a verdict on the code does not.
 local function kernel_fp(k)
   local cf = k.result and k.result.compiled_fingerprint
-  return tostring(k.fingerprint) .. (type(cf) == "string" and ("|" .. cf) or "")
+  return attempt.key(k) .. (type(cf) == "string" and ("|" .. cf) or "")
 end
 
 -- confirm_one(run, k) -> result, {wall_s, stage_s, reference_s, reused}: one finalist's
@@ -193,7 +209,7 @@ local function confirm_one(run, k)
     end
   end
   local t0 = ktime.now()
-  local r = M.timed(run, "benchmark", k.code, extra, baselines.ALL)
+  local r = M.timed(run, "benchmark", k.code, extra, baselines.all(run))
   local phase = { id = k.id, wall_s = ktime.now() - t0, reference_s = r.reference_s, stage_s = r.stage_s,
     elapsed_s = r.elapsed, baselines = r.baselines_source, reused = reused }
   if r.ok then
@@ -244,7 +260,7 @@ end
 -- to the next). When none passes there is no result: confirmed = false, no kernel and no figure,
 -- only `tried` (each finalist's stage and error) — a figure that was not confirmed is not a
 -- result (M.unconfirmed_line says so). The input is re-timed too, so speedup_vs_input compares
--- two measurements of one moment. phases: where the confirmation's time went ({rank_s,
+-- two measurements of one moment (input_time: that timing's summary). phases: where the confirmation's time went ({rank_s,
 -- finalists = {{id, wall_s, reference_s, stage_s, elapsed_s, baselines, reused}}, input_s,
 -- total_s}), for summary.json and tests/gpu/confirm_phases_gpu_check.sh.
 function M.final(run, finalists, input)
@@ -263,10 +279,10 @@ function M.final(run, finalists, input)
   out.input_ms = input.result.time_ms.median
   local t1 = ktime.now()
   if out.kernel == input then
-    if out.confirmed then out.input_ms = out.result.time_ms.median end
+    if out.confirmed then out.input_ms, out.input_time = out.result.time_ms.median, out.result.time_ms end
   else
     local again = retime(run, input.code)
-    if again and again.ok and again.time_ms then out.input_ms = again.time_ms.median end
+    if again and again.ok and again.time_ms then out.input_ms, out.input_time = again.time_ms.median, again.time_ms end
   end
   out.phases.input_s = ktime.now() - t1
   out.phases.total_s = ktime.now() - t0
@@ -285,19 +301,6 @@ function M.unconfirmed_line(tried, not_measured)
   local head = not_measured and "no confirmed kernel: not measured, the machine was too noisy to confirm a "
     .. "finalist (run again later): " or "no confirmed kernel: "
   return head .. (#why > 0 and table.concat(why, "; ") or "no finalist")
-end
-
--- verdict_word(summary) -> "yes" (confirmed), "not confirmed" (no finalist passed the final
--- confirmation) or "no" (failed, or no summary): the one word tables and pages show
-function M.verdict_word(s)
-  if M.reportable(s) then return "yes" end
-  return type(s) == "table" and s.status == "unconfirmed" and "not confirmed" or "no"
-end
-
--- reportable(summary) -> whether a summary carries figures (a confirmed best kernel). Tables
--- and pages show a speedup only where this holds, and "not confirmed" otherwise.
-function M.reportable(s)
-  return type(s) == "table" and s.verified == true
 end
 
 return M

@@ -14,6 +14,7 @@ local ktime = require("kagent.time")
 local fs = require("kagent.fs")
 local attempt = require("agents.search.attempt")
 local verdict = require("agents.lib.verdict")
+local baselines = require("agents.lib.baselines")
 local promotion = require("agents.search.promotion")
 local confirm = require("agents.search.confirm")
 local review = require("agents.search.review")
@@ -71,11 +72,19 @@ local function stop_reason(run, pol, state)
   return M.default_stop(state, run)
 end
 
+-- baseline_figures(run, r) -> {<name>_ms} of the reported baselines (the evaluator's
+-- `reported_baselines`) that the input's result r timed
+function M.baseline_figures(run, r)
+  local out = {}
+  for _, b in ipairs(baselines.reported(run)) do out[b .. "_ms"] = r[b .. "_ms"] end
+  return out
+end
+
 -- start(run) -> state, or nil, why, llm_down: a fresh state whose input kernel (the --kernel,
 -- the archived best, or a generated one) is evaluated next to the baselines. llm_down: the
 -- kernel could not be generated because the LLM failed (not the problem's fault).
 function M.start(run)
-  local opts, code, label = run.opts, nil, run.opts.kernel
+  local opts, code, label, granularity = run.opts, nil, run.opts.kernel, nil
   if opts.kernel then
     code = fs.read(opts.kernel)
     if not code then return nil, "cannot read kernel " .. opts.kernel end
@@ -88,9 +97,10 @@ function M.start(run)
       return nil, "no --kernel given and no archived kernel for this problem; generating one needs an LLM "
         .. "(set KAGENT_MODEL and its key), or pass --kernel"
     end
-    local g, gerr, llm_down = require("agents.flows.generate").run(run, opts.gen_workers)
+    local g, gerr, llm_down = require("agents.search.generate").run(run, opts.gen_workers)
     if not g then return nil, gerr, llm_down or run.llm_guard.down ~= nil end
     code, label = g.code, string.format("generated (worker %d, %d attempt(s))", g.worker, g.attempts)
+    granularity = g.granularity
   end
   run.rd:write("problem.py", run.problem_code)
   run.rd:write("input_kernel.py", code)
@@ -113,22 +123,25 @@ function M.start(run)
         .. "Model or the kernel hangs, or the job needs more than --job-timeout %s s", tostring(r.error),
         tostring(opts.job_timeout))
     end
-    return nil, string.format("the input kernel fails at stage %s: %s", tostring(r.stage), tostring(r.error))
+    return nil, require("agents.search.input_failure").message(label or "(generated)", code, r)
   end
   local k = attempt.kernel({ id = "input", label = label, code = code, path = run.rd:path("input_kernel.py"),
-    result = r, seq = 0, round = 0 })
+    result = r, seq = 0, round = 0, granularity = granularity })
   k.attempt_id = attempt.store_kernel(run.mem, k, "input", opts.policy)
-  return { round = 0, input = k, beam = { k }, best = k, known = { [k.fingerprint] = k.id }, seq = 0,
-    baselines = { eager_ms = r.eager_ms, compile_ms = r.compile_ms }, attempts = {}, rounds_without_gain = 0,
+  return { round = 0, input = k, beam = { k }, best = k, known = M.known_of(k), seq = 0,
+    baselines = M.baseline_figures(run, r), attempts = {}, rounds_without_gain = 0,
     sol_checked = {}, timing = { baselines_s = baselines_s, search_s = 0 } }
 end
 
 -- supersede(run, st) -> attempts marked: what an interrupted process did after the state it saved
 -- last (the rounds after st.round; everything when the input was not measured yet) is redone, so
 -- its attempts are marked superseded in memory and its round folders moved to superseded/<time>/,
--- and the database counts the attempts summary.json counts.
+-- and the database counts the attempts summary.json counts. What it evaluated up to st.round
+-- (st.verified, saved in state.json) joins run.evaluate's cache: a source is evaluated once in a
+-- run, and a redone round traces a duplicate as the first process did.
 function M.supersede(run, st)
   local after = st and st.round or nil
+  for key, result in pairs(st and st.verified or {}) do run.verified[key] = result end
   local stamp = os.date("!%Y%m%d-%H%M%S")
   local moved = 0
   for _, name in ipairs(fs.list(run.rd:path("rounds")) or {}) do
@@ -156,21 +169,39 @@ end
 
 -- A round ---------------------------------------------------------------------------------------------
 
+-- known_of(k[, known, id]) -> known (a new table when nil) with k's evaluator fingerprint and its
+-- source hash, each in its own format (agents/search/attempt.lua), mapped to id (default k.id):
+-- the run's table of kernels seen, which state.json keeps (a state saved before holds either)
+function M.known_of(k, known, id)
+  known = known or {}
+  if k.fingerprint then known[k.fingerprint] = id or k.id end
+  if k.source_hash then known[k.source_hash] = id or k.id end
+  return known
+end
+
 -- outcome(run, st, parent, a): llm_error (an LLM call failed: nothing about the kernel), failed,
--- duplicate (a fingerprint seen in the run, the parent's included) or improved/same/slower by
--- the promotion gate. The fingerprint is claimed before anything can
--- yield, so two workers of a round that write the same kernel cannot both count as new.
+-- duplicate (its evaluator fingerprint or its source hash seen in the run, the parent's
+-- included) or improved/same/slower by the promotion gate. The kernel is claimed before anything
+-- can yield, so two workers of a round that write the same kernel cannot both count as new.
 local function outcome(run, st, parent, a)
   if a.llm_error then a.outcome = "llm_error"; return end
   if not a.ok then a.outcome = "failed"; return end
-  local seen = a.fingerprint == parent.fingerprint and parent.id or st.known[a.fingerprint]
+  local parents = M.known_of(parent)
+  local seen = parents[a.fingerprint or ""] or parents[a.source_hash] or st.known[a.fingerprint or ""]
+    or st.known[a.source_hash]
   if seen then
     a.outcome, a.duplicate_of = "duplicate", seen
   else
-    st.known[a.fingerprint] = string.format("r%dw%d", a.round, a.worker)
+    M.known_of(a, st.known, string.format("r%dw%d", a.round, a.worker))
   end
   a.gained, a.promotion = promotion.promote(run, parent, a)
-  if a.outcome then return end
+  if a.outcome then
+    -- the gate's verdict still credits the skill (attempt.store), but its text is the kernel it
+    -- duplicates' win, not a new one: say which kernel this is
+    a.promotion = string.format("duplicate of %s%s: the same kernel, no new result", seen == parent.id and "its parent " or "",
+      seen)
+    return
+  end
   if a.gained then a.outcome = "improved"
   elseif rank.better(parent.result.time_ms, a.result.time_ms) then a.outcome = "slower"
   else a.outcome = "same" end

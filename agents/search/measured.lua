@@ -80,7 +80,7 @@ function M.put_baselines(run, r, names)
   local v = M.baselines(run) or { times = {} }
   v.times = v.times or {}
   local any = false
-  for _, n in ipairs(names or baselines.ALL) do
+  for _, n in ipairs(names or baselines.all(run)) do
     if type(r[n .. "_ms"]) == "number" then
       v[n .. "_ms"] = r[n .. "_ms"]
       v.times[n] = r.baseline_times and r.baseline_times[n] or json.null

@@ -32,7 +32,19 @@ local function nominal(run, parent, child, pct)
   if rank.better(ct, pt, pct / 100) then
     return true, string.format("%.4f ms beats %.4f ms by more than %g%% and both spreads", ct.median, pt.median, pct)
   end
-  return false, string.format("%.4f ms vs %.4f ms: inside %g%% or the spreads", ct.median, pt.median, pct)
+  return false, M.inside_noise(ct, pt, pct)
+end
+
+-- inside_noise(child_time, parent_time, pct) -> why a child's median is no gain: not faster, or
+-- faster by less than the noise rank.better allows, with the spreads and the bar that decided
+function M.inside_noise(ct, pt, pct)
+  local head = string.format("%.4f ms vs %.4f ms", ct.median, pt.median)
+  local cs, ps = rank.spread(ct), rank.spread(pt)
+  local spreads = string.format("spreads ±%.4f ms (child) and ±%.4f ms (parent)", cs, ps)
+  if ct.median >= pt.median then return string.format("%s: not faster (%s)", head, spreads) end
+  local bar = math.max(cs, ps, pct / 100 * pt.median)
+  return string.format("%s: %.1f%% faster, inside the noise: %s; a gain must pass %.4f ms (the larger spread, at least %g%%)",
+    head, (pt.median - ct.median) / pt.median * 100, spreads, bar, pct)
 end
 
 -- The comparisons' sizes, in blocks (pairs of blocks A B | B A = rounds / 2): the first, and the

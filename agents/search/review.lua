@@ -13,8 +13,8 @@
 -- contract) is the reply's failure, counted, never the kernel's.
 local log = require("kagent.log")
 local json = require("kagent.json")
-local fingerprint = require("agents.lib.fingerprint")
 local reviewer = require("agents.roles.reviewer")
+local attempt = require("agents.search.attempt")
 local review_inputs = require("agents.run.review_inputs")
 
 local M = {}
@@ -93,7 +93,7 @@ end
 function M.check(run, k, stage)
   if not M.on(run, stage) then return true end
   local s = state(run)
-  local fp = k.fingerprint or fingerprint.of(k.code)
+  local fp = attempt.key(k)
   if not s.verdicts[fp] then
     local ok, why = review(run, k, stage)
     s.verdicts[fp] = { ok = ok, why = why }

@@ -1,7 +1,9 @@
 -- The start-up of every entry script that makes a run (agents/beam.lua, skill.lua and tune.lua
 -- through agents/search/main.lua; agents/generate.lua; agents/fuse.lua): options, the state of
--- --resume, the input files, the script's own choice of LLM and mode, then the run
--- (agents/run/init.lua, setup). Everything on the command line is checked before any work.
+-- --resume, the input files, the devices, the script's own choice of LLM and mode, the LLM's
+-- check (one request: the key taken, the models served), the memory database, then the run
+-- (agents/run/init.lua, setup). Everything on the command line is checked before any work, and
+-- the options before any network.
 local fs = require("kagent.fs")
 local run_lib = require("agents.run")
 local state_file = require("agents.search.state")
@@ -10,7 +12,7 @@ local rundir = require("agents.run.rundir")
 local M = {}
 
 -- Options a resumed run keeps from its start whatever the command line says: they define the run.
-local FIXED_ON_RESUME = { problem = true, kernel = true, dtype = true }
+local FIXED_ON_RESUME = { problem = true, kernel = true, dtype = true, shrink = true }
 
 -- read_state(prog, opts) -> the state.json of --resume, or nil when not resuming; nil, msg, code
 -- on error. opts then take the run's own options, except those this command line gives.
@@ -67,12 +69,31 @@ function M.open(prog, argv, o)
   if not opts then return nil, code end
   local saved, _, scode = M.read_state(prog, opts)
   if opts.resume and not saved then return nil, scode end
+  -- the entry point's own --library default where neither the command line nor the resumed run set one
+  require("agents.run.language").settle(prog, opts)
   local checked, _, icode = run_lib.check_inputs(prog, opts, o.spec)
   if not checked then return nil, icode end
+  local objective_ok, why = require("agents.lib.in_model").check_options(opts)
+  if not objective_ok then
+    local _, _, ocode = run_lib.die(prog .. ": " .. why)
+    return nil, ocode
+  end
+  -- the devices are this machine's to tell, before the network: a wrong option is said as such,
+  -- not hidden behind an LLM that does not answer
+  local devices, derr, dcode = run_lib.pool_devices(prog, opts)
+  if derr then return nil, dcode end
   local plan, pcode = o.plan(opts)
   if not plan then return nil, pcode end
+  -- the LLM asked once, before any worker starts: the key taken, the models served; then the
+  -- memory database (made where missing, so only once nothing else refused the run)
+  if plan.llm then
+    local llm_ok, lcode = run_lib.check_llm(prog, opts, plan.llm)
+    if not llm_ok then return nil, lcode end
+  end
+  local db, _, dbcode = run_lib.open_memory(prog, opts.db)
+  if not db then return nil, dbcode end
   local run, _, ecode = run_lib.setup(prog, opts, { mode = plan.mode, llm = plan.llm, state = saved,
-    profile_children = plan.profile_children })
+    profile_children = plan.profile_children, db = db, devices = devices })
   if not run then return nil, ecode end
   return run, saved, plan
 end

@@ -1,10 +1,12 @@
 -- The search state in its file form, state.json: what --resume needs to continue a run in a new
--- process (the options and policy, the beam, the best, the fingerprints seen, the attempts, the
--- counters, the usage and LLM failures so far). Written by the driver (agents/search/driver.lua)
--- when the run starts (options only: a resume then starts it again), once its input kernel is
--- measured (round 0) and after each round; kernels are saved by path and read back from their files.
+-- process (the options and policy, the beam, the best, the fingerprints seen, the sources
+-- evaluated and their results, the attempts, the counters, the usage and LLM failures so far).
+-- Written by the driver (agents/search/driver.lua) when the run starts (options only: a resume
+-- then starts it again), once its input kernel is measured (round 0) and after each round;
+-- kernels are saved by path and read back from their files.
 local fs = require("kagent.fs")
 local json = require("kagent.json")
+local ktime = require("kagent.time")
 local attempt = require("agents.search.attempt")
 local verdict = require("agents.lib.verdict")
 local options = require("agents.run.options")
@@ -24,7 +26,8 @@ end
 
 local function slim(run, k)
   return { id = k.id, path = relative(run, k.path), fingerprint = k.fingerprint, result = k.result, seq = k.seq,
-    round = k.round, worker = k.worker, parent = k.parent, attempt_id = k.attempt_id, label = k.label }
+    round = k.round, worker = k.worker, parent = k.parent, attempt_id = k.attempt_id, label = k.label,
+    granularity = k.granularity }
 end
 
 -- the run's options as given or defaulted (the command line's own keys only)
@@ -41,6 +44,10 @@ end
 function M.encode(run, st)
   local t = { version = M.VERSION, opts = run_options(run.opts), mem_run_id = run.mem.run_id, usage = run.usage(),
     llm_failures = run.llm_guard:summary(), replies = run.reply_stats and run.reply_stats:summary() or nil }
+  -- what the live report's header shows before summary.json exists (agents/tools/report/run_data.lua):
+  -- the status line's model, device and mode, and the wall time at this save
+  t.live = { model = run.model, device = run.device_name, mode = run.mode,
+    wall_s = run.t0 and (ktime.now() - run.t0) or nil }
   if not st then return t end
   local beam = {}
   for i, k in ipairs(st.beam) do beam[i] = slim(run, k) end
@@ -49,6 +56,9 @@ function M.encode(run, st)
   t.baselines, t.rounds_without_gain, t.attempts = st.baselines, st.rounds_without_gain, st.attempts
   t.stop_reason, t.sol_checked = st.stop_reason or json.null, st.sol_checked
   t.timing = st.timing
+  -- the sources evaluated so far and their results (run.evaluate's cache): a resumed round
+  -- finds a source the interrupted process evaluated as a duplicate, as the first process would
+  if next(run.verified or {}) then t.verified = run.verified end
   return t
 end
 
@@ -114,7 +124,8 @@ function M.restore(dir, saved)
     seq = saved.seq or 0, baselines = saved.baselines or {}, attempts = saved.attempts or {},
     rounds_without_gain = saved.rounds_without_gain or 0, sol_checked = saved.sol_checked or {},
     timing = type(saved.timing) == "table" and saved.timing or { search_s = 0 },
-    stop_reason = saved.stop_reason }
+    stop_reason = saved.stop_reason,
+    verified = type(saved.verified) == "table" and not json.is_array(saved.verified) and saved.verified or {} }
   for i, k in ipairs(saved.beam) do st.beam[i] = load(k) end
   st.best = load(saved.best)
   if missing then return nil, missing end

@@ -12,6 +12,8 @@ local review = require("agents.search.review")
 local reply_stats = require("agents.run.reply_stats")
 local models = require("agents.run.models")
 local generality = require("agents.lib.generality")
+local baselines = require("agents.lib.baselines")
+local in_model = require("agents.lib.in_model")
 
 local M = {}
 
@@ -25,13 +27,39 @@ end
 function M.base(run)
   local u = run.usage()
   return { run_id = run.rd.id, status = "done", mode = run.mode, problem = run.problem_path, dtype = run.dtype,
+    shrunk = run.shrunk or json.null,  -- --shrink: {name = {from, to}}, the problem's sizes the run worked at
     tolerance = run.opts.tolerance or (run.job_defaults or {}).tolerance or json.null, device = run.device_name, model = run.model or json.null, policy = run.opts.policy,
     workers_per_gpu = run.devices and run.devices[1] and run.devices[1].workers or json.null,
     tokens = { input = u.input_tokens, output = u.output_tokens, cache_read = u.cache_read_tokens,
       cache_write = u.cache_write_tokens, total = u.tokens },
     llm_calls = u.calls, llm_failures = run.llm_guard:summary(), cost_usd = u.cost_usd,
     wall_s = ktime.now() - run.t0, memory_run_id = run.mem.run_id, replay = M.replay(run),
-    replies = M.replies(run), models = M.models(run), review = review.summary(run) }
+    replies = M.replies(run), models = M.models(run), review = review.summary(run),
+    -- what the kernels were written in and the library policy their verdicts were judged under
+    -- (--language, --library: agents/run/language.lua)
+    language = run.opts.language or "triton", library = run.opts.library or "own" }
+end
+
+-- add_library(s, r): the own-kernel share of the GPU time and the library kernels by name of the
+-- verdict r (the evaluator records them whatever the policy), where it has them
+function M.add_library(s, r)
+  if type(r) ~= "table" or type(r.own_share) ~= "number" then return end
+  s.own_share, s.library_kernels = r.own_share, r.library_kernels or json.null
+end
+
+-- library_line(s) -> the last line's note of how much of the best's GPU time its own kernels
+-- carry under the run's library policy, so a figure carried by cuBLAS is never taken for a
+-- kernel's; "" where the verdict has no share (CPU mode, an evaluator without it)
+function M.library_line(s)
+  if type(s.own_share) ~= "number" then return "" end
+  local names = {}
+  for i, k in ipairs(type(s.library_kernels) == "table" and s.library_kernels or {}) do
+    if i > 3 then names[#names + 1] = "..."; break end
+    names[#names + 1] = type(k) == "table" and tostring(k.name) or tostring(k)  -- a name, or {name, ...}
+  end
+  local libs = #names > 0 and (": library kernels " .. table.concat(names, ", ")) or ""
+  return string.format("\n  library policy %s: own kernels carry %.0f%% of the GPU time%s", tostring(s.library),
+    100 * s.own_share, libs)
 end
 
 -- models(run, attempts, best_attempt_id) -> per model ("provider:model"): attempts, verified,
@@ -80,6 +108,17 @@ function M.failed(run, why)
   return s
 end
 
+-- add_baselines(s, figures, names, best_ms): a summary's s.baselines[<name>_ms] and
+-- s.speedup_vs_<name> (null where not measured) for each baseline of names (the evaluator's
+-- ready line's, agents/lib/baselines.lua), figures[<name>_ms] over the best's best_ms
+function M.add_baselines(s, figures, names, best_ms)
+  s.baselines = s.baselines or {}
+  for _, b in ipairs(names) do
+    local ms = figures[b .. "_ms"]
+    s.baselines[b .. "_ms"], s["speedup_vs_" .. b] = ms or json.null, ms and ms / best_ms or json.null
+  end
+end
+
 -- attempts_to_best(attempts, best) -> attempts made in the rounds up to and including the one
 -- that found the best kernel (a round's workers run at once), 0 when the input stays best
 function M.attempts_to_best(attempts, best)
@@ -116,29 +155,31 @@ function M.search(run, st, reason, fin)
   M.ka_names(run.rd)
   run.rd:write("best_eval.json", final)
   local t = final.time_ms
-  local eager = final.eager_ms or st.baselines.eager_ms
-  local comp = final.compile_ms or st.baselines.compile_ms
+  -- every baseline the evaluator names: the final's figure, else the start's
+  local figures = {}
+  for _, b in ipairs(baselines.all(run)) do figures[b .. "_ms"] = final[b .. "_ms"] or st.baselines[b .. "_ms"] end
+  local eager, comp = figures.eager_ms, figures.compile_ms
   local beam = {}
   for i, k in ipairs(st.beam) do beam[i] = { id = k.id, time_ms = k.result.time_ms.median, fingerprint = k.fingerprint, path = k.path } end
   local s = M.base(run)
   s.input_kernel = run.opts.kernel or st.input.label
-  local mat = final.compile_max_autotune_ms
+  s.granularity = st.input.granularity  -- a generated seed's, as its reply stated it
+  M.add_library(s, final)
   -- source: whether the final's baselines were measured, cached (agents/search/measured.lua),
   -- completed (cached, the missing ones measured) or measured again after a failed re-check;
   -- input_source: the same for the start's
-  s.baselines = { eager_ms = eager or json.null, compile_ms = comp or json.null,
-    compile_max_autotune_ms = mat or json.null, times = final.baseline_times or json.null,
+  s.baselines = { times = final.baseline_times or json.null,
     source = final.baselines_source or json.null, recheck = final.baselines_recheck or json.null,
     input_source = st.input.result and st.input.result.baselines_source or json.null }
   s.input_ms, s.best_ms, s.best_time = fin.input_ms, t.median, t
+  -- the input's re-timing beside the best (the report's "Input vs best": one method, one moment)
+  s.input_time = fin.input_time or json.null
   -- the best's figure during the search (the status line's), before the confirmation re-measured it
   local search_ms = best.result and best.result.time_ms and best.result.time_ms.median
   s.search_best_ms = search_ms or json.null
   s.best = { id = best.id, round = best.round, worker = best.worker or json.null, fingerprint = best.fingerprint, path = "best_kernel.py" }
   s.speedup_vs_input = fin.input_ms / t.median
-  s.speedup_vs_eager = eager and eager / t.median or json.null
-  s.speedup_vs_compile = comp and comp / t.median or json.null
-  s.speedup_vs_compile_max_autotune = mat and mat / t.median or json.null
+  M.add_baselines(s, figures, baselines.all(run), t.median)
   -- what the confirmation checked: the fresh re-measure (trust), the resized problem, the sanitizer
   s.trust, s.generalizes = final.trust or json.null, final.generalizes or json.null
   -- where it does not: the resized problems it failed at and why (agents/lib/generality.lua
@@ -154,6 +195,9 @@ function M.search(run, st, reason, fin)
     final.max_abs_err or json.null, final.max_rel_err or json.null
   s.sol_pct = (final.roofline and final.roofline.sol_pct) or best.sol_pct or json.null
   s.verified, s.confirmation, s.beam = true, fin.tried, beam
+  -- --objective in-model: the figures above are the model's with the kernel in it; the kernel's
+  -- own beside them (agents/lib/in_model.lua)
+  if final.in_model then s.objective, s.in_model, s.kernel_alone = "in-model", final.in_model, final.kernel end
   M.add_search_counts(s, run, st, reason)
   M.add_time_split(s, st, fin)
   s.models = M.models(run, st.attempts, best.attempt_id)
@@ -170,8 +214,9 @@ function M.search(run, st, reason, fin)
     eager and string.format(", %.2fx eager", eager / t.median) or "",
     comp and string.format(", %.2fx torch.compile", comp / t.median) or "", shapes and (", " .. shapes .. ",") or "",
     st.round, s.stop_reason,
-    M.figures_line(search_ms, t.median, final.trust), run.rd.dir .. M.replay_line(s) .. M.time_line(s)
-    .. M.rules_line(s) .. M.shapes_line(s)))
+    M.figures_line(search_ms, t.median, final.trust, t) .. (final.in_model and ("\n  ranked by the model: "
+      .. in_model.text(final)) or ""), run.rd.dir .. M.replay_line(s) .. M.time_line(s)
+    .. M.rules_line(s) .. M.shapes_line(s) .. M.library_line(s)))
   return s
 end
 
@@ -196,22 +241,28 @@ function M.final_files_written(run, names)
   return w.first == nil
 end
 
--- figures_line(search_ms, confirmed_ms, trust) -> the line under the last one that says which
--- figure is the result and why it may differ from the best figure the status line showed: the
--- search times a kernel in a warm worker on inputs reused call after call; the confirmation
--- re-measures it in a fresh process with new input values before every call (no result can
--- come from a cache), next to the baselines, and every speedup uses that figure.
-function M.figures_line(search_ms, confirmed_ms, trust)
+-- figures_line(search_ms, confirmed_ms, trust, confirmed_time) -> the line under the last one that
+-- says which figure is the result and why it may differ from the best figure the status line
+-- showed. The result is timed as the baselines are (the same rotated input sets, one method for
+-- every "x eager"), in a fresh job; the evaluator's fresh-process re-measure with new input
+-- values before every call confirms it. Only where the first timing raised a flag is the
+-- re-measure's figure the result (confirmed_time.hardened): the line then says its speedups
+-- compare it with baselines timed on rotated inputs (src/gpu/eval/README.md, "Fail closed").
+function M.figures_line(search_ms, confirmed_ms, trust, confirmed_time)
   local fresh = type(trust) == "table" and trust.remeasured == true
-  local how = fresh and "a fresh process with new input values before every call, next to the baselines"
+  local hardened = type(confirmed_time) == "table" and confirmed_time.hardened == true
+  local how = hardened and "a fresh process with new input values before every call, as the first timing raised a "
+      .. "flag; the baselines were timed on rotated inputs"
+    or fresh and "a fresh job beside the baselines, timed as they were, and confirmed by a fresh process with new "
+      .. "input values before every call"
     or "a fresh job next to the baselines"
   if not search_ms then return "confirmed by " .. how .. "; the speedups use it" end
   local ratio = confirmed_ms / search_ms
   if ratio > 0.95 and ratio < 1.05 then
     return string.format("the search measured %.4f ms; the confirmation (%s) agrees", search_ms, how)
   end
-  return string.format("the search measured %.4f ms (%.2fx %s), with inputs reused call after call in a warm "
-    .. "worker; the result is the confirmation's figure (%s), and the speedups use it", search_ms,
+  return string.format("the search measured %.4f ms (%.2fx %s) in a warm worker; the result is the "
+    .. "confirmation's figure (%s), and the speedups use it", search_ms,
     ratio > 1 and ratio or 1 / ratio, ratio > 1 and "faster than the confirmed figure" or "slower than the confirmed figure", how)
 end
 
@@ -269,6 +320,7 @@ function M.unconfirmed(run, st, reason, fin)
   local s = M.base(run)
   s.status, s.verified = "unconfirmed", false
   s.input_kernel = run.opts.kernel or st.input.label
+  s.granularity = st.input.granularity
   s.confirmation = fin.tried
   s.not_measured = fin.not_measured or nil  -- a finalist the machine left unmeasured (exit 7)
   s.error = confirm.unconfirmed_line(fin.tried, fin.not_measured)

@@ -39,7 +39,7 @@ set -e
 
 report='{"name":"cpu_run_report","charts":["spec-convergence","spec-lineage","spec-tokens"],"tables":["rounds","metrics","usage"],"diff":true,"text":["Convergence","Lineage","Attempts by round","Kernel diff"]}'
 index='{"name":"cpu_runs_index","tables":["runs"],"text":["kagent-rt runs"]}'
-many='{"name":"many_runs_index","charts":["spec-overlay"],"tables":["runs"],"text":["Convergence of every run"]}'
+many='{"name":"many_runs_index","charts":["spec-speedups"],"tables":["runs"],"text":["Confirmed speedups of every run"]}'
 gpu='{"name":"fake_gpu_run_report","charts":["spec-convergence","spec-lineage","spec-roofline","spec-tokens"],"tables":["rounds","metrics","usage"],"diff":"highlighted","text":["failed at timing","failed attempts (no time)"]}'
 node "$root/tests/browser/check_pages.js" "$shots" \
   "$run/report.html" "$report" \

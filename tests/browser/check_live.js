@@ -1,10 +1,11 @@
 // What a reader does with the reports, in headless Chromium (Debian's, driven by playwright-core):
-//   live:  a running run's report.html reloads itself and shows the next round once the run
+//   live:  a running run's report.html has its header filled (model, device, mode, wall) and
+//          links only to files that exist, reloads itself and shows the next round once the run
 //          rewrites it (here: state.json moved on and agents/report.lua run again);
 //   links: an attempt's kernel link opens its kernel.py, its "diff vs" link draws the diff
-//          against its parent;
+//          against its parent, tagged as a change (never RENAMED);
 //   index: runs/index.html sorts by a column on a click (and back on a second), the box filters
-//          the rows, and the overlay of every run's convergence is drawn.
+//          the rows, and the chart of every run's confirmed speedups is drawn.
 //
 //   node tests/browser/check_live.js OUT_DIR KAGENT_BIN LIVE_RUN_DIR CPU_REPORT.html MANY_INDEX.html
 // Prints one JSON line per check; exits 1 when any fails.
@@ -17,10 +18,36 @@ const CHROMIUM = process.env.KAGENT_CHROMIUM || '/usr/bin/chromium';
 const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking'];
 const root = path.resolve(__dirname, '..', '..');
 
+// header(page) -> {name: value} of the report's header rows
+function header(page) {
+  return page.$$eval('.kv > div', (divs) => {
+    const out = {};
+    for (let i = 0; i + 1 < divs.length; i += 2) out[divs[i].textContent.trim()] = divs[i + 1];
+    return Object.fromEntries(Object.entries(out).map(([k, el]) => [k, {
+      text: el.textContent.trim(), links: Array.from(el.querySelectorAll('a')).map((a) => a.getAttribute('href')) }]));
+  });
+}
+
+// the diff's file tags (diff2html: CHANGED, RENAMED, ...): a kernel diff is never a rename
+async function noRenamed(page, what) {
+  const tags = await page.$$eval('#diff .d2h-tag', (els) => els.map((e) => e.textContent.trim()));
+  if (tags.includes('RENAMED')) throw new Error(`${what}: the diff is tagged RENAMED (${tags})`);
+  return tags;
+}
+
 async function live(page, bin, dir) {
   await page.goto('file://' + path.join(dir, 'report.html'));
   const before = await page.textContent('#running');
   if (!/round 0 of/.test(before)) throw new Error(`the running page says "${before}"`);
+  // the header is filled from the start, as the status line is; links only to files there
+  const h = await header(page);
+  for (const k of ['model', 'device, dtype', 'policy / mode', 'wall']) {
+    if (!h[k] || /^-|\/ -$/.test(h[k].text)) throw new Error(`the running page's ${k} is "${h[k] && h[k].text}"`);
+  }
+  for (const f of h.files.links) {
+    if (!fs.existsSync(path.join(dir, f))) throw new Error(`the running page links ${f}, which is not there`);
+  }
+  if (h.files.links.includes('summary.json')) throw new Error('a link to summary.json before it exists');
   const st = JSON.parse(fs.readFileSync(path.join(dir, 'state.json'), 'utf8'));
   st.round = 1;
   fs.writeFileSync(path.join(dir, 'state.json'), JSON.stringify(st));
@@ -45,7 +72,8 @@ async function links(page, report) {
   await page.waitForSelector(`#diff[data-shown="${want}"]`, { timeout: 10000 });
   const rows = await page.locator('#diff .d2h-diff-tbody tr').count();
   if (rows < 1) throw new Error('the attempt diff has no rows');
-  return { kernel: href, diff: want, rows };
+  const tags = await noRenamed(page, 'the attempt diff');
+  return { kernel: href, diff: want, rows, tags };
 }
 
 async function index(page, file) {
@@ -62,8 +90,8 @@ async function index(page, file) {
   await page.fill('#filter', '120002');
   const shown = await page.getAttribute('#runs', 'data-shown');
   if (shown !== '1') throw new Error(`the filter kept ${shown} rows`);
-  const overlay = await page.$eval('div[data-spec="spec-overlay"]', (el) => el.getAttribute('data-rendered'));
-  if (overlay !== '1') throw new Error('the overlay of convergence curves is not drawn');
+  const chart = await page.$eval('div[data-spec="spec-speedups"]', (el) => el.getAttribute('data-rendered'));
+  if (chart !== '1') throw new Error('the chart of confirmed speedups is not drawn');
   return { up, down, filtered: shown };
 }
 

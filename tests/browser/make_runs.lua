@@ -42,7 +42,7 @@ st.round = 0
 fs.write(live .. "/state.json", kagent.json.encode(st))
 assert(report.run_page(live))
 
--- Three FAKE finished runs whose best times differ, for sorting, filtering and the overlay.
+-- Three FAKE finished runs whose best times differ, for sorting, filtering and the speedups chart.
 for i, best in ipairs({ 3.0, 1.0, 2.0 }) do
   local id = string.format("fake_20261123-12000%d_abcd", i)
   local dir = synthetic.write(out .. "/many/" .. id)

@@ -1,12 +1,13 @@
 """Triton compiles with no GPU lease held (compile_gate.py), both sides, without a GPU: the
 child's wrapper of Triton's compile, against a FAKE triton module that stands in for the real one
 (tests/gpu/lease_gpu_check.lua runs the real one on a GPU), and the worker's answer to the stages
-it announces (jobs.follow_stage), against a Lease that records what it would send the pool."""
+it announces (stage_lease.follow_stage), against a Lease that records what it would send the
+pool."""
 import sys
 import types
 import unittest
 
-from kagent_eval import child_common, compile_gate, jobs
+from kagent_eval import child_common, compile_gate, stage_lease
 from kagent_eval.lease import EXCLUSIVE, SHARED, Lease
 
 
@@ -128,36 +129,36 @@ class WorkerSide(unittest.TestCase):
     def test_compile_host_gives_a_shared_hold_back(self):
         lease, sent = self.lease()
         lease.begin(7)
-        self.assertTrue(jobs.follow_stage(lease, "gate_shared"))
-        self.assertFalse(jobs.follow_stage(lease, compile_gate.STAGE))
+        self.assertTrue(stage_lease.follow_stage(lease, "gate_shared"))
+        self.assertFalse(stage_lease.follow_stage(lease, compile_gate.STAGE))
         self.assertIsNone(lease.mode)
-        self.assertTrue(jobs.follow_stage(lease, "gate_shared"))
+        self.assertTrue(stage_lease.follow_stage(lease, "gate_shared"))
         self.assertEqual([(m["lease"], m.get("mode")) for m in sent],
                          [("acquire", SHARED), ("release", None), ("acquire", SHARED)])
 
     def test_gpu_done_gives_a_shared_hold_back_for_the_exit(self):
         lease, sent = self.lease()
         lease.begin(10)
-        jobs.follow_stage(lease, "gate_shared")
-        self.assertFalse(jobs.follow_stage(lease, "gpu_done"))
+        stage_lease.follow_stage(lease, "gate_shared")
+        self.assertFalse(stage_lease.follow_stage(lease, "gpu_done"))
         self.assertIsNone(lease.mode)
         self.assertEqual([m["lease"] for m in sent], ["acquire", "release"])
 
     def test_compile_host_never_gives_an_exclusive_hold_back(self):
         lease, sent = self.lease()
         lease.begin(8)
-        self.assertTrue(jobs.follow_stage(lease, "gate"))
-        self.assertFalse(jobs.follow_stage(lease, compile_gate.STAGE))
-        self.assertFalse(jobs.follow_stage(lease, "gpu_done"))
+        self.assertTrue(stage_lease.follow_stage(lease, "gate"))
+        self.assertFalse(stage_lease.follow_stage(lease, compile_gate.STAGE))
+        self.assertFalse(stage_lease.follow_stage(lease, "gpu_done"))
         self.assertEqual(lease.mode, EXCLUSIVE)
         self.assertEqual([m["lease"] for m in sent], ["acquire"])
 
     def test_other_stages_leave_the_lease_alone(self):
         lease, sent = self.lease()
         lease.begin(9)
-        jobs.follow_stage(lease, "gate_shared")
+        stage_lease.follow_stage(lease, "gate_shared")
         for name in ("build", "compile", "run", "benchmark"):
-            self.assertFalse(jobs.follow_stage(lease, name))
+            self.assertFalse(stage_lease.follow_stage(lease, name))
         self.assertEqual(lease.mode, SHARED)
         self.assertEqual(len(sent), 1)
 

@@ -6,7 +6,7 @@ import unittest
 
 import numpy as np
 
-from kagent_eval import compare, digest, verdict
+from kagent_eval import compare, digest, value_errors, verdict
 
 
 class SamplePositionsTest(unittest.TestCase):
@@ -77,8 +77,8 @@ class ElementwiseErrorsTest(unittest.TestCase):
 
     def assert_same(self, g, e, rtol, atol):
         g64, e64 = g.astype(np.float64), e.astype(np.float64)
-        fast = compare.errors_finite(g64, e64, rtol, atol)
-        slow = compare._errors_masked(g64, e64, rtol, atol)
+        fast = value_errors.errors_finite(g64, e64, rtol, atol)
+        slow = value_errors._errors_masked(g64, e64, rtol, atol)
         np.testing.assert_array_equal(fast[0], slow[0])
         np.testing.assert_array_equal(fast[1], slow[1])
         self.assertIsNone(fast[2])
@@ -117,8 +117,8 @@ class ElementwiseErrorsTest(unittest.TestCase):
         for bad in (np.nan, np.inf, -np.inf):
             g = e.copy()
             g[417] = bad
-            self.assertIsNone(compare.errors_finite(g.astype(np.float64), e.astype(np.float64),
-                                                    1e-4, 1e-4))
+            self.assertIsNone(value_errors.errors_finite(g.astype(np.float64),
+                                                         e.astype(np.float64), 1e-4, 1e-4))
             got = {"kind": "tensor", "plain": True, "dtype": "float32", "shape": [1000],
                    "numel": 1000, "full": True, "data": g}
             r = compare.compare_tensor(got, dict(got, data=e), 1e-4, 1e-4, 0)

@@ -153,7 +153,7 @@ class CheckTimedOutputsRulesTest(unittest.TestCase):
         out.messages += [({"type": "kernels", "kernels": []}, []), (msg, [np.concatenate(rows)])]
         c = SimpleNamespace(
             spec={"bench": {}, "audit": True, "fallback_policy": "reject",
-                  "fallback_threshold": 0.5},
+                  "fallback_threshold": 0.5, "library": "own", "candidate": "x = 1\n"},
             out=out, result={"flags": [], "checks": {}, "audit": {}},
             ev=SimpleNamespace(cuda=True, sample_seed=self.seed), ref_trials=self.trials(self.ref),
             rtol=1e-4, atol=1e-4)

@@ -54,6 +54,12 @@ for name in ("llama", "llama36", "llama36_adapted", "resnet"):
             bad.append("llama36: the dim-1 kernel was put in")
         if name != "llama36" and not (s["verified"] and isinstance(s["in_model_speedup"], float)):
             bad.append("%s: %s" % (name, s.get("reason") or s.get("error")))
+        m = s.get("in_model") or {}
+        if s["verified"]:  # the evaluator's figure: its spread and the trust rules' record
+            print("  in the model: p10-p90 %s-%s ms, spread %s, %s calls, trust %s" % (
+                m.get("p10"), m.get("p90"), m.get("spread"), m.get("n"), json.dumps(m.get("trust"))))
+            if not (isinstance(m.get("spread"), float) and isinstance(m.get("trust"), dict)):
+                bad.append("%s: the in-model figure has no spread or trust record" % name)
 for b in bad:
     print("FAIL " + b)
 sys.exit(1 if bad else 0)

@@ -104,7 +104,7 @@ ESCAPES = [  # candidate, extra job fields, accept, expected
 
 
 def short(r):
-    keep = ("ok", "stage", "code", "error", "flags", "trust", "time_ms", "time_ms_first",
+    keep = ("ok", "stage", "code", "error", "flags", "trust", "time_ms", "time_ms_first", "time_ms_hardened",
             "eager_ms", "compile_ms", "compile_max_autotune_ms", "baseline_times",
             "baseline_errors", "roofline", "speedup_vs_eager", "speedup_vs_compile", "elapsed",
             "candidate_kind", "trials", "property_trials", "checks", "generalizes", "replay_seed",

@@ -113,8 +113,10 @@ printf '%s\n' 'KAGENT_PYTHON=/nonexistent/python3' 'KAGENT_ENV_PROBE=$(touch sou
 step "CPU demo (share/kagent-rt/demo.sh --rounds 2)"
 KAGENT_PYTHON="$python" "$share/demo.sh" --rounds 2 >"$work/demo.log" 2>&1 || { cat "$work/demo.log"; fail "the demo exited $?"; }
 [ ! -e sourced-as-bash ] || fail "the demo sourced .env as bash"
-run=$(ls -d runs/rmsnorm_small_*)
+run=$(ls -d runs/diag_matmul_small_*)
 [ -f "$run/best_kernel.py" ] && [ -f "$run/summary.json" ] || { cat "$work/demo.log"; fail "no best_kernel.py/summary.json in $run"; }
+# it ends with the one line that says what it showed (scripts/demo.sh, demo_verdict)
+tail -n 1 "$work/demo.log" | grep -q '^demo: ' || { cat "$work/demo.log"; fail "the demo did not end with its verdict line"; }
 [ -s skill-consulted ] || { cat "$work/demo.log"; fail "the user skill in \$KAGENT_HOME/skills was not consulted"; }
 [ ! -e "$share/runs" ] || fail "the demo wrote into the installed tree"
 echo "ok ($(took), run in ./$run)"

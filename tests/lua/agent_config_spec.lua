@@ -1,4 +1,5 @@
--- --config FILE (agents/run/config.lua): the YAML subset and JSON it reads, long option names and
+-- --config FILE (agents/run/config.lua): the YAML (kagent.yaml) and JSON it reads, KernelAgent's
+-- configs as they are written (tests/fixtures/ka_config/), long option names and
 -- KernelAgent's keys, the command line winning, one line for a bad file, and the merged options
 -- kept in the run folder (state.json) so that --resume uses them without the file.
 package.path = kagent.root .. "/tests/fixtures/agent/?.lua;" .. package.path
@@ -23,6 +24,8 @@ benchmark_warmup: 25
 gpu_name: "NVIDIA H100 NVL 94GB"
 ]]
 
+local KA_FIXTURES = kagent.root .. "/tests/fixtures/ka_config/"
+
 local function write(dir, name, text)
   local path = dir .. "/" .. name
   assert(fs.write(path, text))
@@ -32,16 +35,52 @@ end
 local function parse(argv) return run_lib.parse("agents/beam.lua", argv) end
 
 describe("--config", function()
-  it("reads the YAML subset: scalars, quotes, comments, one level of sections", function()
-    local t = assert(config.parse_yaml(KA_YAML, "ka.yaml"))
+  it("reads YAML (kagent.yaml): scalars, quotes, comments, sections; errors name the line and column", function()
+    local dir = spec.tmpdir("config-read")
+    local t = assert(config.read(write(dir, "ka.yaml", KA_YAML)))
     expect.eq(t.strategy, "beam_search")
     expect.eq(t["strategy_config.num_top_kernels"], 3)
     expect.eq(t.high_reasoning_effort, true)
     expect.eq(t.gpu_name, "NVIDIA H100 NVL 94GB")
-    local _, why = config.parse_yaml("rounds: 2\nskills:\n  - a\n", "x.yaml")
-    expect.eq(why, "x.yaml:3: expected 'key: value'")
-    _, why = config.parse_yaml("beam: [1, 2]\n", "x.yaml")
-    expect.match(why, "^x%.yaml:1: only plain values")
+    local path = write(dir, "x.yaml", "rounds: 2\nbeam: [1, 2\n")
+    local _, why = config.read(path)
+    expect.eq(why, path .. ":3:1: end of sequence flow not found (not valid YAML)")
+    path = write(dir, "y.yaml", "rounds: 2\n  beam: 3\n")
+    _, why = config.read(path)
+    expect.eq(why, path .. ":2:7: illegal map value (not valid YAML)")
+    _, why = config.read(write(dir, "z.yaml", "- rounds\n"))
+    expect.match(why, "z%.yaml: expected 'option: value' lines at the top level, found a list")
+    expect.same(config.read(write(dir, "empty.yaml", "# nothing set\n")), {})
+  end)
+
+  it("loads KernelAgent's beam_search_diverse.yaml as written: models: -> --model worker=A,B,C", function()
+    local k = assert(parse({ "--problem", "p.py", "--config", KA_FIXTURES .. "beam_search_diverse.yaml" }))
+    expect.eq(k.policy, "beam"); expect.eq(k.beam, 3, "candidate_pool_size"); expect.eq(k.directions, 2)
+    expect.same(k.model, { "model-a", "worker=model-a,model-b,model-c" })
+    local plan = assert(require("agents.run.models").parse(k.model))
+    expect.same(plan.by_role.worker, { "model-a", "model-b", "model-c" }, "the worker mixture, in turns")
+    local dir = spec.tmpdir("config-models")
+    local _, why = config.to_argv(assert(config.read(write(dir, "m.yaml", "strategy_config:\n  models:\n    - {name: x}\n"))),
+      require("agents.run.options"), "m.yaml")
+    expect.match(why, "m%.yaml: strategy_config%.models: .* is not a model name")
+  end)
+
+  it("loads KernelAgent's nvidia.yaml as written: platform: is named once as ignored", function()
+    local k = assert(parse({ "--problem", "p.py", "--config", KA_FIXTURES .. "nvidia.yaml" }))
+    expect.eq(k.policy, "greedy"); expect.eq(k.beam, 1); expect.eq(k.directions, 2)
+    local dir = spec.tmpdir("config-platform")
+    -- a problem file that is not there: the options (and the note) come first, then exit 2
+    local r = session.run_agent("beam.lua", { "--problem", dir .. "/none.py", "--config",
+      KA_FIXTURES .. "nvidia.yaml" }, cpu.env(dir), 60)
+    expect.eq(r.code, 2, r.stderr)
+    local notes = {}
+    for line in r.stderr:gmatch("[^\n]+") do
+      if line:find("ignored:", 1, true) then notes[#notes + 1] = line end
+    end
+    expect.eq(#notes, 1, "one line of ignored keys: " .. r.stderr)
+    expect.eq(select(2, notes[1]:gsub("platform", "")), 1, "platform named once: " .. notes[1])
+    expect.truthy(notes[1]:find("num_workers", 1, true), notes[1])
+    expect.no_match(notes[1], "verifier", "the platform's components are one key")
   end)
 
   it("takes long option names and KernelAgent's keys; the command line wins", function()
@@ -66,6 +105,7 @@ describe("--config", function()
       { "rounds: -1\n", "--rounds expects a whole number >= 0, got '-1'" },
       { "dtype: bf17\n", "--dtype must be one of fp32, bf16, fp16" },
       { "resume: x\n", "'resume' cannot be set from a config file" },
+      { "rounds: 2\nbeam: [1, 2\n", "bad.yaml:3:1: end of sequence flow not found" },
     }) do
       local path = write(dir, "bad.yaml", c[1])
       local r = session.run_agent("beam.lua", { "--problem", cpu.problem, "--config", path },

@@ -70,8 +70,7 @@ describe("a newcomer's errors", function()
     expect.falsy(fs.exists(dir .. "/runs"), "no run folder")
   end, { timeout = 120 })
 
-  it("a key the provider refuses (401): the run stops at the first refusal, exit 2, saying so", function()
-    if not cpu.have_torch() then skip("no torch for " .. spec.python .. " (set KAGENT_PYTHON)") end
+  it("a key the provider refuses (401): refused by the check before any work, exit 2, said once", function()
     local dir = spec.tmpdir("err-badkey")
     local srv, port = session.start({ replies = {} }, dir)
     local env = session.env(port, { OPENAI_API_KEY = "bad", KAGENT_PYTHON = spec.python, KAGENT_DB = dir .. "/mem.db" })
@@ -81,11 +80,13 @@ describe("a newcomer's errors", function()
     srv:kill("KILL")
     srv:wait(5)
     expect.eq(r.code, 2, r.stderr)
-    expect.truthy(r.stderr:find("refused the API key in OPENAI_API_KEY (HTTP 401)", 1, true), r.stderr)
+    expect.eq(count(r.stderr, "refused the API key in OPENAI_API_KEY (HTTP 401)"), 1, r.stderr)
     expect.falsy(r.stderr:find("in a row", 1, true), "not counted as an outage:\n" .. r.stderr)
-    expect.truthy(r.stderr:find("--resume", 1, true), "says how to continue once the key is fixed")
-    -- one call per parent asks first (the diagnosis): the first refusal stops the run
+    expect.truthy(r.stderr:find("Fix the key and run again", 1, true), "says what to do: " .. r.stderr)
+    expect.falsy(fs.exists(dir .. "/runs"), "no run folder")
+    -- the LLM's check (GET /v1/models) is the one request refused: no model call was made
     expect.eq(stats.auth_failures, 1, "calls refused")
+    expect.eq(stats.requests["/v1/chat/completions"], nil, "no model call")
   end, { timeout = 600 })
 
   for _, name in ipairs({ "generate", "fuse" }) do

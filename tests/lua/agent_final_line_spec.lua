@@ -4,11 +4,15 @@ local summary = require("agents.search.summary")
 
 describe("the final line", function()
   it("names the search's figure and why the confirmed one differs", function()
-    local l = summary.figures_line(0.0882, 0.2431, { remeasured = true })
+    local l = summary.figures_line(0.0882, 0.2431, { remeasured = true }, { median = 0.2431, hardened = false })
     expect.match(l, "the search measured 0%.0882 ms %(2%.76x faster than the confirmed figure%)")
-    expect.match(l, "inputs reused call after call")
-    expect.match(l, "new input values before every call")
+    expect.match(l, "timed as they were, and confirmed by a fresh process with new input values before every call")
     expect.match(l, "the speedups use it")
+  end)
+
+  it("says where the result is the re-measure's figure and the speedups mix two methods", function()
+    local l = summary.figures_line(0.1, 0.2, { remeasured = true }, { median = 0.2, hardened = true })
+    expect.match(l, "as the first timing raised a flag; the baselines were timed on rotated inputs")
   end)
 
   it("says the two agree when they do", function()

@@ -78,6 +78,17 @@ describe("llm_guard", function()
     expect.truthy(err2:find("not called", 1, true), err2)
   end)
 
+  it("brings the LLM down at the first refused key or 404, a fault no later call can pass", function()
+    for _, code in ipairs({ "EAUTH", "ENOTFOUND" }) do
+      local g = guard(6)
+      local fn, n = calls({ code, code })
+      g:call(fn)
+      expect.eq(n.calls, 1, code .. ": not asked again")
+      expect.eq(g.fatal, code)
+      expect.truthy(g.down, code .. ": down at once, not after 6 in a row")
+    end
+  end)
+
   it("does not count a spent budget, a canceled call or a replay miss as an LLM failure", function()
     local g = guard(2)
     for _ = 1, 3 do g:call(calls({ "EBUDGET" })) end

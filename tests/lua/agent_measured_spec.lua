@@ -35,13 +35,16 @@ local function fake_pool()
   return p
 end
 
--- a run of the fake pool on one memory database; opts override the run's options
-local function fake_run(db, pool, o)
+-- a run of the fake pool on one memory database; opts override the run's options; names: the
+-- baselines the fake evaluator's ready line states (`baselines`; `reported_baselines` eager and
+-- torch.compile)
+local function fake_run(db, pool, o, names)
   local opts = { job_timeout = 60, metrics = "sol" }
   for k, v in pairs(o or {}) do opts[k] = v end
   local r = { opts = opts, problem_path = "/nonexistent/problem.py", problem_code = "class Model: pass\n",
     dtype = opts.dtype or "fp32", pool = pool, db = db, device_name = "FAKE GPU", can_profile = true,
-    devices = { { device = 0, torch = "2.fake", triton = "3.fake" } } }
+    devices = { { device = 0, torch = "2.fake", triton = "3.fake",
+      baselines = names or { "eager", "compile", "compile_max_autotune" }, reported_baselines = { "eager", "compile" } } } }
   run_lib.add_helpers(r)
   return r
 end
@@ -138,6 +141,19 @@ describe("baselines kept in memory", function()
     expect.eq(r.ok, false)
     expect.eq(r.stage, "correctness")
     expect.eq(last(pool).baselines, "eager")
+    db:close()
+  end)
+end)
+
+describe("the baselines a run times", function()
+  it("are those its evaluator's ready line names, not a list of the agents' own", function()
+    local db = assert(kagent.mem.open(spec.tmpdir("measured-names") .. "/mem.db"))
+    local pool = fake_pool()
+    local run = fake_run(db, pool, nil, { "eager", "compile" })
+    local function kernel(code) return attempt.kernel({ id = code, code = code, result = assert(run.pool:benchmark(run.job(code))) }) end
+    expect.truthy(confirm.final(run, { kernel("KN") }, kernel("KNIN")).confirmed)
+    expect.eq(pool.jobs[#pool.jobs - 1].baselines, "eager,compile", "the final confirmation times the stated ones")
+    expect.eq(measured.baselines(run).compile_max_autotune_ms, nil, "and caches only those")
     db:close()
   end)
 end)

@@ -151,6 +151,9 @@ describe("--resume after kill -9", function()
     expect.eq(n("SELECT count(*) AS n FROM attempts WHERE run_id = ? AND stage = 'superseded'"), 1, "the killed round's attempt")
     expect.eq(n("SELECT count(*) AS n FROM skill_outcomes WHERE run_id = ?"), 4, "one skill outcome per kept attempt")
     expect.truthy(fs.exists(rd .. "/rounds/round_2/w2/kernel.py"), "round 2 redone in its folder")
+    -- worker 2 of round 2 writes the source it wrote in round 1: the first process evaluated it,
+    -- so the resumed one does not again, and traces so, as a run never killed does
+    expect.truthy(fs.exists(rd .. "/rounds/round_2/w2/duplicate.json"), "the resumed round's duplicate traced")
     local moved = fs.list(rd .. "/superseded") or {}
     expect.eq(#moved, 1, "the killed round's trace kept aside")
     expect.truthy(fs.exists(rd .. "/superseded/" .. moved[1] .. "/round_2/w1/kernel.py"))

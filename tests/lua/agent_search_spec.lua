@@ -94,6 +94,10 @@ describe("search driver", function()
     expect.eq(by[1].outcome, "improved")
     expect.eq(by[2].outcome, "duplicate", "same source (comments aside): not evaluated again, not new")
     expect.truthy(fs.exists(run.rd:path("rounds/round_1/w2/duplicate.json")), "the skipped evaluation is traced")
+    -- a duplicate names the kernel it repeats, never that kernel's win as its own
+    expect.match(by[2].promotion, "^duplicate of r1w1: the same kernel")
+    expect.falsy(by[2].promotion:find("interleaved", 1, true), "no promotion text: " .. by[2].promotion)
+    expect.match(by[5].promotion, "^duplicate of its parent input: the same kernel")
     expect.eq(by[3].outcome, "failed")
     expect.eq(by[3].stage, "timing", "an untrusted figure is a failure with its real stage, never ranked")
     expect.eq(by[4].outcome, "failed")
@@ -196,6 +200,30 @@ describe("search driver", function()
     run.db:close()
   end)
 
+  it("keeps the baselines the evaluator's ready line names, in the state and in summary.json", function()
+    local dir = spec.tmpdir("search-baseline-names")
+    local run = fake_run(dir, { rounds = 1 })
+    -- a FAKE ready line naming a baseline of its own; the FAKE pool times it at 2 ms
+    run.devices = { { baselines = { "eager", "compile", "planted" }, reported_baselines = { "eager", "planted" } } }
+    local inner = run.pool
+    run.pool = setmetatable({}, { __index = function(_, op)
+      return function(_, job)
+        local r = inner[op](inner, job)
+        if r.ok then r.planted_ms = 2.0 end
+        return r
+      end
+    end })
+    local st = assert(search.start(run, nil))
+    expect.same(st.baselines, { eager_ms = 1.0, planted_ms = 2.0 }, "the start's: the reported ones")
+    search.search(run, fake_policy(function() return { { summary = "d", skill = "k", category = "c", code = "TIME=0.5\n" } } end), st)
+    local s = search.finish(run, st, nil)
+    expect.eq(s.verified, true)
+    expect.eq(s.baselines.planted_ms, 2.0)
+    expect.near(s.speedup_vs_planted, 2.0 / 0.5, 1e-9)
+    expect.eq(s.baselines.compile_max_autotune_ms, nil, "no figure for a baseline the evaluator does not name")
+    run.db:close()
+  end)
+
   it("saves state after each round and resumes where it stopped", function()
     local dir = spec.tmpdir("search-resume")
     local codes, n = { "TIME=0.8\n", "TIME=0.6\n" }, 0
@@ -250,6 +278,37 @@ describe("search driver", function()
     expect.eq(s3.attempts, 2)
     run2.db:close()
     run3.db:close()
+  end)
+
+  it("a resumed run does not evaluate again a source the interrupted process evaluated", function()
+    local dir = spec.tmpdir("search-resume-cache")
+    -- round 1: a winner and a loser; the redone round 2 writes the loser again
+    local rounds = { { "TIME=0.8\n", "TIME=0.9\n" }, { "TIME=0.9\n" } }
+    local n = 0
+    local pol = fake_policy(function()
+      n = n + 1
+      local out = {}
+      for i, code in ipairs(rounds[n]) do out[i] = { summary = "d" .. i, skill = "k", category = "c", code = code } end
+      return out
+    end)
+    local run = fake_run(dir, { rounds = 1 })
+    local st = assert(search.start(run, nil))
+    search.search(run, pol, st)
+    run.db:close()
+    local saved = assert(state_file.decode(fs.read(run.rd:path("state.json"))))
+    -- a new process resumes from the state saved after round 1
+    local run2 = fake_run(dir, { rounds = 2 }, assert(rundir.open(run.rd.dir)))
+    run2.mem = assert(memory.resume(run2.db, saved.mem_run_id, run2.mem.info))
+    local st2 = assert(state_file.restore(run2.rd.dir, saved))
+    search.supersede(run2, st2)
+    search.search(run2, pol, st2)
+    expect.eq(st2.round, 2)
+    expect.eq(run2.pool.jobs, 0, "round 1's loser is not evaluated again")
+    expect.truthy(fs.exists(run2.rd:path("rounds/round_2/w1/duplicate.json")), "the resumed round traces it as a duplicate")
+    local a = st2.attempts[#st2.attempts]
+    expect.eq(a.outcome, "duplicate")
+    expect.eq(a.duplicate_of, "r1w2")
+    run2.db:close()
   end)
 
   it("a corrupt or incomplete state.json is refused with the reason", function()

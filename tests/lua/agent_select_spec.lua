@@ -66,6 +66,13 @@ describe("promotion.promote", function()
   it("promotes only a verified child faster beyond the gain and both spreads", function()
     expect.truthy(promotion.promote(run, res(1.0, 0.01), res(0.8, 0.01)))
     expect.falsy(promotion.promote(run, res(1.0, 0.01), res(0.995, 0.001)), "inside 1%")
+    local same, why_same = promotion.promote(run, res(0.1022, 0.02), res(0.0859, 0.005))
+    expect.falsy(same, "16% faster, inside the parent's spread")
+    -- "same" shows the spreads that made it so, not a bare "inside 1% or the spreads"
+    expect.eq(why_same, "0.0859 ms vs 0.1022 ms: 15.9% faster, inside the noise: spreads ±0.0050 ms (child) and "
+      .. "±0.0200 ms (parent); a gain must pass 0.0200 ms (the larger spread, at least 1%)")
+    local _, why_slower = promotion.promote(run, res(1.0, 0.01), res(1.2, 0.01))
+    expect.eq(why_slower, "1.2000 ms vs 1.0000 ms: not faster (spreads ±0.0100 ms (child) and ±0.0100 ms (parent))")
     expect.falsy(promotion.promote(run, res(1.0, 0.2), res(0.85, 0.01)), "inside the parent's spread")
     expect.falsy(promotion.promote({ opts = { min_gain = 30 } }, res(1.0, 0.01), res(0.8, 0.01)), "below a 30% gate")
     local ok, why = promotion.promote(run, res(1.0, 0.01), res(0.1, 0.01, false))

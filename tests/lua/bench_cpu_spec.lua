@@ -75,6 +75,36 @@ describe("agents/bench.lua on the CPU", function()
     expect.falsy(again.stderr:find("01_rmsnorm: optimized", 1, true), "not measured again")
   end, { timeout = 600 })
 
+  it("gives two run folders of one problem, passed one by one, a row each with its own figures", function()
+    if not fake.cpu().have_torch() then skip("no torch for " .. spec.python .. " (set KAGENT_PYTHON)") end
+    local dir = spec.tmpdir("bench-two-runs")
+    -- two runs of rmsnorm from the chunked loop: one kept it (no gain), one found the one-pass kernel
+    local runs = { { id = "rmsnorm_small_20261201-100000_0001", best = "rmsnorm_small_chunked.py" },
+      { id = "rmsnorm_small_20261201-110000_0002", best = "rmsnorm_small_fast.py" } }
+    local argv = {}
+    for _, run in ipairs(runs) do
+      local rd = dir .. "/runs/" .. run.id
+      copy("examples/problems/rmsnorm_small.py", rd .. "/problem.py")
+      copy("examples/kernels/cpu/rmsnorm_small_chunked.py", rd .. "/input_kernel.py")
+      copy("examples/kernels/cpu/" .. run.best, rd .. "/best_kernel.py")
+      fs.write(rd .. "/summary.json", json.encode({ run_id = run.id, problem = "/x/rmsnorm_small.py", dtype = "fp32" }))
+      argv[#argv + 1] = rd
+    end
+    for _, a in ipairs({ "--devices", "cpu", "--baselines", "eager", "--json", dir .. "/out.json" }) do argv[#argv + 1] = a end
+    local r = fake.run_agent("bench.lua", argv, { KAGENT_PYTHON = spec.python }, 600)
+    if r.code ~= 0 then error("bench.lua exited " .. r.code .. "\n" .. r.stderr:sub(-3000) .. r.stdout:sub(-2000)) end
+    local rows = json.decode(assert(fs.read(dir .. "/out.json")))
+    expect.eq(#rows, 2)
+    expect.same({ rows[1].problem, rows[2].problem }, { runs[1].id, runs[2].id }, "each run named by its id, in the order given")
+    expect.eq(rows[1].source, fs.abspath(argv[1]), "the first row measured the first run")
+    expect.eq(rows[2].source, fs.abspath(argv[2]), "the second row measured the second run")
+    -- the chunked loop against itself, the one-pass kernel against it (about 5x): far beyond noise
+    expect.truthy(rows[1].interleaved.optimized_vs_input < 1.5 and rows[2].interleaved.optimized_vs_input > 1.5,
+      "each row its own run's figures: " .. tostring(rows[1].interleaved.optimized_vs_input) .. " and "
+      .. tostring(rows[2].interleaved.optimized_vs_input))
+    expect.truthy(r.stdout:find(runs[1].id, 1, true) and r.stdout:find(runs[2].id, 1, true), "both runs in the table:\n" .. r.stdout)
+  end, { timeout = 600 })
+
   it("reports KernelAgent's Triton artifacts as needing a GPU in CPU mode", function()
     if not fake.cpu().have_torch() then skip("no torch for " .. spec.python .. " (set KAGENT_PYTHON)") end
     local ka = os.getenv("KAGENT_KA_ARTIFACTS")

@@ -40,11 +40,16 @@ describe("kagent.gpu", function()
     expect.eq(devs[1].device, "cpu")
     expect.truthy(devs[1].torch, "torch version")
     expect.truthy(devs[1].sandbox and devs[1].sandbox.root, "how candidates are confined")
-    -- the evaluator states the job defaults and its baselines once; the agents' list of every
-    -- baseline (the final confirmation's) is the same list
+    -- the evaluator states the job defaults and its baselines once; the agents read them from
+    -- here, and their one fallback list (agents/lib/baselines.lua) is the reported one
     expect.eq(devs[1].job_defaults.profile.metric_set, "full")
     expect.eq(#devs[1].job_defaults.bench.baselines, 0, "a candidate is timed alone by default")
-    expect.eq(table.concat(devs[1].baselines, ","), table.concat(require("agents.lib.baselines").ALL, ","))
+    expect.eq(table.concat(devs[1].baselines, ","), "eager,compile,compile_max_autotune")
+    expect.eq(table.concat(devs[1].reported_baselines, ","), table.concat(require("agents.lib.baselines").FALLBACK, ","))
+    -- and the tolerance names, the default among them, which --tolerance is checked against
+    expect.eq(table.concat(devs[1].tolerances, ","), "strict,kernelbench-v0.1")
+    expect.eq(require("agents.run").unknown_tolerance(devs[1].job_defaults.tolerance, devs[1]), nil)
+    expect.match(require("agents.run").unknown_tolerance("loose", devs[1]), "must be one of strict, kernelbench%-v0%.1")
   end, { timeout = 120 })
 
   it("verifies a correct candidate", function()

@@ -17,10 +17,35 @@ p:update({ best_ms = 0.25, busy = 0 })
 p:finish("the end")
 ]]
 
-local function script_file(dir)
+-- A line far wider than 80 columns; the terminal is then narrowed to 60 (stty on the pty sends
+-- SIGWINCH) and the line redrawn.
+local WIDE_SCRIPT = [[
+local p = require("agents.run.progress").new({ rounds = 5 })
+p:update({ round = 1, workers = 4, busy = 2, best_ms = 0.0859, speedup_eager = 1.23, speedup_compile = 0.9,
+  sol_pct = 41, tokens = 123456, tokens_per_s = 55, llm_failures = 2, replies = "replies 12 (1 re-asked) rules 25%" })
+kagent.log.info("LOGLINE at 80")
+local resized = os.execute("stty cols 60 <&2")
+assert(resized == 0 or resized == true, "stty cols 60 failed")
+kagent.log.info("RESIZED to 60")
+p:update({ busy = 3 })
+kagent.log.info("LOGLINE at 60")
+p:finish("the end")
+]]
+
+local function script_file(dir, text)
   local path = dir .. "/progress_demo.lua"
-  assert(fs.write(path, SCRIPT))
+  assert(fs.write(path, text or SCRIPT))
   return path
+end
+
+-- drawn(raw) -> every stretch of text the terminal was sent between line starts ("\r", "\n"),
+-- erase codes removed: each status line as drawn, and each log line
+local function drawn(raw)
+  local out = {}
+  for piece in (raw:gsub("\27%[K", "") .. "\n"):gmatch("([^\r\n]*)[\r\n]") do
+    if piece ~= "" then out[#out + 1] = piece end
+  end
+  return out
 end
 
 -- on_tty(cmd, env) -> what the pty received (script(1) runs cmd with its stdio on a pty)
@@ -72,6 +97,47 @@ describe("the status line", function()
     expect.truthy(raw:find("%[round 1/2 [1-9]s%]"), "the clock moves between updates:\n" .. raw)
     expect.eq(lines[#lines] == "" and lines[#lines - 1] or lines[#lines], "the end")
     expect.falsy(raw:find("\27%[%d+m"), "NO_COLOR: no colour codes")
+  end)
+
+  it("fs.term_columns: the terminal's width, nil for a pipe", function()
+    local dir = spec.tmpdir("term-columns")
+    local path = dir .. "/cols.lua"
+    assert(fs.write(path, "print(tostring(kagent.fs.term_columns(1)) .. ' ' .. tostring(kagent.fs.term_columns(2)))"))
+    local r = assert(proc.run({ BIN, path }, { timeout = 60 }))
+    expect.eq(r.stdout, "nil nil\n", "stdout and stderr are pipes here")
+    if proc.run({ "sh", "-c", "command -v script && command -v stty" }).code ~= 0 then skip("no script(1) or stty to make a terminal") end
+    local raw = on_tty(string.format("stty cols 73 rows 30; '%s' '%s'", BIN, path), { TERM = "xterm" })
+    expect.match(raw, "73 73", "the pty's width:\n" .. raw)
+  end)
+
+  it("fits the terminal's width, dropping whole fields, and follows a resize", function()
+    local wide = progress.format({ round = 3, rounds = 5, t0 = 0, rounds1_t0 = 10, round_t0 = 30, busy = 2, workers = 4,
+      best_ms = 0.0859, speedup_eager = 1.23, speedup_compile = 0.9, sol_pct = 41, tokens = 123456, tokens_per_s = 55,
+      cost_usd = 0.1234, llm_failures = 2, replies = "replies 12 (1 re-asked) rules 25%" }, 35, 79)
+    expect.truthy(#wide <= 79, wide)
+    expect.eq(wide, "[round 3/5 35s] workers 2/4 busy | best 0.0859 ms 1.23x eager | LLM failures 2",
+      "the least useful fields go first (rate, replies, cost, tokens, SOL, compile, estimate), none cut mid-word")
+    if proc.run({ "sh", "-c", "command -v script && command -v stty" }).code ~= 0 then skip("no script(1) or stty to make a terminal") end
+    local dir = spec.tmpdir("progress-width")
+    local raw = on_tty(string.format("stty cols 80 rows 30; '%s' '%s'", BIN, script_file(dir, WIDE_SCRIPT)),
+      { TERM = "xterm", KAGENT_PROGRESS = false, NO_COLOR = "1" })
+    local resized, at80, at60 = false, 0, 0
+    for _, piece in ipairs(drawn(raw)) do
+      -- the line redrawn under "LOGLINE at 60" was drawn after the resize (under "RESIZED" it is
+      -- the line drawn before, kept until the next update)
+      if piece:find("LOGLINE at 60", 1, true) then resized = true end
+      expect.truthy(#piece <= 80, "no line wider than 80 columns: " .. piece .. "\n" .. raw)
+      if piece:find("best 0.0859 ms", 1, true) then
+        if resized then
+          at60 = at60 + 1
+          expect.truthy(#piece < 60, "narrowed to 60 columns: " .. piece)
+          expect.match(piece, "1%.23x eager", "the eager speedup stays")
+        else
+          at80 = at80 + 1
+        end
+      end
+    end
+    expect.truthy(at80 > 0 and at60 > 0, "the status line drawn before and after the resize:\n" .. raw)
   end)
 
   it("elsewhere: one plain line per change, no control codes", function()

@@ -103,6 +103,78 @@ describe("report.html", function()
     expect.truthy(page:find("4 hit(s), 1 miss(es)", 1, true), "replay hits and misses")
   end)
 
+  it("holds one method in Input vs best: the confirmation's figures, as the header's speedups", function()
+    local dir = synthetic.write(spec.tmpdir("report-method") .. "/run")
+    local s = json.decode(fs.read(dir .. "/summary.json"))
+    -- the search timed the input at 3.5 ms at the start (input_eval.json); the confirmation
+    -- re-timed it at 3.3 beside the best's 1.62, and the header's speedups use those
+    s.input_ms, s.input_time = 3.3, { median = 3.3, p10 = 3.25, p90 = 3.4 }
+    s.best_time = { median = 1.62, p10 = 1.6, p90 = 1.65 }
+    s.speedup_vs_input = 3.3 / 1.62
+    fs.write(dir .. "/summary.json", json.encode(s))
+    local d = run_data.load(dir)
+    local side = {}
+    for _, r in ipairs(d.side) do side[r.metric] = r end
+    local t = side["time, median (ms)"]
+    expect.near(t.input / t.best, s.speedup_vs_input, 1e-12, "the table's input/best is the header's x input")
+    expect.near(side["speedup vs eager"].best, s.speedup_vs_eager, 1e-12, "the best's x eager is the header's")
+    expect.near(side["speedup vs eager"].input, 4.0 / 3.3, 1e-12, "the input over the same eager")
+    expect.eq(side["time, p10 (ms)"].input, 3.25, "the input's spread is the re-timing's")
+    local page = assert(fs.read(assert(run_page.write(dir))))
+    expect.truthy(page:find('id="metrics-method">Times and speedups: the final confirmation', 1, true), "the table says its method")
+    -- an unconfirmed run has no figure there at all
+    s.verified = false
+    fs.write(dir .. "/summary.json", json.encode(s))
+    for _, r in ipairs(run_data.load(dir).side) do
+      expect.falsy(r.metric:find("time", 1, true) or r.metric:find("speedup", 1, true), "no figure of an unconfirmed run: " .. r.metric)
+    end
+  end)
+
+  it("of a running run fills its header from the start and links only to files that exist", function()
+    local dir = synthetic.write(spec.tmpdir("report-live") .. "/run")
+    fs.remove(dir .. "/summary.json")
+    fs.remove(dir .. "/best_kernel.py")
+    local st = json.decode(fs.read(dir .. "/state.json"))
+    -- what agents/search/state.lua saves: the status line's model, device, mode and the wall so far
+    st.opts = { problem = "/problems/36_rmsnorm.py", policy = "beam", dtype = "bf16", rounds = 3 }
+    st.live = { model = "openai:fake", device = "FAKE GPU", mode = "llm", wall_s = 42.5 }
+    st.best = { id = "r2w1", round = 2, result = { ok = true, time_ms = { median = 1.6 } } }
+    fs.write(dir .. "/state.json", json.encode(st))
+    local page = assert(fs.read(assert(run_page.write(dir))))
+    local function row(k) return page:match("<div>" .. k .. "</div><div>(.-)</div>") end
+    expect.eq(row("model"), "openai:fake")
+    expect.eq(row("device, dtype"), "FAKE GPU, bf16")
+    expect.match(row("policy / mode"), " / llm$")
+    expect.eq(row("best kernel"), "r2w1 (round 2): 1.6000 ms so far, as the search measured it (not confirmed yet)")
+    expect.match(row("wall"), "^42%.5 s so far")
+    local files = row("files")
+    expect.falsy(files:find("summary.json", 1, true), "no link to summary.json before it is written: " .. files)
+    expect.falsy(files:find("best_kernel.py", 1, true), "no link to best_kernel.py before it is written")
+    expect.truthy(files:find('href="input_kernel.py"', 1, true), "the files that exist are linked")
+    -- once written, linked
+    fs.write(dir .. "/best_kernel.py", synthetic.BEST_CODE)
+    page = assert(fs.read(assert(run_page.write(dir))))
+    expect.truthy(row("files"):find('href="best_kernel.py"', 1, true), "best_kernel.py linked once it exists")
+  end)
+
+  it("names both sides of a diff alike, so no diff is tagged RENAMED", function()
+    local dir = synthetic.write(spec.tmpdir("report-diff-name") .. "/run")
+    fs.mkdir_p(dir .. "/rounds/round_1/w1")
+    fs.write(dir .. "/rounds/round_1/w1/kernel.py", synthetic.BEST_CODE)  -- r1w1's kernel: its "diff vs input" link
+    local page = assert(fs.read(assert(run_page.write(dir))))
+    expect.truthy(page:find('class="diff-link"', 1, true), "an attempt's diff link")
+    local diff = assert(spec_data(page, "diff-data"), "diff data")
+    expect.eq(diff.name, run_page.DIFF_NAME, "one name for both kernels")
+    expect.eq(diff.old_name, nil); expect.eq(diff.new_name, nil)
+    -- every patch the page makes (the input vs best loader, an attempt's "diff vs" link) gets the one name twice
+    local patches = 0
+    for a, b in page:gmatch("Diff%.createTwoFilesPatch%(([^,]+),([^,]+),") do
+      patches = patches + 1
+      expect.eq(a, b, "the two file names of a patch: " .. a .. ", " .. b)
+    end
+    expect.eq(patches, 2, "the loader's patch and the attempts' patch")
+  end)
+
   it("keeps page text out of the HTML parser's way", function()
     expect.eq(html.esc('<a href="x">&'), "&lt;a href=&quot;x&quot;&gt;&amp;")
     local el = html.json_data("d", { s = "</script><!-- x" })
@@ -124,6 +196,15 @@ describe("report.html", function()
     expect.eq(rows[1].name, "b_20261102-100000_0002", "newest first")
     expect.truthy(page:find('href="b_20261102-100000_0002/report.html"', 1, true), "a link to the report that exists")
     expect.falsy(page:find('href="a_20261101-100000_0001/report.html"', 1, true), "no link to a report not written")
+    -- one method on the page: its chart holds the table's confirmed speedups, no search-time curve
+    local pts = assert(spec_data(page, "spec-speedups"), "the speedups chart").layer[1].data.values
+    local by = {}
+    for _, p in ipairs(pts) do by[p.problem .. " " .. p.baseline] = p.speedup end
+    for _, r in ipairs(rows) do
+      expect.near(by[r.name .. " eager"], r.x_eager, 1e-12, "the chart's x eager is the table's")
+      expect.near(by[r.name .. " input"], r.x_input, 1e-12, "the chart's x input is the table's")
+    end
+    expect.falsy(page:find("search-time medians", 1, true), "no search-time figure on the index")
   end)
 end)
 
@@ -217,17 +298,27 @@ describe("bench.lua outputs", function()
     expect.eq(ok.errors.compile_max_autotune, "needs a GPU")
     expect.eq(bad.correct.optimized, false)
     expect.match(bad.errors.optimized, "^correctness: EMISMATCH")
-    local j = output.json_rows({ ok, bad })
+    -- the baselines a FAKE evaluator's ready line names (`baselines`), as agents/bench.lua passes them
+    local names = { "eager", "compile", "compile_max_autotune" }
+    local j = output.json_rows({ ok, bad }, names)
     for _, k in ipairs(output.KA_KEYS) do expect.truthy(j[2][k] ~= nil, "key " .. k .. " present") end
     expect.eq(j[2].optimized_ms, json.null)
     expect.eq(j[2].eager_ms, 4.0, "eager came with the input kernel's job")
-    local text = output.table_text({ ok, bad }, { dtype = "bf16", device = "FAKE", markdown = true })
+    expect.eq(j[2].compile_max_autotune_ms, json.null, "every baseline the evaluator names is a key")
+    local text = output.table_text({ ok, bad }, { dtype = "bf16", device = "FAKE", markdown = true, baselines = names })
     expect.match(text, "| problem +| eager +| compile +| input +| optimized +|", "benchmark.py's four columns first")
     expect.match(text, "| 01_ok +| 4%.0000 | %- +| 2%.0000 | 1%.0000 +|")
     expect.match(text, "02_bad, optimized: correctness: EMISMATCH")
+    expect.falsy(text:find("hardened re-measure", 1, true), "a figure timed as the baselines has no method note")
+    -- a figure the evaluator's hardened re-measure gave (its first timing raised a flag) is named
+    local h = measure.row({ name = "03_hard", dir = "/p/03_hard" }, { tries = { optimized = 1 },
+      optimized = { ok = true, time_ms = { median = 1.0, p10 = 0.9, p90 = 1.1, hardened = true }, eager_ms = 4.0 } },
+      { dtype = "fp32", baselines = { "eager" } })
+    expect.match(output.table_text({ h }, { device = "cpu", markdown = true, baselines = names }),
+      "03_hard, optimized: timed by the evaluator's hardened re%-measure %(new inputs before every call%)")
     -- Markdown and the terminal's plain columns: every line of a table as wide as its header,
     -- each column starting where its header does
-    local plain = output.table_text({ ok, bad }, { dtype = "bf16", device = "FAKE" })
+    local plain = output.table_text({ ok, bad }, { dtype = "bf16", device = "FAKE", baselines = names })
     expect.falsy(plain:find("|", 1, true), "no pipes on a terminal")
     for _, t in ipairs({ text, plain }) do
       local head = t:match("\n([^\n]*problem[^\n]*)")
@@ -243,15 +334,32 @@ describe("bench.lua outputs", function()
       return { problem = name, errors = { eager = "not reported: neither verified", compile = "not reported: neither verified" },
         correct = {}, speedup = {}, sol_pct = {}, spread = {}, do_bench_ms = {} }
     end
-    local many = output.table_text({ cpu_row("a"), cpu_row("b"), cpu_row("c") }, { device = "cpu", markdown = true })
+    local many = output.table_text({ cpu_row("a"), cpu_row("b"), cpu_row("c") }, { device = "cpu", markdown = true,
+      baselines = names })
     local _, n = many:gsub("not reported", "")
     expect.eq(n, 1, many)
     expect.match(many, "every problem %(3%), compile and eager: not reported")
-    local csv = output.csv_text({ ok, bad })
+    local csv = output.csv_text({ ok, bad }, names)
     local header = csv:match("^[^\n]+")
-    expect.eq(header, table.concat(output.CSV_COLUMNS, ","))
+    expect.eq(header, "problem,dtype,device,eager_ms,compile_ms,input_kernel_ms,optimized_ms,compile_max_autotune_ms,"
+      .. "eager_p10,eager_p90,compile_p10,compile_p90,input_kernel_p10,input_kernel_p90,optimized_p10,optimized_p90,"
+      .. "compile_max_autotune_p10,compile_max_autotune_p90,do_bench_eager_ms,do_bench_compile_ms,"
+      .. "do_bench_compile_max_autotune_ms,optimized_vs_eager,optimized_vs_compile,optimized_vs_compile_max_autotune,"
+      .. "optimized_vs_input,interleaved_optimized_vs_input,interleaved_p10,interleaved_p90,interleaved_cv,"
+      .. "sol_pct_input_kernel,sol_pct_optimized,lower_bound_ms,correct_input_kernel,correct_optimized,errors")
     local _, lines = csv:gsub("\n", "")
     expect.eq(lines, 3)
+    -- the columns are the evaluator's baselines, not a list of the agents' own: a baseline only
+    -- the (FAKE) ready line names gets its columns, one it does not name gets none
+    local other = { "eager", "compile", "planted_baseline" }
+    local t2 = output.table_text({ ok }, { dtype = "fp32", device = "FAKE", markdown = true, baselines = other })
+    expect.match(t2, "| optimized +| planted%-baseline +| opt vs eager")
+    expect.match(t2, "| do_bench planted%-baseline +|")
+    expect.falsy(t2:find("max-autotune", 1, true), "a baseline the evaluator does not name has no column")
+    local h2 = output.csv_text({ ok }, other):match("^[^\n]+")
+    expect.truthy(h2:find(",planted_baseline_ms,", 1, true) and h2:find(",optimized_vs_planted_baseline,", 1, true), h2)
+    expect.falsy(h2:find("max_autotune", 1, true), h2)
+    expect.eq(output.json_rows({ bad }, other)[1].planted_baseline_ms, json.null)
   end)
 end)
 

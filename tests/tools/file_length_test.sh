@@ -6,7 +6,9 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 MAX=400
 FOLDERS=(src agents scripts bench)
-mapfile -t files < <(git ls-files -- "${FOLDERS[@]}" | grep -E '\.(py|c|cpp|h|hpp|cu|lua|sh)$')
+# the working tree's files: tracked ones not deleted, and new ones git does not ignore
+mapfile -t files < <(git ls-files --cached --others --exclude-standard -- "${FOLDERS[@]}" |
+  grep -E '\.(py|c|cpp|h|hpp|cu|lua|sh)$' | sort -u | while IFS= read -r f; do [ -f "$f" ] && printf '%s\n' "$f"; done)
 if [ "${#files[@]}" -lt 200 ]; then
   echo "found only ${#files[@]} source files under ${FOLDERS[*]}: is this the repository's root?"
   exit 1

@@ -76,6 +76,13 @@ function fs.remove(path) end
 ---@return boolean
 function fs.isatty(fd) end
 
+---`fs.term_columns(fd)` → integer or `nil`: the width in columns of the terminal on `fd`
+---  (`TIOCGWINSZ`); `nil` when `fd` is no terminal or the terminal reports no size. Read afresh at
+---  each call, so a caller that asks at each redraw follows a resize (`SIGWINCH`).
+---@param fd integer
+---@return integer?
+function fs.term_columns(fd) end
+
 ---`fs.lock(path)` → `handle` or `nil, "EBUSY: <path> is locked by process N", "EBUSY", N` (N `nil`
 ---  when the file names no pid) or `nil, "EIO: ...", "EIO"`: an exclusive advisory lock (`flock`) on
 ---  the file at `path`, made if missing and never truncated until the lock is held; it then holds

@@ -491,7 +491,7 @@ function pool:sanitize(job) end
 ---    max, kind = "parameter"|"buffer"}}, used_params, folded, module_types, param_bytes,
 ---    param_count, functional_check}`. Each op: `{name, op (label: layer class, function or
 ---    method name), kind (call_module|call_function|call_method), category (gemm, conv,
----    conv_transpose, attention, norm, softmax, pool, reduction, activation, elementwise, view,
+---    conv_transpose, attention, norm, softmax, pool, reduction, loss, activation, elementwise, view,
 ---    other, recurrent), expr, params (qualnames it reads), inputs (value names it reads), shape,
 ---    dtype, tensor (false for a tuple of tensors, possibly nested or holding None: then items =
 ---    {{shape, dtype}}), mean, std, module_ctor?}`. `expr` is the op's functional form, a Python expression in which
@@ -518,6 +518,11 @@ function pool:sanitize(job) end
 ---    batch; each also with one, then every, extent equal to a constructor argument left as it is:
 ---    the first setting at which the model runs) and says `shrunk = {name = {from, to}}`;
 ---    the shapes are then those of the smaller problem.
+---  - `kind = "ops"` (`job.problem`): the problem's operations from its `torch.fx` trace, the model
+---    built but not run (the concrete trace, one forward, only where the plain one fails):
+---    `{traced, trace, trace_error, labels = {op labels, sorted}, categories = {category = count}}`,
+---    labels and categories as kind `problem`'s ops. The agents' op class of a problem comes from
+---    it (agents/lib/features.lua).
 ---  - `kind = "inductor"` (`job.problem`: a subgraph problem, a `Model` without parameters;
 ---    `job.library = "allow"|"deny"`, `job.layout = "inductor"|"eager"`): the problem compiled by
 ---    TorchInductor on the worker's GPU and the module it emitted made a standalone kernel file:
@@ -531,8 +536,8 @@ function pool:sanitize(job) end
 ---    own call's tuple is own), kernel_calls}`. A `kernel_function` candidate gives `traced = false`.
 ---  - `kind = "integrate"` (`job.problem`: a model written as a problem; `job.kernel`, the path of
 ---    a kernel file, verified on `job.kernel_problem`; `job.match_class` or `job.match_path`;
----    `job.adapter` optional; `job.reps` timed calls per median, at least 3, default 20;
----    `job.rounds` alternations of the two models' timings, at least 1, default 3; `job.shrink`):
+---    `job.adapter` optional; `job.reps` timed calls per standalone median, at least 3, default
+---    20; `job.shrink`):
 ---    what `agents/integrate.lua` runs. One forward records
 ---    the inputs of every submodule of that class (or at that dotted path); on them the kernel
 ---    (built as a candidate of `kernel_problem` and given the submodule's parameters and buffers
@@ -540,14 +545,13 @@ function pool:sanitize(job) end
 ---    module, submodule)` returns) must give the submodule's outputs at the dtype's tolerances,
 ---    else the submodule is left alone; the matching ones are replaced and the whole model's
 ---    outputs must stay the original's (in bf16/fp16, where they do not, both are judged against
----    the model run in fp32 by the shadow rule); then both models are timed alternately (the
----    device synchronized around each call) and each replaced submodule standalone. `{verified,
----    targets = {{path, class, matched, reason?, standalone_ref_ms?, standalone_kernel_ms?,
----    standalone_speedup?}}, replaced (paths), adapted, shrunk, max_abs_diff?, judged_by_fp32?,
----    model_ms_before?, model_ms_after?, in_model_speedup?, standalone_speedup?,
----    standalone_faster_model_slower?, reason?}` (`reason` where `verified` is false); `ENOMATCH`
----    where no submodule is of that class or path, `EADAPTER` where the adapter defines no `adapt`.
----    The timing holds the GPU's lease exclusive.
+---    the model run in fp32 by the shadow rule); each replaced submodule is timed standalone (a
+---    rough median). The whole model is not timed here: its figure is an in-model benchmark job's
+---    (the job field `in_model`, below). `{verified, targets = {{path, class, matched, reason?,
+---    standalone_ref_ms?, standalone_kernel_ms?, standalone_speedup?}}, replaced (paths), adapted,
+---    shrunk, max_abs_diff?, judged_by_fp32?, standalone_speedup?, reason?}` (`reason` where
+---    `verified` is false); `ENOMATCH` where no submodule is of that class or path, `EADAPTER`
+---    where the adapter defines no `adapt`. The timing holds the GPU's lease exclusive.
 ---  - `kind = "merge"` (`job.parts = {{prefix, source, label}}`): kernel sources joined into one
 ---    module, parse only. Each part's module-level names (functions, classes, constants) and the
 ---    references that resolve to them get its prefix, following Python's scopes (a parameter or
@@ -565,12 +569,17 @@ function pool:analyze(job) end
 ---@return any
 function pool:peaks(device) end
 
----`pool:stats()` → `{jobs, failures, respawns, busy}`. `pool:close()` stops the workers.
+---`pool:stats()` → `{jobs, failures, respawns, busy}`. `pool:close(wait_s)` stops the workers; with
+---  `wait_s` it also waits ⏸ up to `wait_s` seconds for each to have ended (killed past that), so
+---  that a folder they wrote in can be removed next.
 ---@return any
 function pool:stats() end
 
----`pool:stats()` → `{jobs, failures, respawns, busy}`. `pool:close()` stops the workers.
+---`pool:stats()` → `{jobs, failures, respawns, busy}`. `pool:close(wait_s)` stops the workers; with
+---  `wait_s` it also waits ⏸ up to `wait_s` seconds for each to have ended (killed past that), so
+---  that a folder they wrote in can be removed next.
+---@param wait_s any
 ---@return any
-function pool:close() end
+function pool:close(wait_s) end
 
 return gpu

@@ -27,14 +27,32 @@ function llm.configure(args) end
 ---`llm.configured()` → `true, "anthropic:claude-..."` or `false, "<what to set or fix>", code`
 ---  (`ENOTSUP` or `EAUTH` for settings; the failure's code, e.g. `ECONNECT`, when a local server
 ---  asked for its model did not answer). When nothing at all is configured the message is
----  llm.NOT_CONFIGURED (below). Agents use it to fall back to the LLM-free tuner (only then), or to
----  stop when the server does not answer. ⏸ when it asks a local server for its model (then
----  with the retries and timeouts of a call; the answer is kept for the run), and when the server
----  is on this machine (`localhost`, `127.x`, `[::1]`) with a model named: its model list is asked
----  once, and only a refused connection fails (`ECONNECT`, "nothing listens at URL (connection
----  refused)"). A refused connection to this machine is never retried: nothing listens there.
+---  llm.NOT_CONFIGURED (below). Agents use it to fall back to the LLM-free tuner (only then). ⏸
+---  only when no model is named and an OpenAI-compatible server is asked for its model list (with
+---  the retries and timeouts of a call; the list is kept for the run). Whether the server answers,
+---  takes the key and serves the model is `llm.check`'s question.
 ---@return boolean, string, string?
 function llm.configured() end
+
+---`llm.check(models)` ⏸ → `true`, or `nil, "CODE: message", "CODE"`: one request per server,
+---  before any work, for the configured model and each of `models` (an array of `"provider:model"`
+---  or bare names; optional). OpenAI-compatible servers: `GET {base}/models` (the list kept for the
+---  run, so several models of one server take one request); Anthropic: `GET /v1/models/{model}`
+---  (which resolves an alias to its dated id; on a 404 its list is asked to name the models it
+---  has). `EAUTH`: the key is refused (HTTP 401/403; a server that wants a key and has none names
+---  the variable). `ENOTFOUND`: the model is not listed (a name without a tag also takes `name:latest`, as
+---  Ollama serves it; the message names those listed), or the
+---  URL has no model list (HTTP 404 on `/models`: the message suggests the `/v1` an
+---  OpenAI-compatible URL lacks, or the one an Anthropic base URL should not have). A server that
+---  does not answer fails as a call does (`ECONNECT`, "nothing listens at URL (connection refused)"
+---  on this machine, never retried; `ETIMEDOUT`; `EHTTP`), within at most 60 s, the list's wait
+---  bounded by the start timeout. A strict replay (`cache` `"replay"`) sends nothing and answers
+---  `true`. The agents call it at start-up (docs/agents.md, "The LLM is checked first"). Its
+---  messages and logs, like every `kagent.llm` message, name a URL without credentials
+---  (`user:password@`) or query.
+---@param models any
+---@return boolean?, string?, string?
+function llm.check(models) end
 
 ---`llm.models()` ⏸ → array of the model ids the configured OpenAI-compatible server lists, or
 ---  `nil, "CODE: message", "CODE"`.
@@ -127,7 +145,8 @@ function llm.chat(args) end
 ---  {[model] = {...}}}`. `unpriced_calls`: calls of models without a price (their cost is unknown).
 ---  `tokens_per_s` = `gen_tokens / gen_seconds`, summed over the timed calls (as each result's
 ---  `tokens_per_s`; replays are not timed): the mean decoding rate of one call, for a status line.
----  `llm.reset_usage()` zeroes them.
+---  `llm.reset_usage()` zeroes them. `llm.total_tokens(u)` → the tokens a usage table counts
+---  (input + output + cache reads + cache writes), the one formula for budgets and summaries.
 ---@return kagent.llm.Usage
 function llm.usage() end
 
@@ -137,9 +156,22 @@ function llm.usage() end
 ---  {[model] = {...}}}`. `unpriced_calls`: calls of models without a price (their cost is unknown).
 ---  `tokens_per_s` = `gen_tokens / gen_seconds`, summed over the timed calls (as each result's
 ---  `tokens_per_s`; replays are not timed): the mean decoding rate of one call, for a status line.
----  `llm.reset_usage()` zeroes them.
+---  `llm.reset_usage()` zeroes them. `llm.total_tokens(u)` → the tokens a usage table counts
+---  (input + output + cache reads + cache writes), the one formula for budgets and summaries.
 ---@return any
 function llm.reset_usage() end
+
+---`llm.usage()` → run totals `{calls, failures, failures_by_code = {[code] = n}, input_tokens,
+---  output_tokens, cache_read_tokens, cache_write_tokens, cost_usd, http_requests, retries,
+---  replayed, replay_misses, unpriced_calls, gen_tokens, gen_seconds, tokens_per_s, by_model =
+---  {[model] = {...}}}`. `unpriced_calls`: calls of models without a price (their cost is unknown).
+---  `tokens_per_s` = `gen_tokens / gen_seconds`, summed over the timed calls (as each result's
+---  `tokens_per_s`; replays are not timed): the mean decoding rate of one call, for a status line.
+---  `llm.reset_usage()` zeroes them. `llm.total_tokens(u)` → the tokens a usage table counts
+---  (input + output + cache reads + cache writes), the one formula for budgets and summaries.
+---@param u any
+---@return any
+function llm.total_tokens(u) end
 
 ---`llm.extract_code(text, lang)` → the code of a fenced block: with `lang`, the last block tagged
 ---  `lang` (aliases: `py`/`python3` = `python`, `c++` = `cpp`, `cu` = `cuda`), else the last untagged

@@ -1,7 +1,8 @@
 -- agents/bench.lua's outputs: the tables (plain columns aligned on a terminal, Markdown with
 -- --markdown or into a pipe; KernelAgent's benchmark.py columns first: eager, torch.compile, input,
 -- optimized), the --json rows (benchmark.py --json's keys, then ours) and --csv (one flat line
--- per problem).
+-- per problem). The baselines' columns are those of the evaluator's ready line (`baselines`, which
+-- agents/bench.lua passes as `names`), after KernelAgent's own two.
 local json = require("kagent.json")
 local keys_lib = require("agents.lib.keys")
 local calls = require("agents.run.calls")
@@ -10,7 +11,37 @@ local M = {}
 local unpack = unpack or table.unpack
 
 -- The keys of KernelAgent's benchmark.py --json, in its order; a figure not measured is null.
+-- An outside format: its baselines are KernelAgent's, whatever the evaluator times.
 M.KA_KEYS = { "problem", "eager_ms", "compile_ms", "input_kernel_ms", "optimized_ms" }
+
+-- figures(names) -> the timed figures in column order: KernelAgent's (its baselines among
+-- `names`, the input, the optimized kernel), then the other baselines of `names` in their order
+function M.figures(names)
+  local out, ka = {}, {}
+  for _, k in ipairs(M.KA_KEYS) do
+    local b = k:match("^(.+)_ms$")
+    if b and b ~= "input_kernel" and b ~= "optimized" then ka[b] = true end
+  end
+  for _, b in ipairs(names) do if ka[b] then out[#out + 1] = b end end
+  out[#out + 1], out[#out + 2] = "input_kernel", "optimized"
+  for _, b in ipairs(names) do if not ka[b] then out[#out + 1] = b end end
+  return out
+end
+
+-- baselines_of(names) -> `names` in column order (the figures less the two kernels)
+local function baselines_of(names)
+  local out = {}
+  for _, k in ipairs(M.figures(names)) do
+    if k ~= "input_kernel" and k ~= "optimized" then out[#out + 1] = k end
+  end
+  return out
+end
+
+-- label(figure) -> its column's name: "input", "max-autotune" for compile_max_autotune
+local function label(k)
+  if k == "input_kernel" then return "input" end
+  return (k:gsub("^compile_", ""):gsub("_", "-"))
+end
 
 local function f(v, p) return type(v) == "number" and string.format(p or "%.4f", v) or "-" end
 local function x(v) return type(v) == "number" and string.format("%.2fx", v) or "-" end
@@ -20,14 +51,15 @@ local function range(s)
   return string.format("%.4f-%.4f", s.p10, s.p90)
 end
 
--- json_rows(rows) -> rows ready for --json: every benchmark.py key present (null when unmeasured)
-function M.json_rows(rows)
+-- json_rows(rows, names) -> rows ready for --json: every benchmark.py key and every baseline of
+-- `names` present (null when unmeasured)
+function M.json_rows(rows, names)
   local out = {}
   for i, r in ipairs(rows) do
     local o = {}
     for k, v in pairs(r) do o[k] = v end
     for _, k in ipairs(M.KA_KEYS) do if o[k] == nil then o[k] = json.null end end
-    if o.compile_max_autotune_ms == nil then o.compile_max_autotune_ms = json.null end
+    for _, b in ipairs(names) do if o[b .. "_ms"] == nil then o[b .. "_ms"] = json.null end end
     out[i] = o
   end
   return out
@@ -55,7 +87,8 @@ end
 
 local TRITON_ON_CPU = require("agents.tools.bench.measure").TRITON_ON_CPU
 
--- notes(rows) -> the lines under the tables: what was not measured or failed, each message once
+-- notes(rows) -> the lines under the tables: what was not measured or failed (or was timed by the
+-- hardened re-measure, measure.HARDENED_NOTE), each message once
 -- with the problems and figures it applies to
 local function notes(rows)
   local order, by = {}, {}
@@ -70,6 +103,7 @@ local function notes(rows)
     for _, k in ipairs(keys_lib.sorted(r.errors)) do add(r.problem, k, r.errors[k]) end
     if r.interleaved and r.interleaved.error then add(r.problem, "interleaved", r.interleaved.error) end
     if r.correct.optimized and r.shapes then add(r.problem, "optimized", r.shapes) end
+    for _, k in ipairs(keys_lib.sorted(r.hardened or {})) do add(r.problem, k, r.hardened[k]) end
   end
   local out = {}
   for _, msg in ipairs(order) do
@@ -97,7 +131,7 @@ local function all_triton_on_cpu(rows)
 end
 
 -- table_text(rows, meta) -> the tables printed at the end. meta: device, dtype, markdown (Markdown
--- tables; else plain columns aligned for a terminal).
+-- tables; else plain columns aligned for a terminal), baselines (the evaluator's names).
 function M.table_text(rows, meta)
   local out = {
     string.format("dtype %s on %s; medians in ms, all timed by the evaluator's one method%s", meta.dtype or "?",
@@ -112,55 +146,67 @@ function M.table_text(rows, meta)
     return table.concat(out, "\n")
   end
   local md = meta.markdown
-  local main = {}
+  local figs, bases = M.figures(meta.baselines), baselines_of(meta.baselines)
+  local head, main = { "problem" }, {}
+  for _, k in ipairs(figs) do head[#head + 1] = label(k) end
+  for _, b in ipairs(bases) do head[#head + 1] = "opt vs " .. label(b) end
+  for _, h in ipairs({ "opt vs input (interleaved)", "SOL % input → opt", "correct input, opt" }) do head[#head + 1] = h end
   for _, r in ipairs(rows) do
     local il = r.interleaved and r.interleaved.optimized_vs_input
       and string.format("%.2fx (%.2f-%.2f)", r.interleaved.optimized_vs_input, r.interleaved.p10 or 0, r.interleaved.p90 or 0)
       or x(r.speedup.optimized_vs_input)
     local function yn(k) return r.correct[k] == nil and "-" or (r.correct[k] and "yes" or "NO") end
     local shapes = r.correct.optimized and r.shapes and (" (" .. short_shapes(r.shapes) .. ")") or ""
-    main[#main + 1] = { r.problem, f(r.eager_ms), f(r.compile_ms), f(r.input_kernel_ms), f(r.optimized_ms),
-      f(r.compile_max_autotune_ms), x(r.speedup.optimized_vs_eager), x(r.speedup.optimized_vs_compile),
-      x(r.speedup.optimized_vs_compile_max_autotune), il,
-      f(r.sol_pct.input_kernel, "%.0f") .. " → " .. f(r.sol_pct.optimized, "%.0f"), yn("input_kernel") .. ", " .. yn("optimized") .. shapes }
+    local cells = { r.problem }
+    for _, k in ipairs(figs) do cells[#cells + 1] = f(r[k .. "_ms"]) end
+    for _, b in ipairs(bases) do cells[#cells + 1] = x(r.speedup["optimized_vs_" .. b]) end
+    cells[#cells + 1] = il
+    cells[#cells + 1] = f(r.sol_pct.input_kernel, "%.0f") .. " → " .. f(r.sol_pct.optimized, "%.0f")
+    cells[#cells + 1] = yn("input_kernel") .. ", " .. yn("optimized") .. shapes
+    main[#main + 1] = cells
   end
-  for _, l in ipairs(grid({ "problem", "eager", "compile", "input", "optimized", "max-autotune", "opt vs eager",
-      "opt vs compile", "opt vs max-autotune", "opt vs input (interleaved)", "SOL % input → opt", "correct input, opt" },
-      main, md)) do out[#out + 1] = l end
+  for _, l in ipairs(grid(head, main, md)) do out[#out + 1] = l end
   out[#out + 1] = ""
-  local spreads = {}
+  local spread_head, spreads = { "problem" }, {}
+  for _, k in ipairs(figs) do spread_head[#spread_head + 1] = label(k) .. " p10-p90" end
+  for _, b in ipairs(bases) do spread_head[#spread_head + 1] = "do_bench " .. label(b) end
   for _, r in ipairs(rows) do
-    local s, d = r.spread, r.do_bench_ms
-    spreads[#spreads + 1] = { r.problem, range(s.eager), range(s.compile), range(s.input_kernel), range(s.optimized),
-      range(s.compile_max_autotune), f(d.eager), f(d.compile), f(d.compile_max_autotune) }
+    local cells = { r.problem }
+    for _, k in ipairs(figs) do cells[#cells + 1] = range(r.spread[k]) end
+    for _, b in ipairs(bases) do cells[#cells + 1] = f(r.do_bench_ms[b]) end
+    spreads[#spreads + 1] = cells
   end
-  for _, l in ipairs(grid({ "problem", "eager p10-p90", "compile p10-p90", "input p10-p90", "optimized p10-p90",
-      "max-autotune p10-p90", "do_bench eager", "do_bench compile", "do_bench max-autotune" }, spreads, md)) do
-    out[#out + 1] = l
-  end
+  for _, l in ipairs(grid(spread_head, spreads, md)) do out[#out + 1] = l end
   local n = notes(rows)
   if #n > 0 then
     out[#out + 1] = ""
-    out[#out + 1] = "Not measured, failed, or verified only at the problem's shapes:"
+    out[#out + 1] = "Not measured, failed, timed another way, or verified only at the problem's shapes:"
     for _, l in ipairs(n) do out[#out + 1] = l end
   end
   return table.concat(out, "\n")
 end
 
-M.CSV_COLUMNS = { "problem", "dtype", "device", "eager_ms", "compile_ms", "input_kernel_ms", "optimized_ms",
-  "compile_max_autotune_ms", "eager_p10", "eager_p90", "compile_p10", "compile_p90", "input_kernel_p10", "input_kernel_p90",
-  "optimized_p10", "optimized_p90", "compile_max_autotune_p10", "compile_max_autotune_p90", "do_bench_eager_ms",
-  "do_bench_compile_ms", "do_bench_compile_max_autotune_ms", "optimized_vs_eager", "optimized_vs_compile",
-  "optimized_vs_compile_max_autotune", "optimized_vs_input", "interleaved_optimized_vs_input", "interleaved_p10",
-  "interleaved_p90", "interleaved_cv", "sol_pct_input_kernel", "sol_pct_optimized", "lower_bound_ms", "correct_input_kernel",
-  "correct_optimized", "errors" }
+-- csv_columns(names) -> the --csv header for the baselines `names`
+function M.csv_columns(names)
+  local cols, figs, bases = { "problem", "dtype", "device" }, M.figures(names), baselines_of(names)
+  local function add(c) cols[#cols + 1] = c end
+  for _, k in ipairs(figs) do add(k .. "_ms") end
+  for _, k in ipairs(figs) do add(k .. "_p10"); add(k .. "_p90") end
+  for _, b in ipairs(bases) do add("do_bench_" .. b .. "_ms") end
+  for _, b in ipairs(bases) do add("optimized_vs_" .. b) end
+  for _, c in ipairs({ "optimized_vs_input", "interleaved_optimized_vs_input", "interleaved_p10", "interleaved_p90",
+    "interleaved_cv", "sol_pct_input_kernel", "sol_pct_optimized", "lower_bound_ms", "correct_input_kernel",
+    "correct_optimized", "errors" }) do add(c) end
+  return cols
+end
 
--- csv_text(rows) -> CSV with a header line
-function M.csv_text(rows)
-  local out = { calls.csv_line(M.CSV_COLUMNS) }
+-- csv_text(rows, names) -> CSV with a header line, for the baselines `names`
+function M.csv_text(rows, names)
+  local columns = M.csv_columns(names)
+  local out = { calls.csv_line(columns) }
   for _, r in ipairs(rows) do
     local flat = { problem = r.problem, dtype = r.dtype, device = r.device, lower_bound_ms = r.lower_bound_ms }
-    for _, k in ipairs({ "eager", "compile", "input_kernel", "optimized", "compile_max_autotune" }) do
+    for _, k in ipairs(M.figures(names)) do
       flat[k .. "_ms"] = r[k .. "_ms"]
       local s = r.spread[k]
       if s then flat[k .. "_p10"], flat[k .. "_p90"] = s.p10, s.p90 end
@@ -177,8 +223,8 @@ function M.csv_text(rows)
     table.sort(errs)
     flat.errors = table.concat(errs, "; ")
     local values = {}
-    for i, c in ipairs(M.CSV_COLUMNS) do values[i] = flat[c] end
-    out[#out + 1] = calls.csv_line(values, #M.CSV_COLUMNS)
+    for i, c in ipairs(columns) do values[i] = flat[c] end
+    out[#out + 1] = calls.csv_line(values, #columns)
   end
   return table.concat(out)
 end

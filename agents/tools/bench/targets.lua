@@ -79,11 +79,29 @@ function M.find(path)
   if #out == 0 then
     return nil, path .. ": no problem folder (problem.py with input_kernel.py or an optimized kernel), run folder or sweep"
   end
-  -- several runs of one problem in a folder of runs: tell them apart by run id
-  local count = {}
-  for _, t in ipairs(out) do count[t.name] = (count[t.name] or 0) + 1 end
-  for _, t in ipairs(out) do if count[t.name] > 1 and t.run_id then t.name = t.run_id end end
   return out
+end
+
+-- distinct(list) -> list, each target's name its own: several runs of one problem (in a folder
+-- of runs or given one by one) are told apart by run id, other namesakes by their folder. A
+-- row is keyed by its name (the table, --json, --resume), so namesakes would share one row.
+function M.distinct(list)
+  local function counts()
+    local c = {}
+    for _, t in ipairs(list) do c[t.name] = (c[t.name] or 0) + 1 end
+    return c
+  end
+  local count = counts()
+  for _, t in ipairs(list) do if count[t.name] > 1 then t.name = t.run_id or t.dir end end
+  count = counts()
+  local seen = {}
+  for _, t in ipairs(list) do
+    if count[t.name] > 1 then  -- the same folder given twice
+      seen[t.name] = (seen[t.name] or 0) + 1
+      t.name = string.format("%s (%d)", t.name, seen[t.name])
+    end
+  end
+  return list
 end
 
 return M

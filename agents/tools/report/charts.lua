@@ -75,20 +75,6 @@ function M.convergence(d)
   return spec
 end
 
--- overlay(points) -> convergence curves of many runs on one chart (Vega-Lite): points {run,
--- problem, round, time_ms, speedup over the run's start}; a click on the legend picks a run out.
-function M.overlay(points)
-  return { ["$schema"] = VL, width = WIDTH, height = 300, data = { values = arr(points) },
-    params = { { name = "pick", select = { type = "point", fields = { "run" } }, bind = "legend" } },
-    mark = { type = "line", point = true },
-    encoding = { x = { field = "round", type = "quantitative", axis = { tickMinStep = 1, format = "d" } },
-      y = { field = "speedup", type = "quantitative", title = "speedup over the run's start" },
-      color = { field = "run", type = "nominal", legend = { labelLimit = 320 } },
-      opacity = { condition = { param = "pick", value = 1 }, value = 0.15 },
-      tooltip = { { field = "run" }, { field = "problem" }, { field = "round" }, { field = "time_ms", format = ".4f", title = "ms" },
-        { field = "speedup", format = ".3f" } } } }
-end
-
 -- lineage(nodes) -> the beam's lineage as a tree (Vega): nodes {id, parent, outcome,
 -- label, tip, best}; the input is the root, each attempt hangs under the kernel it started from.
 function M.lineage(nodes)

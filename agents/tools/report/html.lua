@@ -108,7 +108,7 @@ local LOADER = [[
   var d=document.getElementById('diff');
   if(d&&document.getElementById('diff-data')){
     var src=spec('diff-data');
-    var patch=Diff.createTwoFilesPatch(src.old_name,src.new_name,src.old_text,src.new_text,'','',{context:3});
+    var patch=Diff.createTwoFilesPatch(src.name,src.name,src.old_text,src.new_text,'','',{context:3});
     var ui=new Diff2HtmlUI(d,patch,{drawFileList:false,matching:'lines',outputFormat:'side-by-side',highlight:true,
       synchronisedScroll:true,fileContentToggle:false});
     ui.draw();ui.highlightCode();d.setAttribute('data-rendered','1');
@@ -143,6 +143,12 @@ function M.page(p)
 end
 
 -- kv(pairs) -> a two-column grid of {label, html} pairs
+-- hms(seconds) -> "h:mm:ss", "-" for anything but a number: durations in tables and pages
+function M.hms(s)
+  if type(s) ~= "number" then return "-" end
+  return string.format("%d:%02d:%02d", math.floor(s / 3600), math.floor(s % 3600 / 60), math.floor(s % 60))
+end
+
 function M.kv(list)
   local out = { '<div class="kv">' }
   for _, p in ipairs(list) do out[#out + 1] = "<div>" .. M.esc(p[1]) .. "</div><div>" .. p[2] .. "</div>" end

@@ -5,6 +5,7 @@ local fs = require("kagent.fs")
 local json = require("kagent.json")
 local calls = require("agents.run.calls")
 local metrics = require("agents.lib.metrics")
+local baselines = require("agents.lib.baselines")
 
 local M = {}
 
@@ -57,17 +58,19 @@ function M.best_per_round(dir, s, st)
   return out
 end
 
--- reference_lines(summary, roof) -> {{name, time_ms}}: eager, torch.compile, max-autotune, the
--- speed-of-light bound and the confirmed best, the ones that were measured
+-- the legend's words for the baselines it knows (charts.lua colours them); another shows by its name
+local LEGEND = { compile = "torch.compile", compile_max_autotune = "compile max-autotune" }
+
+-- reference_lines(summary, roof) -> {{name, time_ms}}: the baselines the summary saved (eager,
+-- torch.compile, max-autotune), the speed-of-light bound and the confirmed best, the ones that
+-- were measured
 local function reference_lines(s, roof)
   local b, out = s.baselines or {}, {}
   -- label: the legend's entry, with its value
   local function add(name, v)
     if num(v) then out[#out + 1] = { name = name, time_ms = v, label = string.format("%s %.4f ms", name, v) } end
   end
-  add("eager", b.eager_ms)
-  add("torch.compile", b.compile_ms)
-  add("compile max-autotune", b.compile_max_autotune_ms)
+  for _, name in ipairs(baselines.saved(b)) do add(LEGEND[name] or name, b[name .. "_ms"]) end
   add("speed of light", roof and roof.lower_bound_ms)
   -- the best kernel as the final re-measure timed it (search-time medians can differ from it)
   if s.verified == true then add("best, re-measured", s.best_ms) end
@@ -144,15 +147,28 @@ M.KEY_METRICS = {
   { "kernel_count", "kernels launched" },
 }
 
+-- side_by_side(input_eval, best_eval, summary) -> the "Input vs best" rows. Every time and speedup
+-- in them is of one method and one moment: the final confirmation's (the best as confirmed, the
+-- input re-timed beside it, both over the confirmation's baselines), as the header's speedups
+-- are; the input's start-time figures (input_eval.json, the search's) are not mixed in. A run
+-- without a confirmed best shows no times here (M.SIDE_METHOD says which figures the table holds).
+M.SIDE_METHOD = "the final confirmation's figures: the best as confirmed and the input re-timed beside it, "
+  .. "over the confirmation's baselines (the header's speedups)"
 local function side_by_side(input, best, s)
   local rows = {}
   local function add(name, a, b, fmt) if a ~= nil or b ~= nil then rows[#rows + 1] = { metric = name, input = a, best = b, fmt = fmt } end end
-  local ti, tb = input and input.time_ms or {}, best and best.time_ms or {}
-  add("time, median (ms)", num(ti.median) or num(s.input_ms), num(tb.median) or num(s.best_ms), "%.4f")
-  add("time, p10 (ms)", num(ti.p10), num(tb.p10), "%.4f")
-  add("time, p90 (ms)", num(ti.p90), num(tb.p90), "%.4f")
-  add("speedup vs eager", input and num(input.speedup_vs_eager), num(s.speedup_vs_eager), "%.3f")
-  add("speedup vs torch.compile", input and num(input.speedup_vs_compile), num(s.speedup_vs_compile), "%.3f")
+  if s.verified == true then
+    local ti = type(s.input_time) == "table" and s.input_time or { median = num(s.input_ms) }
+    local tb = type(s.best_time) == "table" and s.best_time or { median = num(s.best_ms) }
+    add("time, median (ms)", num(ti.median), num(tb.median), "%.4f")
+    add("time, p10 (ms)", num(ti.p10), num(tb.p10), "%.4f")
+    add("time, p90 (ms)", num(ti.p90), num(tb.p90), "%.4f")
+    local b = s.baselines or {}
+    for _, sp in ipairs({ { "eager_ms", "speedup vs eager" }, { "compile_ms", "speedup vs torch.compile" } }) do
+      local v = num(b[sp[1]])
+      add(sp[2], v and num(ti.median) and v / ti.median, v and num(tb.median) and v / tb.median, "%.3f")
+    end
+  end
   local ri, rb = roof_of(input), roof_of(best)
   add("speed of light (%)", ri and ri.sol_pct, rb and rb.sol_pct, "%.1f")
   local pi, pb = metrics.summarize(input or {}), metrics.summarize(best or {})
@@ -161,12 +177,18 @@ local function side_by_side(input, best, s)
 end
 
 -- running_summary(dir, st) -> what a run still in progress can show in place of summary.json:
--- its options and the rounds done (state.json, saved after every round); status "running"
+-- its options and the rounds done (state.json, saved after every round); status "running". The
+-- header's model, device, mode and wall come from state.json's `live` (agents/search/state.lua),
+-- and the best so far from its `best`, a search-time figure (search_best: the page says so).
 local function running_summary(dir, st)
-  local o = st.opts or {}
+  local o, live = st.opts or {}, type(st.live) == "table" and st.live or {}
+  local best = type(st.best) == "table" and st.best or nil
+  local best_ms = best and type(best.result) == "table" and median(best.result.time_ms)
   return { run_id = fs.basename(dir), status = st.stopped and "stopped" or "running", problem = o.problem, policy = o.policy, dtype = o.dtype,
-    device = "-", mode = o.tuner and "tuner" or "-", rounds = num(st.round) or 0, rounds_requested = o.rounds,
+    device = live.device or "-", mode = live.mode or (o.tuner and "tuner") or "-", model = live.model,
+    wall_s = num(live.wall_s), rounds = num(st.round) or 0, rounds_requested = o.rounds,
     stop_reason = st.stopped or "(running)", attempts = #(st.attempts or {}), baselines = st.baselines,
+    search_best = best_ms and { id = best.id, round = best.round, time_ms = best_ms } or nil,
     tokens = { total = st.usage and st.usage.tokens }, llm_calls = st.usage and st.usage.calls,
     cost_usd = st.usage and st.usage.cost_usd }
 end

@@ -4,9 +4,10 @@
 local html = require("agents.tools.report.html")
 local charts = require("agents.tools.report.charts")
 local run_data = require("agents.tools.report.run_data")
-local confirm = require("agents.search.confirm")
+local verdict = require("agents.lib.verdict")
 local generality = require("agents.lib.generality")
 local json = require("kagent.json")
+local fs = require("kagent.fs")
 
 local M = {}
 
@@ -27,14 +28,51 @@ local function shapes_text(s)
   return ({ yes = "verified on the problem resized" .. pg, ["n/a"] = "not checked (the problem has no size constants)" })[s.generalizes] or "-"
 end
 
+-- own_share_text(s) -> ": own kernels carry 42% of the GPU time (library: ...)" where the best's
+-- verdict has the share (agents/search/summary.lua, add_library), else ""
+local function own_share_text(s)
+  if type(s.own_share) ~= "number" then return "" end
+  local names = {}
+  for i, k in ipairs(type(s.library_kernels) == "table" and s.library_kernels or {}) do
+    if i > 3 then names[#names + 1] = "..."; break end
+    names[#names + 1] = esc(type(k) == "table" and k.name or k)
+  end
+  return string.format(": own kernels carry %.0f%% of the GPU time%s", 100 * s.own_share,
+    #names > 0 and (" (library: " .. table.concat(names, ", ") .. ")") or "")
+end
+
+-- best_text(summary, shown) -> the header's best kernel: the confirmed one, or while the run goes
+-- the best so far as the search measured it (state.json), labelled so
+local function best_text(s, shown)
+  local b = shown.best or {}
+  if b.id or not s.search_best then
+    return esc(b.id or "-") .. string.format(" (round %s): %s ms", tostring(b.round or "-"), fmt(shown.best_ms))
+  end
+  local sb = s.search_best
+  return esc(sb.id or "-") .. string.format(" (round %s): %s ms so far, as the search measured it (not confirmed yet)",
+    tostring(sb.round or "-"), fmt(sb.time_ms))
+end
+
+-- The run folder's files the header links to; a file not (yet) written has no link.
+M.FILES = { "summary.json", "best_kernel.py", "input_kernel.py", "usage.csv", "rounds/" }
+
+-- files_text(dir) -> links to those of M.FILES that exist in the run folder dir
+local function files_text(dir)
+  local out = {}
+  for _, f in ipairs(M.FILES) do
+    if fs.exists(fs.join(dir, (f:gsub("/$", "")))) then out[#out + 1] = string.format('<a href="%s">%s</a>', esc(f), esc(f)) end
+  end
+  return #out > 0 and table.concat(out, " · ") or "-"
+end
+
 local function header(d)
   local s = d.summary
   local r = s.replay or {}
   -- a summary written before unconfirmed runs had none may still carry search-time figures:
-  -- they are shown only for a confirmed run (agents/search/confirm.lua, reportable)
-  local shown = confirm.reportable(s) and s or { run_id = s.run_id }
-  local best = shown.best or {}
-  local confirmed = s.verified == true and "yes (re-measured in a fresh process beside the baselines)"
+  -- they are shown only for a confirmed run (agents/lib/verdict.lua, reportable)
+  local shown = verdict.reportable(s) and s or { run_id = s.run_id }
+  local confirmed = s.verified == true and "yes (timed beside the baselines as they were, and confirmed by a fresh "
+      .. "process with new inputs before every call)"
     or d.running and "not yet (the run is still going)"
     or '<span class="err">not confirmed: ' .. esc(s.error or "no finalist passed the final confirmation")
       .. "; no figure is reported</span>"
@@ -43,9 +81,11 @@ local function header(d)
     { "problem", esc(s.problem) },
     { "policy / mode", esc(s.policy) .. " / " .. esc(s.mode) },
     { "device, dtype", esc(s.device) .. ", " .. esc(s.dtype) },
+    { "language / library", esc(s.language or "triton") .. " / " .. esc(s.library or "own") .. own_share_text(shown) },
     { "model", esc(s.model == nil and "-" or s.model) },
-    { "best kernel", esc(best.id or "-") .. string.format(" (round %s): %s ms", tostring(best.round or "-"), fmt(shown.best_ms)) },
-    { "input kernel", fmt(d.input_ms) .. " ms (as the search measured it: the chart's round 0)" },
+    { "best kernel", best_text(s, shown) },
+    { "input kernel", (type(shown.input_ms) == "number" and (fmt(shown.input_ms) .. " ms re-timed beside the best; ") or "")
+      .. fmt(d.input_ms) .. " ms as the search measured it at the start (the chart's round 0)" },
     { "speedup", string.format("%s vs input (both re-timed at the end), %s vs eager, %s vs torch.compile, %s vs max-autotune",
       x(shown.speedup_vs_input), x(shown.speedup_vs_eager), x(shown.speedup_vs_compile),
       x(shown.speedup_vs_compile_max_autotune)) },
@@ -58,9 +98,9 @@ local function header(d)
       tostring(s.tokens and s.tokens.total or 0), type(s.cost_usd) == "number" and s.cost_usd or 0) },
     { "replay", r.mode and r.mode ~= "off" and string.format("%s: %d hit(s), %d miss(es)%s", esc(r.mode), r.hits or 0, r.misses or 0,
       (r.misses or 0) > 0 and ' <span class="err">(questions without a recorded answer: replay_misses.json)</span>' or "") or "off" },
-    { "wall", type(s.wall_s) == "number" and string.format("%.1f s", s.wall_s) or "-" },
-    { "files", '<a href="summary.json">summary.json</a> · <a href="best_kernel.py">best_kernel.py</a> · '
-      .. '<a href="input_kernel.py">input_kernel.py</a> · <a href="usage.csv">usage.csv</a> · <a href="rounds/">rounds/</a>' },
+    { "wall", type(s.wall_s) == "number" and string.format("%.1f s", s.wall_s) .. (d.running and " so far (at the last round's save)" or "")
+      or "-" },
+    { "files", files_text(d.dir) },
   })
 end
 
@@ -91,9 +131,13 @@ local ROUND_COLUMNS = {
   { key = "error", fmt = function(r) return esc(tostring(r.error or ""):sub(1, 160)) end },
 }
 
+-- Both sides of every diff carry one file name: diff2html tags a diff whose two names differ
+-- "RENAMED", which no kernel was; the section's title says which two kernels it compares.
+M.DIFF_NAME = "kernel.py"
+
 -- An attempt's "diff vs parent" link redraws the diff section with that pair (sources embedded
 -- in the page as attempt-codes: a page from disk may not read other files).
-local ATTEMPT_DIFF = [[
+local ATTEMPT_DIFF = ([[
 (function(){
   var el=document.getElementById('attempt-codes'); if(!el) return;
   var codes=JSON.parse(el.textContent);
@@ -101,7 +145,7 @@ local ATTEMPT_DIFF = [[
     ev.preventDefault();
     var id=a.getAttribute('data-id'),par=a.getAttribute('data-parent'),d=document.getElementById('diff');
     d.innerHTML='';
-    var patch=Diff.createTwoFilesPatch(par,id,codes[par],codes[id],'','',{context:3});
+    var patch=Diff.createTwoFilesPatch('@DIFF_NAME@','@DIFF_NAME@',codes[par],codes[id],'','',{context:3});
     var ui=new Diff2HtmlUI(d,patch,{drawFileList:false,matching:'lines',outputFormat:'side-by-side',highlight:true,
       synchronisedScroll:true,fileContentToggle:false});
     ui.draw();ui.highlightCode();
@@ -110,7 +154,7 @@ local ATTEMPT_DIFF = [[
     d.scrollIntoView();
   });});
 })();
-]]
+]]):gsub("@DIFF_NAME@", M.DIFF_NAME)
 
 -- options(d) -> the run's options (state.json), sorted, as a grid
 local function options_panel(d)
@@ -226,11 +270,14 @@ function M.render(d)
   for _, r in ipairs(d.rows) do if r.outcome == "failed" then r._class = "failed" end end
   body[#body + 1] = html.table_html(ROUND_COLUMNS, d.rows, { id = "rounds" })
   body[#body + 1] = "<h2>Input vs best</h2><div class=\"cols\"><div>"
-  body[#body + 1] = side_table(d) .. "</div><div>"
-  if d.roof then
+  body[#body + 1] = '<p class="note" id="metrics-method">Times and speedups: ' .. esc(run_data.SIDE_METHOD)
+    .. "; counters from each kernel's own profile.</p>" .. side_table(d) .. "</div><div>"
+  if d.roof and s.verified ~= true then
+    body[#body + 1] = '<p class="note">The roofline position comes with the final confirmation\'s figures.</p>'
+  elseif d.roof then
     local pts = {}
-    local ti = d.input_eval and d.input_eval.time_ms and d.input_eval.time_ms.median
-    if type(ti) == "number" then pts[#pts + 1] = { kernel = "input", time_ms = ti } end
+    -- the table's figures (one method, the confirmation's)
+    if type(s.input_ms) == "number" then pts[#pts + 1] = { kernel = "input", time_ms = s.input_ms } end
     if type(s.best_ms) == "number" then pts[#pts + 1] = { kernel = "best", time_ms = s.best_ms } end
     body[#body + 1] = html.chart("spec-roofline", charts.roofline(pts, d.roof), "Roofline position ("
       .. tostring(d.roof.binding or "?") .. "-bound by the compulsory traffic and FLOPs)")
@@ -240,8 +287,8 @@ function M.render(d)
   body[#body + 1] = "</div></div>"
   body[#body + 1] = '<h3 id="diff-title">Kernel diff (input → best)</h3>'
   if d.input_code and d.best_code then
-    body[#body + 1] = '<div id="diff"></div>' .. html.json_data("diff-data", { old_name = "input_kernel.py",
-      new_name = "best_kernel.py", old_text = d.input_code, new_text = d.best_code })
+    body[#body + 1] = '<div id="diff"></div>' .. html.json_data("diff-data", { name = M.DIFF_NAME,
+      old_text = d.input_code, new_text = d.best_code })
   else
     body[#body + 1] = '<p class="note">' .. (d.running and "No best kernel yet (the run is still going)"
       or "input_kernel.py or best_kernel.py is missing") .. '; an attempt\'s "diff vs" link shows it against its parent.</p>'
@@ -277,8 +324,8 @@ end
 function M.write(dir)
   local d, err = run_data.load(dir)
   if not d then return nil, err end
-  local path = require("kagent.fs").join(dir, "report.html")
-  local ok, werr = require("kagent.fs").write(path, M.render(d))
+  local path = fs.join(dir, "report.html")
+  local ok, werr = fs.write(path, M.render(d))
   if not ok then return nil, werr end
   return path
 end

@@ -3,7 +3,8 @@
 -- Pure functions: no files, no processes.
 local json = require("kagent.json")
 local keys_lib = require("agents.lib.keys")
-local confirm = require("agents.search.confirm")
+local verdict = require("agents.lib.verdict")
+local stats = require("agents.lib.stats")
 local baselines = require("agents.lib.baselines")
 local generality = require("agents.lib.generality")
 
@@ -51,7 +52,7 @@ function M.row(p, summary, rec)
   if summary then
     local b = summary.baselines or {}
     -- figures only from a confirmed run: a figure that was not confirmed is not a result
-    r.verified, r.correct = confirm.reportable(summary), confirm.verdict_word(summary)
+    r.verified, r.correct = verdict.reportable(summary), verdict.verdict_word(summary)
     r.input_ms, r.eager_ms, r.compile_ms = num(summary.input_ms), num(b.eager_ms), num(b.compile_ms)
     r.best_ms = r.verified and num(summary.best_ms) or nil
     -- a best that works only at the problem's shapes says so beside its verdict
@@ -77,43 +78,19 @@ function M.row(p, summary, rec)
     r.verified, r.correct, r.speedup, r.tokens, r.cost_usd = false, "no", {}, 0, 0
   end
   r.error = rec and rec.status == "failed" and rec.error or nil
+  -- what the KernelBench table (levels.lua) reads: the level, and why a run ended without a kernel
+  r.level = p.level
+  r.exit_code = rec and rec.exit_code or nil
+  if summary then
+    r.not_measured = summary.not_measured and true or nil
+    r.summary_error = type(summary.error) == "string" and summary.error or nil
+    r.shrunk = type(summary.shrunk) == "table" and summary.shrunk or nil
+  end
   return r
 end
 
-local function sorted(xs)
-  local c = {}
-  for i, x in ipairs(xs) do c[i] = x end
-  table.sort(c)
-  return c
-end
-
-function M.median(xs)
-  local s, n = sorted(xs), #xs
-  if n == 0 then return nil end
-  if n % 2 == 1 then return s[(n + 1) / 2] end
-  return (s[n / 2] + s[n / 2 + 1]) / 2
-end
-
-function M.geomean(xs)
-  if #xs == 0 then return nil end
-  local acc = 0
-  for _, x in ipairs(xs) do acc = acc + math.log(x) end
-  return math.exp(acc / #xs)
-end
-
-function M.mean(xs)
-  if #xs == 0 then return nil end
-  local acc = 0
-  for _, x in ipairs(xs) do acc = acc + x end
-  return acc / #xs
-end
-
--- stats(xs) -> {n, geomean, mean, min, median, max} (only n when xs is empty)
-function M.stats(xs)
-  local s = sorted(xs)
-  return { n = #xs, geomean = M.geomean(xs) or json.null, mean = M.mean(xs) or json.null,
-    min = s[1] or json.null, median = M.median(xs) or json.null, max = s[#s] or json.null }
-end
+-- the statistics of its tables (agents/lib/stats.lua, which fuse_rows.lua shares)
+M.median, M.geomean, M.mean, M.stats = stats.median, stats.geomean, stats.mean, stats.stats
 
 -- aggregate(rows, extra) -> the sweep's figures. extra: wall_s, cpu (true in CPU mode).
 function M.aggregate(rows, extra)
@@ -123,7 +100,7 @@ function M.aggregate(rows, extra)
   local speedups = { eager = {}, compile = {}, input = {} }
   local missing = { eager = 0, compile = 0 }
   local fast = {}
-  for _, b in ipairs(baselines.REPORTED) do
+  for _, b in ipairs(baselines.FALLBACK) do
     fast[b] = {}
     for _, p in ipairs(M.THRESHOLDS) do fast[b][string.format("%.1f", p)] = 0 end
   end
@@ -144,7 +121,7 @@ function M.aggregate(rows, extra)
         local s = r.speedup[name]
         if s and s > 0 then list[#list + 1] = s elseif missing[name] then missing[name] = missing[name] + 1 end
       end
-      for _, b in ipairs(baselines.REPORTED) do
+      for _, b in ipairs(baselines.FALLBACK) do
         local s = r.speedup[b]
         for _, p in ipairs(M.THRESHOLDS) do
           if s and s > p then
@@ -156,7 +133,7 @@ function M.aggregate(rows, extra)
     end
   end
   local fast_p = {}
-  for _, b in ipairs(baselines.REPORTED) do
+  for _, b in ipairs(baselines.FALLBACK) do
     fast_p[b] = {}
     for k, c in pairs(fast[b]) do
       -- with no problem measuring this baseline there is no figure, not a zero
@@ -180,10 +157,7 @@ end
 
 local function f(v, fmt) return type(v) == "number" and string.format(fmt, v) or "-" end
 
-local function hms(s)
-  if type(s) ~= "number" then return "-" end
-  return string.format("%d:%02d:%02d", math.floor(s / 3600), math.floor(s % 3600 / 60), math.floor(s % 60))
-end
+local hms = require("agents.tools.report.html").hms
 M.hms = hms
 
 -- table_text(rows, agg) -> the table printed at the end of a sweep (Markdown, so it reads on a

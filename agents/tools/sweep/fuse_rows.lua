@@ -6,6 +6,7 @@
 -- docs/sweeps.md defines them. Pure functions: no files, no processes.
 local json = require("kagent.json")
 local keys_lib = require("agents.lib.keys")
+local stats = require("agents.lib.stats")
 
 local M = {}
 
@@ -85,7 +86,7 @@ function M.aggregate(rows)
     end
   end
   local out = { problems = n, decomposed = dec, first_verified = ver, first_speedup = {}, first_fast_p = {} }
-  for b, list in pairs(sp) do out.first_speedup[b] = { n = #list, geomean = require("agents.tools.sweep.figures").geomean(list) or json.null } end
+  for b, list in pairs(sp) do out.first_speedup[b] = { n = #list, geomean = stats.geomean(list) or json.null } end
   for b, t in pairs(fast) do
     out.first_fast_p[b] = {}
     for k, c in pairs(t) do out.first_fast_p[b][k] = (#sp[b] > 0 and n > 0) and c / n or json.null end

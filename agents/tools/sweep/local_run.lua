@@ -48,8 +48,8 @@ function M.run_env(n)
 end
 
 -- run(plan, todo, o) -> records by problem name. todo: problem entries; o: db, slots, running
--- (a table kept as {problem entry = true} while its run is under way, for the status line) and
--- time_limit (seconds a run may take, or nil).
+-- (a table kept as {problem entry = true} while its run is under way, for the status line),
+-- time_limit (seconds a run may take, or nil) and on_done (fn(p, record), after each problem).
 function M.run(plan, todo, o)
   local running = o.running or {}
   local free = {}
@@ -66,6 +66,8 @@ function M.run(plan, todo, o)
       running[p] = nil
       free[#free + 1] = slot
       records[p.name] = rec
+      -- the table is rewritten as each result arrives, so a sweep cut at any moment has one
+      if o.on_done then o.on_done(p, rec) end
       return rec
     end
   end

@@ -87,6 +87,10 @@ end
 -- results(plan) -> rows, aggregate; also written into sweep.json and table.md
 function M.results(plan, extra)
   local rows = {}
+  -- a packed sweep (agents/tools/sweep/pack.lua) has no task records: a finished problem's time
+  -- comes from the row sweep.json kept for it
+  local before = {}
+  for _, r in ipairs(type(plan.results) == "table" and plan.results or {}) do before[r.name] = r end
   for i, p in ipairs(plan.problems) do
     local rec = task_lib.read_record(plan, p)
     local st = task_lib.run_state(plan, p)
@@ -96,7 +100,9 @@ function M.results(plan, extra)
       rec = rec or { launches = {} }
       rec.status = "done"
     end
+    local packed = st.done and not task_lib.read_record(plan, p) and before[p.name]
     rows[i] = figures.row(p, type(summary) == "table" and summary or nil, rec)
+    if packed then rows[i].problem_s, rows[i].gpu_hours = packed.problem_s, packed.gpu_hours end
     rows[i].run_dir = st.done or st.resume or json.null
     rows[i].run_uid = rec and rec.run_uid or json.null
     rows[i].log = plan_lib.log_path(plan, p)
@@ -115,8 +121,17 @@ function M.write(plan, rows, agg)
     plan.fuse_aggregate, plan.fuse_definitions = fagg, fuse_rows.DEFINITIONS
     text = fuse_rows.table_text(rows, fagg) .. "\n\n" .. text
   end
-  plan_lib.save(plan)
+  if plan.kernelbench then
+    -- KernelBench: the table papers print, per level, above the rest
+    local levels = require("agents.tools.sweep.levels")
+    local lagg = levels.aggregate(rows)
+    plan.levels_aggregate, plan.levels_definitions = lagg, levels.DEFINITIONS
+    text = levels.table_text(rows, lagg, agg.cpu_mode) .. "\n\n" .. text
+  end
+  -- each file is replaced whole (kagent.fs.write); table.md first, so a sweep.json that counts a
+  -- problem finished always has a table.md that shows it
   fs.write(fs.join(plan.dir, "table.md"), text .. "\n")
+  plan_lib.save(plan)
   local ok, err = pcall(require("agents.tools.report").sweep_index, plan.dir)
   if not ok then require("kagent.log").warn("sweep index.html: %s", tostring(err)) end
   return text

@@ -14,6 +14,7 @@
 
 #include "lua/runtime.hpp"
 #include "util/dotenv.hpp"
+#include "util/entry_points.hpp"
 #include "util/inherited_fds.hpp"
 #include "util/logging.hpp"
 #include "util/root_dir.hpp"
@@ -50,6 +51,9 @@ int main(int argc, char** argv) {
   app.add_option("--color", color, "Log colours: auto (on a terminal, unless NO_COLOR is set), always, never")
       ->check(CLI::IsMember({"auto", "always", "never"}));
   app.add_option("script", script, "Lua script to run (a path, or e.g. agents/beam.lua from the search path)");
+  // the entry points, each with its own first line's summary (one source: the files themselves);
+  // read only when the help is shown
+  app.footer([] { return kagent::entry_points_help(kagent::find_root()); });
   // Everything after the script belongs to the script (its own --help included), so split
   // argv at the first word that is neither an option nor an option's value.
   int split = 1;

@@ -3,6 +3,7 @@
 // the kernel drops with the process, however it ends.
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -115,7 +116,10 @@ int l_mkdir_p(lua_State* L) {
   const char* path = luaL_checkstring(L, 1);
   std::error_code ec;
   stdfs::create_directories(path, ec);
-  if (ec && !stdfs::is_directory(path)) return fail_errno(L, "cannot create", path, ec.value());
+  // is_directory's own error (a parent this user cannot enter) must not throw: the first error
+  // is the one to report
+  std::error_code probe;
+  if (ec && !stdfs::is_directory(path, probe)) return fail_errno(L, "cannot create", path, ec.value());
   lua_pushboolean(L, 1);
   return 1;
 }
@@ -166,6 +170,19 @@ int l_abspath(lua_State* L) {
 
 int l_isatty(lua_State* L) {
   lua_pushboolean(L, isatty(static_cast<int>(luaL_checkinteger(L, 1))) ? 1 : 0);
+  return 1;
+}
+
+// term_columns(fd) -> the terminal's width in columns (TIOCGWINSZ), or nil when fd is no terminal
+// or the terminal reports no size (0, as a pty nobody sized does). Read afresh at each call, so
+// a caller that asks at every redraw follows a resize (SIGWINCH) without handling the signal.
+int l_term_columns(lua_State* L) {
+  winsize ws{};
+  if (ioctl(static_cast<int>(luaL_checkinteger(L, 1)), TIOCGWINSZ, &ws) != 0 || ws.ws_col == 0) {
+    lua_pushnil(L);
+    return 1;
+  }
+  lua_pushinteger(L, ws.ws_col);
   return 1;
 }
 
@@ -246,6 +263,7 @@ int open_native_fs(lua_State* L) {
   static const luaL_Reg fns[] = {{"read", l_read},     {"write", l_write},   {"append", l_append},
                                  {"mkdir_p", l_mkdir_p}, {"list", l_list},     {"exists", l_exists},
                                  {"is_dir", l_is_dir}, {"remove", l_remove}, {"abspath", l_abspath}, {"isatty", l_isatty},
+                                 {"term_columns", l_term_columns},
                                  {"lock", l_lock},
                                  {nullptr, nullptr}};
   lua_newtable(L);

@@ -119,7 +119,7 @@ void Runtime::open_libraries() {
     int (*open)(lua_State*);
   } natives[] = {{"ops", open_native_ops},   {"time", open_native_time}, {"fs", open_native_fs},
                  {"json", open_native_json}, {"log", open_native_log},   {"proc", open_native_proc},
-                 {"http", open_native_http}, {"mem", open_native_mem}};
+                 {"http", open_native_http}, {"mem", open_native_mem},   {"yaml", open_native_yaml}};
   for (const auto& n : natives) {
     n.open(L_);
     lua_setfield(L_, -2, n.name);

@@ -13,12 +13,15 @@ kind "problem": the problem's Model traced with torch.fx (symbolic_trace) and ru
   model too large to run here is traced at small sizes (the CPU split check of docs/sweeps.md):
   the first of a few smaller settings at which the model runs is kept, and the result says
   `shrunk` {name: [from, to]}; its shapes are those of the smaller problem.
+kind "ops": the problem's operations from its torch.fx trace, labelled and counted by category
+  (fx_ops.py): {traced, labels, categories}; the model is not run where the plain trace works.
 kind "forward": the candidate's ModelNew.forward traced with the candidate's own classes and
   functions as leaves: every call on its hot path, and which ones are not the candidate's own.
 kind "inductor": a subgraph problem compiled by TorchInductor on the GPU, its emitted code made a
   standalone kernel file (inductor_kernel.py); `library` "allow" or "deny" (cuBLAS/cuDNN).
 kind "integrate": a kernel checked inside a whole model (integrate.py): every matching submodule
-  replaced, the model's output verified, the model timed before and after.
+  replaced, the model's output verified, each replaced submodule timed standalone; the model's
+  own figure is a benchmark job's with the field `in_model` (in_model.py).
 kind "merge": several kernel sources joined into one module (source_merge.py; parse only).
 
 The op's handler runs in the worker; the work runs in a child forked like the other children, so
@@ -28,12 +31,12 @@ import operator
 import os
 import time
 
-from . import analyze_problem, child_common, fx_trace, inductor_kernel, integrate, loader, sandbox
+from . import analyze_problem, child_common, fx_ops, fx_trace, inductor_kernel, integrate, loader, sandbox
 from . import unleased_compile
 from . import source_merge
 from .request import BadRequest
 
-KINDS = ("problem", "forward", "merge", "inductor", "integrate")
+KINDS = ("problem", "ops", "forward", "merge", "inductor", "integrate")
 
 
 def handle(ev, job):
@@ -79,7 +82,6 @@ def handle(ev, job):
                 raise BadRequest("match_class or match_path is required")
             spec["match_class"], spec["match_path"] = job.get("match_class"), job.get("match_path")
             spec["reps"] = max(3, int(job.get("reps", 20)))
-            spec["rounds"] = max(1, int(job.get("rounds", 3)))
         if kind == "inductor":
             if job.get("library", "allow") not in ("allow", "deny"):
                 raise BadRequest("library must be allow or deny")
@@ -90,7 +92,7 @@ def handle(ev, job):
     timeouts = {}
     if job.get("timeout"):
         timeouts = {k: float(job["timeout"]) for k in ("load", "trace", "run", "check", "time")}
-    # the traced forward runs on the GPU and nothing of it is timed; integrate times a model.
+    # the traced forward runs on the GPU and nothing of it is timed; integrate times submodules.
     # Inductor's compile gives the lease up (unleased_compile.py), unless it times kernels
     gate = None
     if kind == "inductor" and spec["library"] == "allow" and ev.cuda:
@@ -123,6 +125,8 @@ def _child(ch, spec):
     torch = child_common.setup_torch(spec["device"], spec.get("threads"))
     if spec["kind"] == "problem":
         result = analyze_problem.analyze(torch, ch, spec)
+    elif spec["kind"] == "ops":
+        result = fx_ops.analyze(torch, ch, spec)
     elif spec["kind"] == "integrate":
         result = integrate.run(torch, ch, spec, analyze_problem.shrink)
     elif spec["kind"] == "inductor":

@@ -1,6 +1,7 @@
 """Which GPU kernels a call actually ran, and whether the candidate's own kernels carry the time.
 
-Kernel records come from the PyTorch profiler (CUPTI activity underneath, every stream). A
+Kernel records come from the candidate's process (candidate_timing._kernels: CUPTI activity of
+every stream, or the PyTorch profiler); this module only reads them, in the worker. A
 kernel whose name marks it as ATen, cuBLAS, cuDNN, CUTLASS or another vendor library is not the
 candidate's own; Triton and load_inline kernels are.
 """
@@ -28,24 +29,42 @@ _PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _IGNORED = re.compile(r"^(Memcpy|Memset|\[CUDA memcpy|\[CUDA memset)", re.IGNORECASE)
 
 
-def is_library_kernel(name):
+# a CUDA C++ kernel the candidate defines (load_inline's cuda_sources, in its Python source)
+_GLOBAL = re.compile(r"__global__\s+(?:__launch_bounds__\s*\([^)]*\)\s*)?void\s+"
+                     r"(?:__launch_bounds__\s*\([^)]*\)\s*)?([A-Za-z_][A-Za-z0-9_]*)")
+# the function's own name in a demangled kernel name: "void name<...>(...)", "name(...)"
+_BASE = re.compile(r"^(?:void\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*[<(]")
+
+
+def own_kernel_names(source):
+    """The names of the __global__ functions a candidate's source defines."""
+    return set(_GLOBAL.findall(source or ""))
+
+
+def is_library_kernel(name, own_names=()):
     """Triton kernels are named after their Python function (a plain identifier); ATen, cuBLAS,
-    cuDNN and CUTLASS kernels carry vendor prefixes or C++ namespaces and templates."""
+    cuDNN and CUTLASS kernels carry vendor prefixes or C++ namespaces and templates. A CUDA C++
+    kernel of the candidate's own (own_names: its source's __global__ functions) is named as its
+    signature demangles ("tiled_gemm(float const*, ...)"): its own unless a vendor's prefix or
+    namespace marks it, whatever words ("gemm") its name uses."""
     if _STRONG.search(name):
         return True
     if _PLAIN.fullmatch(name):
         return False
+    base = _BASE.match(name)
+    if base and base.group(1) in own_names:
+        return False
     return bool(_WEAK.search(name))
 
 
-def classify(kernels, threshold=0.5):
-    """kernels: [{name, time_ms, calls}] -> audit dict."""
+def classify(kernels, threshold=0.5, own_names=()):
+    """kernels: [{name, time_ms, calls}] -> audit dict. own_names: own_kernel_names(source)."""
     total = own = 0.0
     flagged = []
     for k in kernels:
         if _IGNORED.search(k["name"]):
             continue
-        k["own"] = not is_library_kernel(k["name"])
+        k["own"] = not is_library_kernel(k["name"], own_names)
         total += k["time_ms"]
         if k["own"]:
             own += k["time_ms"]
@@ -55,28 +74,3 @@ def classify(kernels, threshold=0.5):
     return {"applicable": True, "own_time_frac": frac, "fallback": total > 0 and frac < threshold
             or total == 0, "flagged_kernels": flagged[:20], "kernel_time_ms": total,
             "threshold": threshold}
-
-
-def kernels_of(torch, fn, calls=3):
-    """Run fn under the profiler; per-kernel GPU time summed over the calls, per call."""
-    from torch.profiler import ProfilerActivity, profile
-    torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        for _ in range(calls):
-            fn()
-        torch.cuda.synchronize()
-    table = {}
-    for evt in prof.events():
-        dev_type = getattr(evt, "device_type", None)
-        if dev_type is None or "CUDA" not in str(dev_type):
-            continue
-        t_us = getattr(evt, "device_time", None)
-        if t_us is None:
-            t_us = getattr(evt, "cuda_time", 0.0)
-        rec = table.setdefault(evt.name, {"name": evt.name, "time_ms": 0.0, "calls": 0})
-        rec["time_ms"] += float(t_us) / 1e3 / calls
-        rec["calls"] += 1
-    kernels = sorted(table.values(), key=lambda r: -r["time_ms"])
-    for k in kernels:
-        k["calls"] = k["calls"] / calls
-    return kernels

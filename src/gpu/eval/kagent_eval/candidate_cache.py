@@ -37,13 +37,19 @@ PRUNE_EVERY = 32  # entries given back between two prunes (and at the first)
 
 _lent = {}  # job folder -> the key of the entry it holds
 _given_back = [0]
+_base = [None]  # the cache's folder, which jail.setup makes and names (use_base)
+
+
+def use_base(path):
+    """Where the entries live: jail.setup's per-user cache folder (jail imports this module, so
+    it hands the folder down rather than being asked for it)."""
+    _base[0] = path
 
 
 def base():
-    from . import jail
-    if jail._state is None:
-        jail.setup()
-    return jail._state["caches"]["candidate"]
+    if _base[0] is None:  # every job folder is made by jail.new_job_dir, which sets the sandbox up
+        raise RuntimeError("candidate_cache used before jail.setup(): no cache folder yet")
+    return _base[0]
 
 
 def folder_in(job_dir):

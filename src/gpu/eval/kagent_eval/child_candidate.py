@@ -10,7 +10,8 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from . import candidate_timing, child_common, child_reference, digest, extra_trials, loader
+from . import candidate_timing, child_common, child_compile, child_reference, digest, ext_build
+from . import extra_trials, loader
 from . import fingerprint, gpu_memory, pyprofile
 from .timing import _perf_counter, fake_noisy_clock
 
@@ -156,9 +157,18 @@ def _load(ch, spec, state):
     parts["reference_model"], t = _perf_counter() - t, _perf_counter()
     threads_before = threading.active_count()
     inductor_before = "torch._inductor" in sys.modules
+    if ext_build.uses_load_inline(loader.source_of(spec["candidate"])[0]):
+        # its builds were made before the lease by the compile step (child_compile.py): found
+        # in the job's extension cache; one that was not compiles here, in stage compile_source
+        child_compile.set_arch(spec)
+        ext_build.install(torch, [], lambda stage: _announce(ch, stage))
     module = loader.load_module("candidate", spec["candidate"])
     parts["import"], t = _perf_counter() - t, _perf_counter()
-    cand = loader.build_candidate(torch, module, ref_model, init_inputs, spec["seed"], dtype, device)
+    if spec.get("in_model"):  # the model with the kernel in place of its targets
+        from . import in_model
+        cand = in_model.build(torch, spec, module, ref_model, dtype, device)
+    else:
+        cand = loader.build_candidate(torch, module, ref_model, init_inputs, spec["seed"], dtype, device)
     parts["candidate"] = _perf_counter() - t
     ch.send({"type": "loaded", "kind": "ModelNew" if hasattr(module, "ModelNew") else "kernel_function",
              "build_parts": parts,
@@ -166,9 +176,16 @@ def _load(ch, spec, state):
     return Job(ch, spec, state, problem, module, cand, dtype, threads_before)
 
 
+def _announce(ch, stage):
+    """Announces `stage`; returns the stage it interrupts (ext_build.install's announce)."""
+    resume = ch.last_stage
+    ch.stage(stage)
+    return resume
+
+
 # the stage a candidate's process announces once its GPU work is over: the worker gives back a
-# shared hold of the lease (jobs.follow_stage), and the process's exit (the CUDA context torn
-# down, no kernel) runs without it
+# shared hold of the lease (stage_lease.follow_stage), and the process's exit (the CUDA context
+# torn down, no kernel) runs without it
 GPU_DONE = "gpu_done"
 
 

@@ -206,3 +206,14 @@ def attach_arrays(metas, arrays):
         if m.get("kind") == "tensor":
             m["data"] = next(it, None)
     return metas
+
+
+def attach_frame(obj, arrays, keys):
+    """Parent side: split a trial frame's arrays among its digest lists (obj[key] for each key),
+    in order."""
+    rest = list(arrays)
+    for key in keys:
+        metas = obj.get(key) or []
+        n = sum(1 for m in metas if m.get("kind") == "tensor")
+        attach_arrays(metas, rest[:n])
+        rest = rest[n:]

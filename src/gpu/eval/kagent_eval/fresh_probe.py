@@ -1,7 +1,8 @@
 """The fresh-input probe of a candidate's benchmark (child_candidate.py): its fastest call on the
 timed inputs against its fastest on fresh copies, which a result cache cannot hide (ECACHE,
 timed_verdict.py)."""
-from . import timed_inputs, timed_verdict
+from . import timed_inputs
+from .cache_rule import looks_cached
 
 
 PROBE_CALLS = 5
@@ -67,7 +68,7 @@ def probe(torch, timer, cand, args, ahead=None):
                 repeat.append(max(timer.time_once(lambda: cand(*args))))
                 fresh.append(max(timer.time_once(lambda: cand(*c))))
         f, r = min(fresh), min(repeat)
-        if not (r < timed_verdict.CACHE_RATIO * f and f - r > timed_verdict.CACHE_MIN_GAP_MS[mode]):
+        if not looks_cached(r, f, mode):
             break
     return {"fresh_ms": min(fresh), "repeat_ms": min(repeat), "n": len(fresh)}
 

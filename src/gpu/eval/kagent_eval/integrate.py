@@ -11,14 +11,15 @@ for another layout or signature (Level 1 #36's RMSNorm over dim 1, no weight, in
 over the last dim, times a weight) goes in through an adapter file: its `adapt(kernel, target)`
 returns the callable that replaces the target (the glue it adds is timed with the kernel). The matching
 targets are replaced, and the whole model's outputs must equal the original's (the dtype's
-tolerances). Then the original and the integrated model are timed alternately on the same inputs
-(median of the timed calls, device synchronized around each), and each target standalone against
-the kernel on its recorded inputs, so a kernel faster standalone and slower in the model shows.
+tolerances). Each target is timed standalone against the kernel on its recorded inputs (a median
+of `reps` calls: a rough figure beside the in-model one). The whole model is not timed here: the
+in-model figure is a benchmark job's with the job field `in_model` (in_model.py), under every
+trust rule of a benchmark (agents/integrate.lua runs it on the targets replaced here).
 """
 import copy
 import time
 
-from . import compare, inputs, loader, shadow_judge
+from . import compare, in_model, inputs, loader, shadow_judge
 
 
 def _clone(torch, v):
@@ -96,36 +97,6 @@ def _by_fp32(torch, model, args, expected, got, rtol, atol):
     return True, worst
 
 
-def _adapted(torch, fn):
-    """A callable as a module, so that it can take a submodule's place."""
-    class Adapted(torch.nn.Module):
-        def forward(self, *args, **kwargs):
-            return fn(*args, **kwargs)
-    return Adapted()
-
-
-def _candidate(torch, spec, kmod, kref, kinit, adapter, target, dtype, device):
-    """The kernel as it replaces one target: through the adapter, or built as the evaluator builds
-    a candidate for its own problem and given the target's matching parameters and buffers."""
-    if adapter is not None:
-        fn = adapter.adapt(kmod, target)
-        if not callable(fn):
-            raise TypeError("adapt() returned %s, not a callable" % type(fn).__name__)
-        return _adapted(torch, fn)
-    cand = loader.build_candidate(torch, kmod, kref, kinit, spec["seed"], dtype, device)
-    if isinstance(cand, torch.nn.Module):
-        loader.copy_matching_state(torch, target, cand)
-    return cand
-
-
-def _set_submodule(root, path, new):
-    *parents, leaf = path.split(".")
-    mod = root
-    for p in parents:
-        mod = getattr(mod, p)
-    setattr(mod, leaf, new)
-
-
 def run(torch, ch, spec, shrink):
     device, dtype = spec["device"], loader.torch_dtype(torch, spec["dtype"])
     rtol, atol = compare.tolerances(spec["dtype"])
@@ -182,7 +153,7 @@ def run(torch, ch, spec, shrink):
                 continue
             try:
                 # the target of the copy that is run, so an adapter reads that model's parameters
-                cand = _candidate(torch, spec, kmod, kref, kinit, adapter, integrated.get_submodule(name),
+                cand = in_model.candidate_for(torch, spec, kmod, kref, kinit, adapter, integrated.get_submodule(name),
                                   dtype, device)
             except Exception as e:
                 if adapter is None:
@@ -203,7 +174,7 @@ def run(torch, ch, spec, shrink):
             row["standalone_ref_ms"] = _median_ms(torch, device, lambda: m(*a), spec["reps"])
             row["standalone_kernel_ms"] = _median_ms(torch, device, lambda: cand(*a), spec["reps"])
             row["standalone_speedup"] = row["standalone_ref_ms"] / row["standalone_kernel_ms"]
-            _set_submodule(integrated, name, cand)
+            in_model.set_submodule(integrated, name, cand)
             replaced.append(name)
     result = {"ok": True, "targets": rows, "replaced": replaced, "shrunk": shrunk, "adapted": adapter is not None}
     if not replaced:
@@ -225,19 +196,7 @@ def run(torch, ch, spec, shrink):
         result["reason"] = "the integrated model's output " + why
         return result
     result["max_abs_diff"] = why
-    ch.stage("time")
-    before, after = [], []
-    with torch.no_grad():
-        for _ in range(spec["rounds"]):  # alternated, so drift hits both alike
-            before.append(_median_ms(torch, device, lambda: model(*args), spec["reps"], warmup=2))
-            after.append(_median_ms(torch, device, lambda: integrated(*args), spec["reps"], warmup=2))
-    before.sort()
-    after.sort()
-    result["model_ms_before"], result["model_ms_after"] = before[len(before) // 2], after[len(after) // 2]
-    result["in_model_speedup"] = result["model_ms_before"] / result["model_ms_after"]
-    st = [r["standalone_speedup"] for r in rows if r.get("standalone_speedup")]
     ref = sum(r["standalone_ref_ms"] for r in rows if r.get("matched"))
     ker = sum(r["standalone_kernel_ms"] for r in rows if r.get("matched"))
     result["standalone_speedup"] = ref / ker if ker > 0 else None
-    result["standalone_faster_model_slower"] = bool(st) and result["standalone_speedup"] > 1.0 and result["in_model_speedup"] < 1.0
     return result

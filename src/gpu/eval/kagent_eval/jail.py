@@ -185,6 +185,7 @@ def setup(environ=os.environ):
               "process_limit": process_limit, "max_processes": procs, "shm_before": {},
               "read_roots": list(SYSTEM_READ_ROOTS) + python_roots, "view": fs_view,
               "missing": missing}
+    candidate_cache.use_base(caches["candidate"])
     if not enabled:
         missing.append("KAGENT_EVAL_SANDBOX=%s: no confinement (private folders, allowed "
                        "environment and reaping only)" % setting)
@@ -260,8 +261,14 @@ def remove_job_dir(path):
 def enter(role, job_dir, files=()):
     """In a child right after fork (one thread): its own namespaces, folder, environment and
     limits, then the write and network confinement, which then hold for every thread and process
-    it starts. files: its job_files, bound back in its mount namespace (a spare's: staged)."""
+    it starts. files: its job_files, bound back in its mount namespace (a spare's: staged).
+    role "compile" (child_compile.py: the candidate's top level, run before its job holds the
+    GPU's lease) is a candidate's with no GPU: none visible, no GPU device file writable."""
     s = _state
+    gpu = role != "compile"
+    if not gpu:
+        role = "candidate"
+        os.environ["CUDA_VISIBLE_DEVICES"] = ""
     if s["groups"]:
         s["groups"].join(os.path.basename(job_dir))  # before anything it starts: all of it counts
     # a candidate's cache is its sources' entry, lent into its folder (candidate_cache.py): no
@@ -278,6 +285,8 @@ def enter(role, job_dir, files=()):
         "TORCHINDUCTOR_CACHE_DIR": os.path.join(cache, "inductor"),
         "CUDA_CACHE_PATH": os.path.join(cache, "nv"), "XDG_CACHE_HOME": os.path.join(cache, "xdg"),
         "KAGENT_CACHE_DIR": os.path.join(cache, "kagent"),  # measured GPU peaks (roofline.py)
+        # load_inline's builds, a folder per call's sources, flags and versions (ext_build.py)
+        "TORCH_EXTENSIONS_DIR": os.path.join(cache, "torch_extensions"),
         "PYTHONDONTWRITEBYTECODE": "1"})
     tempfile.tempdir = job_dir
     sys.dont_write_bytecode = True  # no .pyc beside the sources it imports: it may not write there
@@ -307,7 +316,7 @@ def enter(role, job_dir, files=()):
         grants = [(p, handled) for p in [job_dir] + own] + [("/dev/shm", handled),
                   (proc_writes(), landlock.WRITE_FILE | landlock.TRUNCATE)]
         device = landlock.WRITE_FILE | landlock.TRUNCATE | landlock.IOCTL_DEV
-        for pattern in DEVICE_FILES:
+        for pattern in DEVICE_FILES if gpu else [p for p in DEVICE_FILES if "nvidia" not in p]:
             grants += [(p, device) for p in glob.glob(pattern)]
         landlock.restrict(handled, grants, landlock.scopes(s["landlock"]))
 

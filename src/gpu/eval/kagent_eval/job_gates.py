@@ -5,11 +5,12 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from . import compare, early_checks, extra_trials, fingerprint, host_load, loader, pyprofile
-from . import noise, remeasure, sandbox
+from . import audit as audit_mod
+from . import compare, early_checks, fingerprint, host_load, loader, pyprofile, review_verdict
+from . import compile_step, noise, remeasure, sandbox
 from . import sanitize_op, static_checks
 from . import timed_verdict
-from . import trust, verdict
+from . import trust, verdict, verdict_library
 
 
 @dataclass
@@ -100,7 +101,10 @@ def candidate(c):
     first_stage = next((o["t"] for o, _ in out.messages if o.get("type") == "stage"), None)
     if first_stage is not None:
         phases["to_first_stage"] = first_stage - t  # the spare's readiness, or a fork
-    result["stage_s"] = out.stage_durations()
+    stage_s = out.stage_durations()
+    for name, s in (result.get("stage_s") or {}).items():  # the compile step's (compile_step.py)
+        stage_s[name] = stage_s.get(name, 0.0) + s
+    result["stage_s"] = stage_s
     # when each stage first began, on the host's monotonic clock (CLOCK_MONOTONIC: the same
     # clock as kagent.time.now()), so jobs of several workers can be laid on one timeline
     result["stage_at"] = {}
@@ -163,10 +167,11 @@ def trial_count(c):
 
 
 def review(c):
-    """The reviewer's inputs (job option extra_trials, extra_trials.py): EREVIEW where one fails."""
+    """The reviewer's inputs (job option extra_trials, judged by review_verdict.py): EREVIEW
+    where one fails."""
     if c.spec["extra_trials"] is None:
         return None
-    if not extra_trials.check(c.result, c.spec, c.ref_trials, c.out, c.rtol, c.atol,
+    if not review_verdict.check(c.result, c.spec, c.ref_trials, c.out, c.rtol, c.atol,
                               c.ev.sample_seed):
         return c.result
     return None
@@ -223,9 +228,10 @@ def audit(c):
     spec = c.spec
     if spec["audit"] and c.ev.cuda:
         k, _ = c.out.first("kernels")
-        if k is not None and not verdict.apply_audit(
+        own = audit_mod.own_kernel_names(loader.source_of(spec["candidate"])[0])
+        if k is not None and not verdict_library.apply_audit(
                 c.result, k.get("kernels") or [], spec["fallback_policy"],
-                spec["fallback_threshold"]):
+                spec["fallback_threshold"], spec["library"], own):
             return c.result
     return None
 
@@ -296,5 +302,5 @@ def timed(gate, c):
     return failed
 
 
-GATES = (static, reference, candidate, trials, outcome, trial_count, review, generalization,
-         code_notes, timed_outputs, audit, benchmark, profile, sanitize)
+GATES = (static, reference, compile_step.gate, candidate, trials, outcome, trial_count, review,
+         generalization, code_notes, timed_outputs, audit, benchmark, profile, sanitize)

@@ -2,7 +2,8 @@
 (job_defaults.py): the spec that the job's children and checks read (jobs.py)."""
 import os
 
-from . import compare, extra_trials, job_defaults, loader, sandbox, sanitizer, stop_rule
+from . import compare, extra_trials, in_model, job_defaults, loader, sandbox, sanitizer, stop_rule
+from . import verdict_library
 from .request import BadRequest
 
 OPS_WITH = {  # op -> (audit, bench, profile)
@@ -40,7 +41,8 @@ def normalize(ev, op, job):
         # the baselines keep their own limit, torch.compile's compile of the model included
         # (unleased_compile.STAGE): a job's timeout is sized for a candidate, not for that
         timeouts = {k: t for k in sandbox.DEFAULT_TIMEOUTS
-                    if k not in ("start", "baseline", "compile_unleased", "gate", "gate_shared")}
+                    if k not in ("start", "baseline", "compile_unleased", "gate", "gate_shared",
+                                 "compile_source")}  # nvcc's own bound (child_compile.py)
     timeouts.update(job.get("timeouts") or {})
     audit, bench, profile = OPS_WITH[op]
     bench_opts = dict(job.get("bench") or {}) if bench else None
@@ -56,6 +58,7 @@ def normalize(ev, op, job):
         "tolerance": _choice(job, "tolerance", tuple(compare.TOLERANCE_SETS)),
         "fallback_policy": _field(job, "fallback_policy"),
         "fallback_threshold": float(_field(job, "fallback_threshold")),
+        "library": _choice(job, "library", verdict_library.POLICIES),
         # the kernel audit's profiler start-up is paid by the spare sandbox ahead of the job;
         # callers that only rank known-clean kernels may still turn it off
         "audit": audit and bool(_field(job, "audit")), "bench": bench_opts,
@@ -72,6 +75,8 @@ def normalize(ev, op, job):
         "generalize": bool(_field(job, "generalize")),
         "require_generalize": bool(_field(job, "require_generalize")),
         "extra_trials": extra,
+        # the candidate judged inside a whole model, the job's problem (in_model.py)
+        "in_model": in_model.normalize(job.get("in_model")),
         # confirm: always re-measure in a fresh process and require the two to agree
         "confirm": bool(_field(job, "confirm")),
         "max_spread": float(job["max_spread"]) if job.get("max_spread") else None,

@@ -6,25 +6,12 @@ import random
 import resource
 import time
 
-from . import child_candidate, compile_gate, gpu_memory, job_gates, job_spec, pyprofile, sandbox
+from . import child_candidate, gpu_memory, job_gates, job_spec, pyprofile, sandbox
+from . import verdict_library
 from . import spare as spare_mod
 from .lease import EXCLUSIVE, SHARED, Lease
 from .reference import ReferenceCache
-
-
-def follow_stage(lease, name):
-    """What a spare's child asks of the worker's lease by announcing a stage; True when the child
-    waits at a gate for the worker to open it. At a gate the worker gets the lease in that gate's
-    mode. At "compile_host" the child compiles on the CPU with its GPU work finished and waits at
-    a gate before it launches again (compile_gate.py), and at "gpu_done" its GPU work is over and
-    it exits, so a shared hold is given back; an exclusive one never is: its timed stages may not
-    be over."""
-    if name in sandbox.GATE_MODES:
-        lease.acquire(sandbox.GATE_MODES[name])
-        return True
-    if name in (compile_gate.STAGE, child_candidate.GPU_DONE) and lease.mode == SHARED:
-        lease.release()
-    return False
+from .stage_lease import follow_stage
 
 
 def _own_cpu_s():
@@ -119,6 +106,11 @@ class Evaluator:
                   "audit": {"applicable": self.cuda, "static_findings": []},
                   "device": self.device, "dtype": spec["dtype"],
                   "started_at": t0}  # on stage_at's clock: what comes before the first stage shows
+        # what carried its GPU time, until the kernel audit says (verdict_library.py)
+        verdict_library.unknown_share(result, "no kernel audit ran (op verify, audit = false, or "
+                                      "the job ended before it)" if self.cuda else
+                                      "CPU mode: no GPU kernels are profiled")
+        result["library"] = spec["library"]
         checked = job_gates.Checked(self, spec, result, pyprofile=pyprofile.new())
         try:
             # the first gate that fails the job ends it

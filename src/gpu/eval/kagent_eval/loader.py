@@ -182,4 +182,20 @@ def build_candidate(torch, module, ref_model, init_inputs, seed, dtype, device):
         return model
     if callable(getattr(module, "kernel_function", None)):
         return KernelFunctionModel(torch, module.kernel_function, ref_model)
-    raise LookupError("candidate defines neither ModelNew nor kernel_function")
+    raise LookupError("candidate defines neither ModelNew nor kernel_function (%s)" % defined_names(module))
+
+
+def defined_names(module):
+    """What a module defines itself (not what it imports), so an error can say what was found
+    instead of what was wanted: "classes found: MyKernel; functions found: helper"."""
+    classes, functions = [], []
+    for name, value in sorted(vars(module).items()):
+        if getattr(value, "__module__", None) != module.__name__ or name.startswith("__"):
+            continue
+        if inspect.isclass(value):
+            classes.append(name)
+        elif inspect.isfunction(value):
+            functions.append(name)
+    return "; ".join([
+        "classes found: " + (", ".join(classes) or "none"),
+        "functions found: " + (", ".join(functions) or "none")])

@@ -13,6 +13,7 @@ whatever the profiler does at the start of a pass is charged to them (the caller
 Prints nothing on stdout (ncu's CSV goes there); exit 0 on success.
 """
 import json
+import os
 import sys
 
 
@@ -20,7 +21,7 @@ def build_forward(job):
     """(torch, zero-argument forward, what it ran: {"sizes", "module"}) for the job, on its
     device, inputs cast to its dtype."""
     import torch
-    from . import loader
+    from . import ext_build, loader
     from .inputs import make_inputs, shrunk_sizes
 
     device = "cuda:%d" % int(job.get("device", 0))
@@ -36,6 +37,12 @@ def build_forward(job):
     inputs, _ = make_inputs(torch, problem, seed, 0, dtype, device, sizes=sizes or None)
     module = None
     if job.get("candidate"):
+        if ext_build.uses_load_inline(loader.source_of(job["candidate"])[0]):
+            # its builds, from the job's extension cache (the compile step's: child_compile.py),
+            # under the same key: this GPU's architecture as the step named it
+            os.environ.setdefault("TORCH_CUDA_ARCH_LIST",
+                                  "%d.%d" % torch.cuda.get_device_capability(device))
+            ext_build.install(torch, [])
         module = loader.load_module("candidate", job["candidate"])
         model = loader.build_candidate(torch, module, ref, init_inputs, seed, dtype, device)
     else:

@@ -37,10 +37,9 @@ def failure(limit):
             "(KAGENT_EVAL_MAX_PROCESSES)" % limit)
 
 
-def watch(pid, job_dir):
-    """The watch of the candidate's job whose child is `pid`, by how jail holds it to its limit."""
-    from . import jail  # jail imports this module (through sandbox_limits)
-    how = jail.process_watch_of(job_dir)
+def watch(pid, how):
+    """The watch of the candidate's job whose child is `pid`, by how jail holds it to its limit
+    (jail.process_watch_of: the caller asks, as jail imports this module)."""
     if not how:
         return None
     limit, events, reach = how

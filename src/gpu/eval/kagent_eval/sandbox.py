@@ -19,7 +19,9 @@ from . import candidate_cache, jail, process_watch, reaper, wire
 _PR_SET_PDEATHSIG = 1
 DEFAULT_TIMEOUTS = {"start": 60.0, "gate": 60.0, "gate_shared": 60.0, "load": 120.0, "build": 120.0,
                     "compile": 180.0, "compile_host": 180.0, "run": 120.0, "audit": 120.0,
-                    "benchmark": 300.0, "profile": 600.0, "baseline": 900.0, "compile_unleased": 900.0}
+                    "benchmark": 300.0, "profile": 600.0, "baseline": 900.0, "compile_unleased": 900.0,
+                    # a load_inline build (ext_build.py): a cold nvcc compile of 100 s is normal
+                    "compile_source": 600.0}
 # the stage a child announces at a gate (Channel.gate), by the lease mode it waits for, and the
 # mode the worker takes the lease in at each such stage
 GATE_STAGES = {"shared": "gate_shared", "exclusive": "gate"}
@@ -171,10 +173,14 @@ def _in_child(rfd, *child_main_args):
 # children that never run candidate code: they get the trusted caches (jail), which candidates
 # cannot write; any other child is a candidate's
 TRUSTED_TARGETS = {"kagent_eval.child_reference.run", "kagent_eval.peaks.run"}
+# a candidate's child that runs with no GPU (jail.enter's role "compile"): its compile step
+NO_GPU_TARGETS = {"kagent_eval.child_compile.run"}
 
 
 def role_of(target):
     name = "%s.%s" % (getattr(target, "__module__", ""), getattr(target, "__name__", ""))
+    if name in NO_GPU_TARGETS:
+        return "compile"
     return "trusted" if name in TRUSTED_TARGETS else "candidate"
 
 
@@ -184,7 +190,8 @@ def run_child(target, args=(), timeouts=None, gate=None):
     gate(stage) -> bool, if given, runs for every stage the child announces; where it says True
     the child waits at a gate (Channel.gate) and is let go on (unleased_compile.follow). The
     child closes every descriptor but its own (close_all_but)."""
-    role = role_of(target)
+    jail_role = role_of(target)  # what jail.enter gets; "compile" is a candidate's otherwise
+    role = "candidate" if jail_role == "compile" else jail_role
     job_dir = jail.new_job_dir(role)
     rfd, wfd = wire.pipe()
     gate_r = gate_w = None
@@ -202,7 +209,7 @@ def run_child(target, args=(), timeouts=None, gate=None):
     try:
         if role == "candidate":  # its sources' cache entry (candidate_cache.py)
             candidate_cache.lend(job_dir, spec)
-        pid = fork_child(_in_child, rfd, wfd, (), target, args, job_dir, role,
+        pid = fork_child(_in_child, rfd, wfd, (), target, args, job_dir, jail_role,
                          jail.job_files(spec), gate_r)
         os.close(wfd)
         return collect(pid, rfd, timeouts, on_stage, job_dir=job_dir, role=role)
@@ -232,7 +239,8 @@ def collect(pid, rfd, timeouts, on_stage=None, job_dir=None, defer_exit=False, r
     t_start = time.monotonic()
     deadline = t_start + limits["start"]
     done = False
-    watch = process_watch.watch(pid, job_dir) if job_dir and role == "candidate" else None
+    watch = process_watch.watch(pid, jail.process_watch_of(job_dir)) \
+        if job_dir and role == "candidate" else None
     try:
         while True:
             if watch is not None and not watch.wait(rfd, deadline, out.stage):

@@ -4,7 +4,7 @@ against the shadow, with the reference's own error as the yardstick (src/gpu/eva
 "Correctness"). compare.compare_outputs calls it only where a value check failed."""
 import numpy as np
 
-from . import compare, shadow_range
+from . import shadow_range, value_errors
 
 # Ill-conditioned trials at low precision (src/gpu/eval/README.md, "Correctness"): a bf16/fp16
 # reference can itself be off its fp32 shadow by more than the tolerance (training-mode batch
@@ -58,7 +58,7 @@ def judge_by_shadow(got, exp, shadow, rtol, atol, property_trial=False):
     if shadow_range.leaves_range(exp, e64, s64):  # the order of operations decides overflow
         return shadow_range.judge(exp, g64, e64, s64, rtol, atol)
     judged = np.isfinite(e64) & np.isfinite(s64)
-    ref_bad = int(compare.errors_finite(e64[judged], s64[judged], rtol, atol)[1].sum())
+    ref_bad = int(value_errors.errors_finite(e64[judged], s64[judged], rtol, atol)[1].sum())
     if shadow.get("dtype") == "float64" and not ref_bad and \
             not _reference_is_noise(e64[judged], s64[judged], rtol):
         return None
@@ -77,8 +77,8 @@ def judge_by_shadow(got, exp, shadow, rtol, atol, property_trial=False):
         res["reason"] = "non-finite values where the reference is finite"
         return res
     cand_err, ref_err = np.abs(cg - cs), np.abs(ce - cs)
-    res.update(cand_err_norm=compare.norm(cand_err),
-               ref_err_norm=compare.norm(ref_err), shadow_norm=compare.norm(cs))
+    res.update(cand_err_norm=value_errors.norm(cand_err),
+               ref_err_norm=value_errors.norm(ref_err), shadow_norm=value_errors.norm(cs))
     exact = property_trial and shadow.get("dtype") == "float64"
     if exact and cs.size and float(np.max(np.abs(cs))) <= atol:
         return _unjudged(res, got, exp, (
@@ -115,7 +115,7 @@ def judge_by_shadow(got, exp, shadow, rtol, atol, property_trial=False):
             return res
         for key in ("sum", "abs_sum"):
             a, r, b = gs.get(key), es.get(key), ss.get(key)
-            if a is None or r is None or b is None or abs(a - b) > compare.stat_allowance(
+            if a is None or r is None or b is None or abs(a - b) > value_errors.stat_allowance(
                     ss, exp, rtol, atol) + SHADOW_FACTOR * abs(r - b):
                 res["reason"] = "whole-tensor %s %.6g against the shadow's %.6g" % (
                     key, a or 0.0, b or 0.0)
@@ -152,16 +152,16 @@ def _nonfinite_count_differs(got, exp):
 
 def _reference_is_noise(e64, s64, rtol):
     """The reference off its (fp64) shadow by more than the magnitude check allows a candidate
-    off the reference (relative L2 over compare.NORM_FACTOR * rtol), or off a shadow that is all zero;
-    or a shadow that is constant to fp64's rounding (CONSTANT_REL of its largest magnitude)
+    off the reference (relative L2 over value_errors.NORM_FACTOR * rtol), or off a shadow that is
+    all zero; or a shadow that is constant to fp64's rounding (CONSTANT_REL of its largest magnitude)
     where the reference varies more: the true output is that constant (a softmax of the exact
     zeros a batch norm gives all-zero inputs, uniform) and the reference's variation is its
     rounding, which the check "constant output where the reference varies" must not hold
     against a candidate that computes the constant."""
-    err, size = compare.norm(e64 - s64), compare.norm(s64)
+    err, size = value_errors.norm(e64 - s64), value_errors.norm(s64)
     if not size:
         return err > 0
-    if err > compare.NORM_FACTOR * rtol * size:
+    if err > value_errors.NORM_FACTOR * rtol * size:
         return True
     s_spread = float(np.ptp(s64)) if s64.size else 0.0
     return s64.size > 1 and s_spread <= CONSTANT_REL * float(np.max(np.abs(s64))) \
@@ -177,7 +177,8 @@ def _within_shadow(got, exp, shadow, g64, e64, s64, judged, rtol, atol):
     with np.errstate(invalid="ignore"):
         same = (np.isnan(rg) & np.isnan(re_)) | (rg == re_) | (np.abs(rg - re_) <= atol + rtol * np.abs(re_))
     cg, cs = g64[judged], s64[judged]
-    if not same.all() or not np.isfinite(cg).all() or compare.errors_finite(cg, cs, rtol, atol)[1].any():
+    if not same.all() or not np.isfinite(cg).all() or \
+            value_errors.errors_finite(cg, cs, rtol, atol)[1].any():
         return None
     if not exp.get("full"):
         gs, ss = got.get("stats") or {}, shadow.get("stats") or {}
@@ -185,9 +186,10 @@ def _within_shadow(got, exp, shadow, g64, e64, s64, judged, rtol, atol):
             return None
         for key in ("sum", "abs_sum"):
             a, b = gs.get(key), ss.get(key)
-            if a is None or b is None or abs(a - b) > compare.stat_allowance(ss, exp, rtol, atol):
+            if a is None or b is None or \
+                    abs(a - b) > value_errors.stat_allowance(ss, exp, rtol, atol):
                 return None
     cand_err, ref_err = np.abs(cg - cs), np.abs(e64[judged] - cs)
     return {"ok": True, "reason": None, "rule": "tolerance", "ref_mismatches": 0,
-            "compared": int(judged.sum()), "cand_err_norm": compare.norm(cand_err),
-            "ref_err_norm": compare.norm(ref_err), "shadow_norm": compare.norm(cs)}
+            "compared": int(judged.sum()), "cand_err_norm": value_errors.norm(cand_err),
+            "ref_err_norm": value_errors.norm(ref_err), "shadow_norm": value_errors.norm(cs)}

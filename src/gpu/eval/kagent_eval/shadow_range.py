@@ -14,7 +14,7 @@ sign, an infinity where the true output is small, or a finite value off both is 
 """
 import numpy as np
 
-from . import compare
+from . import value_errors
 
 # the largest finite value of each output dtype the digests name
 TOP = {"float32": float(np.finfo(np.float32).max), "float16": float(np.finfo(np.float16).max),
@@ -45,7 +45,7 @@ def judge(exp, g64, e64, s64, rtol, atol):
     A sampled output's whole-tensor sums and count of non-finite elements are not compared: on
     such a trial they are infinite, or differ by the elements that overflow in another order."""
     top, bound = TOP[exp["dtype"]], edge(exp["dtype"])
-    ok_ref = ~compare.elementwise_bad(g64, e64, rtol, atol)
+    ok_ref = ~value_errors.elementwise_bad(g64, e64, rtol, atol)
     with np.errstate(invalid="ignore", over="ignore"):
         near = np.isfinite(g64) & np.isfinite(s64) & \
             (np.abs(g64 - s64) <= atol + rtol * np.abs(s64))
@@ -56,7 +56,7 @@ def judge(exp, g64, e64, s64, rtol, atol):
     beyond = int(over.sum())
     by_shadow = ~ok_ref & (near | at_edge)
     bad = ~ok_ref & ~by_shadow
-    ref_off = int(compare.elementwise_bad(e64, s64, rtol, atol).sum())  # the reference's own
+    ref_off = int(value_errors.elementwise_bad(e64, s64, rtol, atol).sum())  # the reference's own
     res = {"ok": False, "rule": "range", "ref_mismatches": ref_off, "compared": int(g64.size)}
     if bad.any():
         k = int(np.argmax(bad))

@@ -6,21 +6,16 @@ import math
 
 import numpy as np
 
-from . import compare, job_defaults, timed_inputs
+from . import compare, job_defaults, timed_inputs, value_errors
+from .cache_rule import looks_cached
 from .digest import attach_arrays
 from .timing import MAX_PAD_MS
 from .trust import fail_without_figures
 from .verdict import fail, note_shadow
 
 
-# tolerated gap between the fastest repeated call and the fastest fresh-input call before a
-# cache is suspected: a cache hit is many times faster than a miss, while an honest kernel on
-# fresh copies is cold only in TLBs and caches, so a ratio of 2 leaves a wide margin; tiny
-# kernels also need an absolute margin
-CACHE_RATIO = 0.5
 TIME_KEYS = ("median", "p10", "p90", "mean", "n", "spread", "cv", "wall_median", "all_streams",
              "hardened")
-CACHE_MIN_GAP_MS = {"cuda": 0.1, "cpu": 1.0}
 
 
 STOP_FIELDS = {"rule": str, "by": str, "calls": int, "ci_rel": float, "ci_target": float,
@@ -75,7 +70,7 @@ def apply_benchmark(result, bench_msg, bench_arrays, loop_ms, ref_trial0, rtol, 
     median = t.get("median") or 0.0
     fresh = t.get("fresh_ms")
     repeat = t.get("repeat_ms") or median
-    if fresh and repeat < CACHE_RATIO * fresh and fresh - repeat > CACHE_MIN_GAP_MS[mode]:
+    if fresh and looks_cached(repeat, fresh, mode):
         result["flags"].append("cache_suspect")
         return fail(result, "benchmark", "ECACHE",
                     "repeated calls take %.4g ms, calls on fresh copies of the inputs %.4g ms" % (
@@ -176,9 +171,9 @@ def _off_counts(rows, calls, expected, rtol, atol):
             off[idx] = -1
             continue
         block = rows[idx].reshape(-1)
-        bad = compare.elementwise_bad(block, np.tile(ref, len(idx)), rtol, atol)
+        bad = value_errors.elementwise_bad(block, np.tile(ref, len(idx)), rtol, atol)
         if own is not None:
-            bad &= compare.elementwise_bad(block, np.tile(own, len(idx)), rtol, atol)
+            bad &= value_errors.elementwise_bad(block, np.tile(own, len(idx)), rtol, atol)
         off[idx] = bad.reshape(len(idx), width).sum(axis=1)
     return off
 

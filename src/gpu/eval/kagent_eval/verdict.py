@@ -1,26 +1,16 @@
 """Turns the two children's reports into the job result (worker process, trusted): the trials,
-the failures, the audit. The timing's checks: timed_verdict.py; the trust rules: trust.py."""
+the failures. The kernel audit: verdict_library.py; the timing's checks: timed_verdict.py; the
+trust rules: trust.py."""
 import os
 from concurrent.futures import ThreadPoolExecutor
 
-from . import audit as audit_mod
 from . import compare, likely_cause, pyprofile
-from .digest import attach_arrays
+from .digest import attach_frame
 
 # threads that compare a job's trials side by side (the worker's own, not the candidate's); one
 # where the worker's Python is profiled (pyprofile.py), so its listing shows the comparisons
 # rather than a wait on the threads that ran them
 COMPARE_THREADS = 1 if pyprofile.enabled() else max(1, min(4, os.cpu_count() or 1))
-
-
-def _attach(obj, arrays, keys):
-    """Split a trial frame's arrays among its digest lists, in order."""
-    rest = list(arrays)
-    for key in keys:
-        metas = obj.get(key) or []
-        n = sum(1 for m in metas if m.get("kind") == "tensor")
-        attach_arrays(metas, rest[:n])
-        rest = rest[n:]
 
 
 def reference_trials(outcome):
@@ -29,7 +19,7 @@ def reference_trials(outcome):
     trials = {}
     for obj, arrays in outcome.of_type("trial"):
         if not obj.get("skipped"):
-            _attach(obj, arrays, ("outputs", "shadow"))
+            attach_frame(obj, arrays, ("outputs", "shadow"))
         trials[obj["trial"]] = obj
     return trials
 
@@ -95,7 +85,7 @@ def trial_pair(obj, arrays, ref_trials, nonfinite="report"):
         metas = obj.get(key) or []
         if not isinstance(metas, list) or not all(isinstance(m, dict) for m in metas):
             raise BadFrame("trial %d's %s are not a list of digests" % (i, key))
-    _attach(obj, arrays, ("outputs",))
+    attach_frame(obj, arrays, ("outputs",))
     return (obj.get("outputs") or [], ref["outputs"], ref.get("shadow"), ref.get("kind") == "property",
             not soft_nonfinite(ref, nonfinite))
 
@@ -332,7 +322,7 @@ def check_generalization(result, ref_trials, cand_outcome, rtol, atol, sample_se
         if obj.get("error"):
             failures.append({"sizes": ref.get("sizes"), "reason": obj["error"]})
             continue
-        _attach(obj, arrays, ("outputs",))
+        attach_frame(obj, arrays, ("outputs",))
         ok, summary = compare.compare_outputs(obj.get("outputs") or [], ref["outputs"], rtol, atol,
                                               sample_seed, ref.get("shadow"))
         if not ok:
@@ -351,7 +341,7 @@ def check_generalization(result, ref_trials, cand_outcome, rtol, atol, sample_se
 
 def failure_from_outcome(result, outcome, stage_map=None):
     """A crash, hang or exception in the candidate's process."""
-    stage = {"start": "load", "build": "load", "gate_shared": "load",
+    stage = {"start": "load", "build": "load", "gate_shared": "load", "compile_source": "load",
              "warmup": "benchmark", "benchmark_loop": "benchmark",
              "benchmark_trace": "benchmark", "benchmark_probe": "benchmark",
              "benchmark_check": "benchmark",
@@ -364,7 +354,9 @@ def failure_from_outcome(result, outcome, stage_map=None):
     if err:
         text = "%s: %s" % (err.get("error_type"), err.get("message"))
         low = text.lower()
-        if "cuda error" in low or "illegal memory access" in low or "device-side assert" in low \
+        if err.get("error_type") == "CompileError":  # a build its own process made (ext_build)
+            code = "ECOMPILE"
+        elif "cuda error" in low or "illegal memory access" in low or "device-side assert" in low \
                 or "misaligned address" in low:
             code = "ECUDA"
         elif stage == "load":
@@ -374,18 +366,3 @@ def failure_from_outcome(result, outcome, stage_map=None):
         result["traceback"] = err.get("traceback")
         return fail(result, stage, code, text)
     return None
-
-
-def apply_audit(result, kernels, policy, threshold):
-    verdict = audit_mod.classify(kernels, threshold)
-    result["kernels"] = kernels
-    result["audit"].update(verdict)
-    if verdict["fallback"]:
-        result["flags"].append("fallback")
-        if policy == "reject":
-            fail(result, "audit", "EFALLBACK",
-                 "the candidate's own kernels carry %.0f%% of its GPU time (library kernels: %s)" % (
-                     100 * verdict["own_time_frac"], ", ".join(verdict["flagged_kernels"][:3]) or "none"))
-            return False
-    return True
-

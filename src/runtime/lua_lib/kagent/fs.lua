@@ -14,6 +14,9 @@ M.remove = native.fs.remove
 M.abspath = native.fs.abspath
 --- isatty(fd) -> true when file descriptor fd (0 stdin, 1 stdout, 2 stderr) is a terminal.
 M.isatty = native.fs.isatty
+--- term_columns(fd) -> the width in columns of the terminal on fd (TIOCGWINSZ), or nil when fd is
+--- no terminal or one of unknown size. Read afresh at each call: it follows a resize.
+M.term_columns = native.fs.term_columns
 --- lock(path) -> handle | nil, "CODE: message", "CODE"[, holder pid]: an exclusive advisory lock
 --- (flock) on the file at path (made if missing), held until handle:unlock(), the handle is
 --- collected, or the process ends (kill -9 included). The file then holds this process's pid; a

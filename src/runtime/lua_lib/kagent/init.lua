@@ -4,7 +4,7 @@ local search_path = require("kagent.search_path")
 
 local modules = {
   task = true, time = true, proc = true, http = true, llm = true, mem = true, gpu = true,
-  prompt = true, json = true, log = true, fs = true, secrets = true,
+  prompt = true, json = true, yaml = true, log = true, fs = true, secrets = true,
 }
 
 local dirs = search_path.dirs(native.info.root)

@@ -5,7 +5,7 @@
 --   config.lua      configure{} and the environment: provider, model, server, key, timeouts
 --   accounting.lua  usage totals, prices, budgets
 --   record.lua      record/replay: request keys and the store of replies
---   served.lua      the models an OpenAI-compatible server lists
+--   served.lua      the models a server lists, and the check before any work (check())
 --   transport.lua   the HTTP side of one attempt, and the retries
 --   anthropic.lua, openai.lua   the providers' formats
 local json = require("kagent.json")
@@ -54,8 +54,9 @@ function M.configure(opts)
   return true
 end
 
---- configured() ⏸ (only to ask a local server its model) -> true, "provider:model" | false, why,
---- code (ENOTSUP, EAUTH, or the failure of asking the server).
+--- configured() ⏸ (only to ask a server its model when none is named) -> true, "provider:model" |
+--- false, why, code (ENOTSUP, EAUTH, or the failure of asking the server). Whether the server
+--- answers, takes the key and serves the model is check()'s question.
 function M.configured()
   local set, serr, scode = settings()
   if not set then return false, (serr:gsub("^%u+: ", "")), scode end
@@ -65,15 +66,40 @@ function M.configured()
     task._running_task("llm.configured")
     local ok, f = served.pick(r, call_limits(r, {}, set, nil, false))
     if not ok then return false, f.message, f.code end
-  elseif r.compat and transport.loopback(r.base) and cache_mode() ~= "replay" then
-    -- a server on this machine is asked whether it listens (its model list, once per run): one
-    -- that is not running is found now, in milliseconds, not after a run's worth of retries
-    -- (a strict replay sends nothing, so asks nothing)
-    task._running_task("llm.configured")
-    local _, f = served.models(r, call_limits(r, {}, set, nil, false))
-    if f and f.refused then return false, f.message, f.code end
   end
   return true, r.provider .. ":" .. r.model
+end
+
+--- check(models) ⏸ -> true | nil, "CODE: message", "CODE": before any work, one request per
+--- server (its model list, GET {base}/models; Anthropic: GET /v1/models/{model}) tells whether it
+--- answers, takes the key (EAUTH) and serves the configured model and each of `models` ("provider:
+--- model" or bare names; ENOTFOUND, naming the models it lists or the /v1 the URL lacks). A server
+--- that does not answer fails as a call would (ECONNECT, ETIMEDOUT, EHTTP), within a minute at
+--- most. A strict replay sends nothing, so checks nothing.
+function M.check(models)
+  task._running_task("llm.check")
+  if cache_mode() == "replay" then return true end
+  local set, serr, scode = settings()
+  if not set then return nil, serr, scode end
+  local asked = {}
+  for i = 0, #(models or {}) do
+    local r, err, code = resolve(i > 0 and models[i] or nil)
+    if not r then return nil, err, code end
+    -- a model list comes at once or not at all: its wait is a stream's start, not a reply's
+    local limits = call_limits(r, { timeout = math.min(set.timeout, 60) }, set, nil, false)
+    limits.idle = math.min(limits.idle, set.start_timeout)
+    if not r.model then
+      local ok, f = served.pick(r, limits)
+      if not ok then return nil, f.code .. ": " .. f.message, f.code end
+    end
+    local key = r.provider .. " " .. r.base .. " " .. r.model
+    if not asked[key] then
+      asked[key] = true
+      local ok, f = served.check(r, limits)
+      if not ok then return nil, f.code .. ": " .. f.message, f.code end
+    end
+  end
+  return true
 end
 
 --- models() ⏸ -> the model ids the configured OpenAI-compatible server lists (GET /models), or

@@ -31,6 +31,35 @@ local function wire_job(job)
   return out
 end
 
+-- A job's candidate sources: source text as it is, a path read (the path itself where it cannot be).
+local function sources_of(job)
+  local out = {}
+  for _, c in ipairs(job.candidates or { job.candidate }) do
+    if type(c) == "string" and not c:find("\n", 1, true) then
+      local f = io.open(c, "r")
+      c = f and f:read("*a") or c
+      if f then f:close() end
+    end
+    out[#out + 1] = c
+  end
+  return out
+end
+
+-- The wall limit of `job` on a worker whose ready line is `info`: `wall`, plus, for a candidate
+-- that builds C++/CUDA with load_inline, the bound of the worker's compile step
+-- (info.compile_step_s), which lies outside the job's per-stage timeout: a cold nvcc build of
+-- 100 s is normal, not a hung worker (src/gpu/eval/README.md, "C++ and CUDA candidates").
+function M.wall_limit(info, job, wall)
+  local extra = type(info) == "table" and tonumber(info.compile_step_s) or nil
+  if not extra then return wall end
+  for _, src in ipairs(sources_of(job)) do
+    if type(src) == "string" and (src:find("load_inline", 1, true) or src:find("cpp_extension", 1, true)) then
+      return wall + extra
+    end
+  end
+  return wall
+end
+
 function M.install(Pool)
   -- One request on a free worker (of `device`, if given) that the GPU's memory admits (alone: with
   -- the GPU to itself) -> w, reply, nil, ticket | w, nil, err, ticket (the worker broke) | nil, err,
@@ -46,7 +75,7 @@ function M.install(Pool)
     local ticket = w.ticket
     job.memory_budget_bytes = ticket.budget
     if on_start then on_start() end
-    local okc, reply, rerr = pcall(self._request, self, w, op, job, wall)
+    local okc, reply, rerr = pcall(self._request, self, w, op, job, M.wall_limit(w.info, job, wall))
     if okc and type(reply) == "table" and reply.ok then self.admission:learn(job, reply.result) end
     self:_release(w)
     if not okc then error(reply, 0) end

@@ -138,7 +138,7 @@ function Pool:_ensure()
   return true
 end
 
---- devices() -> array of {device, mode, gpu, gpu_name, torch, triton, sandbox, job_defaults, baselines, workers, workers_how, gpu_memory_bytes} | nil, "EWORKER: ...", "EWORKER"
+--- devices() -> array of {device, mode, gpu, gpu_name, torch, triton, sandbox, job_defaults, baselines, reported_baselines, tolerances, workers, workers_how, gpu_memory_bytes} | nil, "EWORKER: ...", "EWORKER"
 function Pool:devices()
   task._running_task("pool:devices")
   local ok, err = self:_ensure()
@@ -150,7 +150,8 @@ function Pool:devices()
       local i = w.info
       out[#out + 1] = { device = w.device, mode = i.mode, gpu = gpu_devices.record(w.gpu),
         gpu_name = i.gpu_name or (w.gpu and w.gpu.name), torch = i.torch, triton = i.triton, sandbox = i.sandbox,
-        job_defaults = i.job_defaults, baselines = i.baselines, workers = self.workers_per_gpu, workers_how = self.workers_how,
+        job_defaults = i.job_defaults, baselines = i.baselines, reported_baselines = i.reported_baselines,
+        tolerances = i.tolerances, workers = self.workers_per_gpu, workers_how = self.workers_how,
         gpu_memory_bytes = i.gpu_memory_bytes }
     end
   end

@@ -16,6 +16,13 @@ end
 
 function M.url(base) return base:gsub("/+$", "") .. "/v1/messages" end
 
+--- GET {base}/v1/models (up to 1000 ids) and GET {base}/v1/models/{id} (resolves an alias) ->
+--- their URLs; list_models(decoded) -> the listed model ids, or nil: the list has OpenAI's shape
+--- ({data = [{id = ...}]}).
+function M.models_url(base) return base:gsub("/+$", "") .. "/v1/models?limit=1000" end
+function M.model_url(base, id) return base:gsub("/+$", "") .. "/v1/models/" .. id end
+M.list_models = require("kagent.llm.openai").list_models
+
 function M.headers(key)
   return { ["x-api-key"] = key, ["anthropic-version"] = "2023-06-01",
            ["content-type"] = "application/json" }

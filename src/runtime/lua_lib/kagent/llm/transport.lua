@@ -25,9 +25,15 @@ function M.failure(code, message, fields)
   return f
 end
 
+--- shown(url) -> the URL as messages and logs name it: without credentials (user:password@)
+--- and without its query or fragment, where a key may ride (kagent.http's messages do the same)
+function M.shown(url)
+  return (tostring(url):gsub("^(%a[%w+.-]*://)[^/?#@]*@", "%1"):gsub("[?#].*$", ""))
+end
+
 --- loopback(base) -> whether a base URL names this machine (localhost, 127.x.x.x, [::1])
 function M.loopback(base)
-  local host = tostring(base):match("^%a[%w+.-]*://%[?([^/%]]+)")
+  local host = M.shown(base):match("^%a[%w+.-]*://%[?([^/%]]+)")
   if not host then return false end
   host = host:gsub(":%d+$", "")
   return host == "localhost" or host == "::1" or host:match("^127%.%d+%.%d+%.%d+$") ~= nil
@@ -40,7 +46,7 @@ local function transport_failure(r, err, code)
   local message = errors.scrub(err, r.key):gsub("^%u+: ", "")
   if code == "ECONNECT" and M.loopback(r.base)
       and (message:find("Couldn't connect to server", 1, true) or message:find("Connection refused", 1, true)) then
-    return M.failure(code, "nothing listens at " .. r.base .. " (connection refused): start the server, or set "
+    return M.failure(code, "nothing listens at " .. M.shown(r.base) .. " (connection refused): start the server, or set "
       .. "KAGENT_LLM_URL to where it runs", { retryable = false, refused = true })
   end
   return M.failure(code, message, { retryable = RETRY_CODE[code] == true })
@@ -60,13 +66,17 @@ function M.status_failure(r, status, headers, server_said)
   local code, message
   if status == 401 or status == 403 then
     code = "EAUTH"
-    message = r.provider .. " refused the API key in " .. r.key_env .. " (HTTP " .. status .. ")" .. tail
-      .. "; check the key and its permissions"
+    if r.key then
+      message = r.provider .. " refused the API key in " .. r.key_env .. " (HTTP " .. status .. ")" .. tail
+        .. "; check the key and its permissions"
+    else
+      message = "the server at " .. M.shown(r.base) .. " wants an API key (HTTP " .. status .. ")" .. tail .. "; set " .. r.key_env
+    end
   elseif status == 400 then
     code, message = "EBADREQ", r.provider .. " rejected the request (HTTP 400)" .. tail
   elseif status == 404 then
     code = "ENOTFOUND"
-    message = r.provider .. " has no model '" .. tostring(r.model) .. "' at " .. r.base .. " (HTTP 404)" .. tail
+    message = r.provider .. " has no model '" .. tostring(r.model) .. "' at " .. M.shown(r.base) .. " (HTTP 404)" .. tail
       .. "; check KAGENT_MODEL or the base URL"
   elseif status == 429 or status == 529 then
     code = "ERATELIMIT"

@@ -6,7 +6,8 @@
 -- evaluator job is not interrupted half way.
 --
 -- Trace: generate/w<k>/{gen_prompt.txt, gen_reply.txt, kernel_attempt_<i>.py, verify_<i>.json,
--- refine_<i>_{prompt,reply}.txt} and generate/summary.json.
+-- refine_<i>_{prompt,reply}.txt} and generate/summary.json (each worker's outcome and the
+-- granularity its seed stated).
 local task = require("kagent.task")
 local ktime = require("kagent.time")
 local log = require("kagent.log")
@@ -30,12 +31,15 @@ local function worker(run, k, n, shared, lessons)
     out.outcome, out.error, out.llm_code = "llm_error", tostring(g.error), g.llm_code
     return
   end
+  -- how much of the forward the seed takes over, as its reply stated (agents/roles/generator.lua)
+  out.granularity = g.granularity
   local v = verifier.run(run, g.code, { dir = dir }, { stop = stop, phase = phase })
   out.attempts = v.tries
   if v.ok then
     out.outcome, out.time_ms = "verified", v.result.time_ms and v.result.time_ms.median
     if not shared.winner then
-      shared.winner = { code = v.code, result = v.result, worker = k, attempts = v.tries, dir = dir }
+      shared.winner = { code = v.code, result = v.result, worker = k, attempts = v.tries, dir = dir,
+        granularity = g.granularity }
       out.outcome = "won"
     end
   elseif v.stopped then
@@ -57,7 +61,7 @@ function M.lessons_text(m)
   return #out > 0 and table.concat(out, "\n") or "(none recorded for this problem)"
 end
 
--- run(run, n) -> winner {code, result, worker, attempts, dir} or nil, error text, and true when
+-- run(run, n) -> winner {code, result, worker, attempts, dir, granularity} or nil, error text, and true when
 -- every worker ended on an LLM failure (the LLM is down: not the problem's fault)
 function M.run(run, n)
   n = math.max(1, math.floor(n))
