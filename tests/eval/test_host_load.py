@@ -5,7 +5,7 @@ import tempfile
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "src", "gpu", "eval"))
-from kagent_eval import host_load  # noqa: E402
+from kagent_eval import host_load, noise  # noqa: E402
 
 LINES = "some avg10=0.00 avg60=0.00 avg300=0.00 total=%d\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n"
 
@@ -48,6 +48,21 @@ class HostLoadTest(unittest.TestCase):
         self.write(1000000 + 2000)
         self.assertLess(w.share(), host_load.LOADED_SHARE)
         self.assertFalse(w.loaded())
+
+    def test_a_steady_control_on_a_loaded_host_says_the_machine_was_noisy(self):
+        # the control's figure alone passes every rule; the host's CPUs taken while it ran make
+        # the noise the machine's (re-measured after a wait, "not measured" if it stays), so an
+        # honest kernel's disagreeing re-measures are never refused for it
+        steady = {"median": 0.0015, "p10": 0.0014, "p90": 0.0016, "spread": 1.14, "n": 400}
+        w = host_load.Window(self.path, clock=self.clock)
+        self.clock.now += 0.2
+        self.write(1000000 + 190000)
+        self.assertTrue(noise.control_noisy(steady, steady, None, False, w.loaded()))
+        quiet = host_load.Window(self.path, clock=self.clock)
+        self.clock.now += 0.2
+        self.write(1000000 + 190000 + 2000)
+        self.assertFalse(noise.control_noisy(steady, steady, None, False, quiet.loaded()),
+                         "a steady control on a quiet host leaves the noise to the kernel")
 
     def test_without_pressure_figures_nothing_is_assumed(self):
         w = host_load.Window(self.path + ".absent")

@@ -143,10 +143,10 @@ print("released %f" % time.time(), flush=True)
     srv:stop()
     local released_at = tonumber((holder:read_line(60) or ""):match("^released (%S+)"))
     holder:wait(10)
-    -- the run completes: done, or (a loaded machine's verdict on the timing, not the database's
-    -- doing) no finalist confirmed, 5, or none measured, 7; never 6, a write that failed
+    -- the run completes: done, or (a loaded machine's answer on the timing, not the database's
+    -- doing) none measured, 7; never 6, a write that failed, nor 5, an honest kernel refused
     local done = res.code == 0
-    expect.truthy(done or res.code == 5 or res.code == 7, "the run completes, exit " .. tostring(res.code) .. "\n"
+    expect.truthy(done or res.code == 7, "the run completes, exit " .. tostring(res.code) .. "\n"
       .. res.stderr:sub(-3000))
     expect.truthy(released_at, "the holder held the lock its 30 s")
     expect.falsy(res.stderr:find("without yielding", 1, true), "no task held the loop:\n" .. res.stderr:sub(-3000))

@@ -111,7 +111,8 @@ describe("memory re-keyed to the traced class", function()
     db:close()
     local r = require("fake_session").run_agent("beam.lua", { "--problem", cpu.problem, "--kernel", cpu.fx .. "tunable.py",
       "--devices", "cpu", "--rounds", "0", "--out", dir .. "/runs" }, cpu.env(dir), 300)
-    expect.truthy(r.code == 0 or r.code == 5, "exit " .. r.code .. "\n" .. r.stderr:sub(-2000))
+    -- confirmed (0), or not measured where the machine stayed too noisy (7); never refused
+    expect.truthy(r.code == 0 or r.code == 7, "exit " .. r.code .. "\n" .. r.stderr:sub(-2000))
     db = assert(mem.open(dir .. "/mem.db"))
     -- rmsnorm_small: a mean over a dimension, which the trace files as a reduction
     expect.eq(db:query("SELECT op_class FROM skill_outcomes WHERE run_id = ?", { old })[1].op_class, "reduction")

@@ -24,13 +24,12 @@ describe("agents/beam.lua --shrink", function()
       kagent.root .. "/agents/beam.lua", "--policy", "tune", "--problem", kagent.root .. "/examples/problems/softmax.py",
       "--kernel", kagent.root .. "/examples/kernels/cpu/softmax.py", "--shrink", "--rounds", "0", "--devices", "cpu",
       "--out", dir .. "/runs", "--db", dir .. "/k.db" }, { cwd = kagent.root, env = env, timeout = 600 }))
-    -- exit 5 only where the final confirmation's timing was refused (a kernel of a few
-    -- microseconds on a busy machine): the input was verified on the copy before that, and the
-    -- copy is what this spec is about (confirmation under load: agent_not_measured_spec.lua)
+    -- an honest kernel is confirmed (0), or, where the machine stayed too noisy to time it, not
+    -- measured (7, ENOISY): never refused (5) for the machine's noise (noise.py)
     local confirmed = r.code == 0
     if not confirmed then
-      expect.eq(r.code, 5, r.stderr:sub(-2000))
-      expect.match(r.stderr, "no confirmed kernel: input at timing")
+      expect.eq(r.code, 7, r.stderr:sub(-2000))
+      expect.match(r.stderr, "ENOISY")
     end
     expect.match(r.stderr, "%-%-shrink: batch_size 16→2, dim 16384→16")
     local run

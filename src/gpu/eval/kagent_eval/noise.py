@@ -5,7 +5,7 @@ once; a second such re-measure is followed, on the same device, by a control: th
 child (reference.ReferenceCache.control). Its figure is held to the rules the kernel's was:
 
 - the control noisy too (its own p90/p10 beyond the limit, or disagreeing with its own earlier
-  figure): the machine was noisy. The worker waits (BACKOFF_S) and measures both again; still
+  figure), or the host's CPUs oversubscribed while it ran (host_load.py): the machine was noisy. The worker waits (BACKOFF_S) and measures both again; still
   noisy after the last wait, the job is "not measured" (ENOISY): neither accepted nor a refusal
   of the kernel, with no figure on it;
 - the control steady: the noise is the kernel's. KERNEL_STRIKES noisy re-measures (the first,
@@ -65,9 +65,15 @@ def sleep(seconds):
     time.sleep(seconds)  # a seam: the unit tests count the waits instead of taking them
 
 
-def control_noisy(control, earlier, max_spread, cuda):
+def control_noisy(control, earlier, max_spread, cuda, host_loaded=False):
     """True where the control's own figure fails the rules the kernel's did: its p90/p10 beyond
-    the limit, or disagreeing with its earlier figure (the job's baseline, or the last control)."""
+    the limit, or disagreeing with its earlier figure (the job's baseline, or the last control);
+    or where the host's CPUs were oversubscribed while it ran (host_loaded, host_load.py). A short
+    control can come out steady on a host whose every core is taken while a kernel of many
+    calls or threads does not; the candidate's processes are gone by then, so that load is the
+    machine's, never the kernel's doing."""
+    if host_loaded:
+        return True
     if trust.figure_flags(control, None, None, False, max_spread_or(max_spread, cuda)):
         return True
     return bool(earlier) and not trust.agree(earlier, control, cuda)

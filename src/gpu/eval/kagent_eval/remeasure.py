@@ -68,17 +68,19 @@ def confirm_figures(ev, spec, result, trial0, checked):
                  "machine_noisy": None})
             continue
         # only objections a busy machine raises too, twice: the control, in the same window
+        window = host_load.Window()  # the host's load while the control runs, the candidate gone
         control, why = ev.refs.control(spec)
+        host_loaded = window.loaded()
         if control is None:  # fail closed: the noise stays unexplained
             trust.reject_untrusted(result, flags2, _join(_trust_detail(figures, spread),
                                                          "the control could not be timed: %s" % why))
             return False
         controls.append(control)
-        noisy = noise.control_noisy(control, earlier, spec["max_spread"], ev.cuda)
+        noisy = noise.control_noisy(control, earlier, spec["max_spread"], ev.cuda, host_loaded)
         result["trust"].setdefault("rounds", []).append(
             {"flags": flags2, "kernel_spread": second.get("spread"),
              "control": {k: control.get(k) for k in ("median", "spread", "n")},
-             "machine_noisy": noisy})
+             "host_loaded": host_loaded, "machine_noisy": noisy})
         earlier = control
         if noisy and not waits:
             noise.not_measured(result, flags2, _trust_detail(figures, True), controls, ev.cuda)
