@@ -18,14 +18,7 @@ local function agent(argv, env, timeout)
   return r
 end
 
-local function count(text, plain)
-  local n, at = 0, 1
-  while true do
-    local i = text:find(plain, at, true)
-    if not i then return n end
-    n, at = n + 1, i + #plain
-  end
-end
+local count = spec.count
 
 local function lines(text)
   local out = {}

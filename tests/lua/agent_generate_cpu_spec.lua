@@ -31,12 +31,7 @@ local function run_script(name, argv, env)
   return fake.run_agent(name, argv, env, 600)
 end
 
-local function the_run(out)
-  local runs = {}
-  for _, n in ipairs(fs.list(out)) do if fs.is_dir(out .. "/" .. n) then runs[#runs + 1] = out .. "/" .. n end end
-  expect.eq(#runs, 1, "one run directory in " .. out)
-  return runs[1]
-end
+local the_run = fake.only_run
 
 local trim = function(t) return (t:gsub("%s+$", "")) end
 

@@ -25,12 +25,7 @@ local function can_compile(dir)
   return false, (r and r.stderr or "did not run"):match("([^\n]*error[^\n]*)") or "load_inline failed"
 end
 
-local function the_run(out)
-  local runs = {}
-  for _, n in ipairs(fs.list(out)) do if fs.is_dir(out .. "/" .. n) then runs[#runs + 1] = out .. "/" .. n end end
-  expect.eq(#runs, 1, "one run directory in " .. out)
-  return runs[1]
-end
+local the_run = fake.only_run
 
 describe("agents/beam.lua --language cuda on CPU with the fake LLM server", function()
   it("goes seed -> compile error -> repair with the compiler's line -> verified C++ kernel -> confirmed", function()

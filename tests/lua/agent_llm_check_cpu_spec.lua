@@ -10,14 +10,7 @@ local session = require("fake_session")
 local fake_llm = dofile(kagent.root .. "/tests/fixtures/fake_llm/fake.lua")
 local cpu = session.cpu()
 
-local function count(text, plain)
-  local n, at = 0, 1
-  while true do
-    local i = text:find(plain, at, true)
-    if not i then return n end
-    n, at = n + 1, i + #plain
-  end
-end
+local count = spec.count
 
 local function lines(text)
   local n = 0

@@ -100,6 +100,16 @@ spec = {
   build_dir = os.getenv("KAGENT_BUILD_DIR") or (kagent.root .. "/build"),
   python = os.getenv("KAGENT_PYTHON") or "python3",
 }
+-- spec.count(text, plain) -> how many times the plain string occurs in text (a message said once)
+function spec.count(text, plain)
+  local n, at = 0, 1
+  while true do
+    local i = text:find(plain, at, true)
+    if not i then return n end
+    n, at = n + 1, i + #plain
+  end
+end
+
 -- Folders from spec.tmpdir are removed when the specs end (KAGENT_KEEP_TMP=1 keeps them).
 local tmpdirs = {}
 function spec.tmpdir(tag)
