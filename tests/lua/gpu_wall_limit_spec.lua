@@ -15,7 +15,7 @@ local function fake_evaluator()
     "import json, os, sys, time",
     "ready = {'ready': True, 'device': 'cpu', 'mode': 'cpu', 'torch': None, 'triton': None,",
     "         'package': os.path.dirname(os.path.abspath(__file__)), 'version': '" .. kagent.version .. "',",
-    "         'compile_step_s': 120}",
+    "         'compile_step_s': 120, 'compile_markers': ['load_inline', 'cpp_extension']}",
     "print(json.dumps(ready), flush=True)",
     "for line in sys.stdin:",
     "    req = json.loads(line)",
@@ -47,11 +47,15 @@ describe("gpu.pool wall limit", function()
 
   it("reads a candidate given as a path, and leaves a worker without the field as it was", function()
     local jobs = require("kagent.gpu.jobs")
+    -- the ready line's bound and the worker's own markers (ext_build.MARKERS)
+    local READY = { compile_step_s = 600, compile_markers = { "load_inline", "cpp_extension" } }
     local path = spec.tmpdir("wall-cand") .. "/k.py"
     fs.write(path, "import torch\nfrom torch.utils.cpp_extension import load_inline\n")
-    expect.eq(jobs.wall_limit({ compile_step_s = 600 }, { candidate = path }, 300), 900)
-    expect.eq(jobs.wall_limit({ compile_step_s = 600 }, { candidates = { "a = 1\n", path } }, 300), 900)
-    expect.eq(jobs.wall_limit({ compile_step_s = 600 }, { candidate = "import triton\n" }, 300), 300)
+    expect.eq(jobs.wall_limit(READY, { candidate = path }, 300), 900)
+    expect.eq(jobs.wall_limit(READY, { candidates = { "a = 1\n", path } }, 300), 900)
+    expect.eq(jobs.wall_limit(READY, { candidate = "import triton\n" }, 300), 300)
     expect.eq(jobs.wall_limit({}, { candidate = path }, 300), 300)
+    expect.eq(jobs.wall_limit({ compile_step_s = 600, compile_markers = { "my_builder" } }, { candidate = path }, 300), 300,
+      "the worker's markers decide, not a list of the pool's own")
   end)
 end)

@@ -113,6 +113,11 @@ def _built(where):
     return name if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name) else None
 
 
+# the words by which a candidate's source is taken to build an extension; the worker's ready line
+# carries them (job_defaults.ready_fields), so the pool's wall limit reads the same rule
+MARKERS = ("load_inline", "cpp_extension")
+
+
 def uses_load_inline(source):
     """Whether a candidate's source builds an extension (and so gets the compile step)."""
-    return "load_inline" in source or "cpp_extension" in source
+    return any(m in source for m in MARKERS)

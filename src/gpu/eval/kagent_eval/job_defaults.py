@@ -28,8 +28,10 @@ def ready_fields():
     """What the worker's ready line carries of the defaults. tolerances: the names a job's
     `tolerance` may take (compare.TOLERANCE_SETS, their one statement). compile_step_s: the bound of a
     load_inline candidate's compile step (child_compile.py), outside the job's `timeout`, which
-    the pool adds to such a job's wall limit (kagent/gpu/jobs.lua)."""
+    the pool adds to such a job's wall limit (kagent/gpu/jobs.lua) where the candidate's source
+    names one of compile_markers (ext_build.MARKERS)."""
     from . import ext_build, sandbox
     return {"job_defaults": JOB, "baselines": list(BASELINES), "reported_baselines": list(REPORTED_BASELINES),
             "tolerances": list(compare.TOLERANCE_SETS),
-            "compile_step_s": sandbox.DEFAULT_TIMEOUTS[ext_build.STAGE]}
+            "compile_step_s": sandbox.DEFAULT_TIMEOUTS[ext_build.STAGE],
+            "compile_markers": list(ext_build.MARKERS)}

@@ -46,15 +46,17 @@ local function sources_of(job)
 end
 
 -- The wall limit of `job` on a worker whose ready line is `info`: `wall`, plus, for a candidate
--- that builds C++/CUDA with load_inline, the bound of the worker's compile step
+-- that builds C++/CUDA with load_inline (its source names one of the ready line's
+-- compile_markers, the worker's own rule), the bound of the worker's compile step
 -- (info.compile_step_s), which lies outside the job's per-stage timeout: a cold nvcc build of
 -- 100 s is normal, not a hung worker (src/gpu/eval/README.md, "C++ and CUDA candidates").
 function M.wall_limit(info, job, wall)
   local extra = type(info) == "table" and tonumber(info.compile_step_s) or nil
-  if not extra then return wall end
+  local markers = type(info) == "table" and info.compile_markers or nil
+  if not extra or type(markers) ~= "table" then return wall end
   for _, src in ipairs(sources_of(job)) do
-    if type(src) == "string" and (src:find("load_inline", 1, true) or src:find("cpp_extension", 1, true)) then
-      return wall + extra
+    for _, m in ipairs(markers) do
+      if type(src) == "string" and type(m) == "string" and src:find(m, 1, true) then return wall + extra end
     end
   end
   return wall
