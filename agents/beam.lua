@@ -3,7 +3,6 @@
 --   kagent-rt agents/beam.lua --problem P [--kernel K] [--rounds 8] [--beam 2] [--directions 2] ...
 -- Without an LLM configured it falls back to the tuner. --policy picks another policy.
 return require("agents.search.main").main("agents/beam.lua", kagent.args, "beam", {
-  usage = "kagent-rt agents/beam.lua --problem P [--kernel K] [options]",
   about = "Hardware-guided beam search: each round the N best kernels are profiled and diagnosed (M ranked "
     .. "bottlenecks in one LLM call), M workers rewrite each along one bottleneck, verify and repair it, and "
     .. "the N best distinct kernels are kept. Without an LLM configured the LLM-free tuner runs instead.",

@@ -30,6 +30,11 @@ local HOW = {
 local function main(argv)
   local run, code = startup.open(PROG, argv, { spec = SPEC, how = HOW, plan = function(opts)
     local llm
+    local _, floor_why = require("agents.flows.floor").parse(opts.floor)
+    if floor_why then
+      io.stderr:write(PROG .. ": " .. floor_why .. "\n")
+      return nil, 2
+    end
     if opts.no_llm then
       -- the LLM-free path is the splitter's decomposition: a route or decomposer that needs the
       -- LLM contradicts it, and is refused rather than quietly replaced

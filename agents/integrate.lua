@@ -5,7 +5,7 @@
 -- computes — checked on the inputs the model gives it — is replaced by the kernel (through the
 -- adapter's adapt(kernel, target) where the kernel was written for another layout); the whole
 -- model's output must stay the model's (pool:analyze kind "integrate",
--- src/gpu/eval/kagent_eval/integrate.py). The model is then timed with the kernel in those places
+-- src/gpu/eval/kagent_eval/analyze/integrate.py). The model is then timed with the kernel in those places
 -- against the original by a benchmark job with the field in_model (agents/lib/in_model.lua): the
 -- evaluator's timing and trust rules, so the in-model figure is a verified figure with its spread.
 -- The in-model speedup and each replaced submodule's standalone speedup go to summary.json and

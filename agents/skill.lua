@@ -4,7 +4,6 @@
 -- (agents/policies/skill.lua) on the search driver.
 --   kagent-rt agents/skill.lua --problem P [--kernel K] [--rounds 8] [--directions 2] ...
 return require("agents.search.main").main("agents/skill.lua", kagent.args, "skill", {
-  usage = "kagent-rt agents/skill.lua --problem P [--kernel K] [options]",
   about = "KernelSkill's loop: the best kernel's profile selects the allowed skills, ranked by their learned "
     .. "record; the planner gives each of --directions workers one skill with metric evidence; plans memory has "
     .. "seen on this kernel are refused; failing kernels are audited and patched.",

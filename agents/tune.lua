@@ -1,7 +1,6 @@
 -- agents/tune.lua: improve a kernel with no LLM — the tuner policy (agents/policies/tune.lua).
 --   kagent-rt agents/tune.lua --problem P [--kernel K] [--rounds 8] [--tune-candidates 8]
 return require("agents.search.main").main("agents/tune.lua", kagent.args, "tune", {
-  usage = "kagent-rt agents/tune.lua --problem P [--kernel K] [options]",
   about = "The LLM-free tuner: a coordinate search over the kernel's integer knobs (block sizes, num_warps, "
     .. "num_stages, triton.Config entries), neighbours evaluated in parallel, a child kept only through the "
     .. "promotion gate. It stops when no neighbour is faster beyond noise.",

@@ -86,7 +86,7 @@ def row_of(name, res):
 
 
 def one_problem(torch, timer, name, path, dtype_name, first, min_time, device):
-    from kagent_eval import inputs, loader
+    from kagent_eval.common import inputs, loader
     dtype = loader.torch_dtype(torch, dtype_name)
     problem = loader.load_module("problem_" + name, path)
     model = loader.build_model(torch, problem.Model, list(problem.get_init_inputs()), 42, dtype,
@@ -107,7 +107,7 @@ def one_problem(torch, timer, name, path, dtype_name, first, min_time, device):
 
 def noisy_control(torch, timer, min_time):
     """A spin of 20 us, five times as long on a fifth of the calls (seeded): p90/p10 about 5."""
-    from kagent_eval import trust
+    from kagent_eval.judge import trust
     rng = random.Random(5)
     base = int(0.02 * timer.cycles_per_ms) if timer.cycles_per_ms else 20000
 
@@ -139,7 +139,7 @@ def main():
         torch.set_num_threads(1)
     else:
         torch.cuda.set_device(0)
-    from kagent_eval import child_common
+    from kagent_eval.child import child_common
     timer = child_common.timer(torch, device)
     cases = problems(a.kb_dir, a.dtype, a.only, a.cpu)
     rows, t0 = [], time.perf_counter()

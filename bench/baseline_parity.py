@@ -94,7 +94,8 @@ def main():
     if not torch.cuda.is_available():
         print("SKIP: no CUDA device here")
         return 77
-    from kagent_eval import inputs, loader, profiler_lib, timing
+    from kagent_eval.common import inputs, loader, timing
+    from kagent_eval.profile import profiler_lib
     from triton.testing import do_bench
     dtype = loader.torch_dtype(torch, args.dtype)
     problem = loader.load_module("problem", args.problem)

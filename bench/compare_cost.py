@@ -30,7 +30,10 @@ import numpy as np
 # KAGENT_EVAL_PYTHONPATH: another copy of the evaluator (--before's processes)
 sys.path.insert(0, os.environ.get("KAGENT_EVAL_PYTHONPATH")
                 or os.path.join(os.path.dirname(__file__), "..", "src", "gpu", "eval"))
-from kagent_eval import compare, value_errors, verdict  # noqa: E402
+try:  # the evaluator in folders by floor (src/gpu/eval/README.md, "Files")
+    from kagent_eval.judge import compare, value_errors, verdict  # noqa: E402
+except ImportError:  # a --before copy from before the folders: one flat package
+    from kagent_eval import compare, value_errors, verdict  # noqa: E402
 
 N = 1 << 20
 

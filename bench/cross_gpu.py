@@ -87,7 +87,7 @@ class Pieces:
 
     def _tracer(self):
         if self.trace is None:
-            from kagent_eval import profiler_lib
+            from kagent_eval.profile import profiler_lib
             self.trace = profiler_lib.activity_trace(0)
         return self.trace
 
@@ -110,7 +110,7 @@ class Pieces:
         self.torch.cuda.empty_cache()
 
     def profile(self):
-        from kagent_eval import profiling
+        from kagent_eval.profile import profiling
         profiling.profile(lambda: self.a @ self.b, metrics="sol", device_index=0)
 
     def compile(self):
@@ -144,7 +144,7 @@ def spare_steps():
     """What a pool's spare sandbox prepares (a CUDA context, the timer, warmup.host: Triton's
     first module loaded, CUPTI set up, the default profile's config image), then its exit."""
     import torch
-    from kagent_eval import child_common, warmup
+    from kagent_eval.child import child_common, warmup
     torch.cuda.set_device(0)
     torch.cuda.init()
     child_common.timer(torch, "cuda:0")
@@ -155,7 +155,8 @@ def fresh_steps():
     """The steps of a candidate's process on a 1 ms matmul, as the evaluator runs them (spare set-up,
     the audit's traced call, then timing.Timer.timed_loop's steps one by one): {step: seconds}."""
     import torch
-    from kagent_eval import child_common, profiling, warmup
+    from kagent_eval.child import child_common, warmup
+    from kagent_eval.profile import profiling
     steps, t = {}, [time.perf_counter()]
 
     def lap(name):

@@ -4,7 +4,7 @@
     python3 bench/harness_profile.py [--n 3] [--cpu [--sampled]]
 
 Runs bench/eval_latency.py's job (the profiler fixture on GPU 0, or the CPU problem) n times on
-one warm worker started with KAGENT_EVAL_PYPROFILE=1 (src/gpu/eval/kagent_eval/pyprofile.py),
+one warm worker started with KAGENT_EVAL_PYPROFILE=1 (src/gpu/eval/kagent_eval/profile/pyprofile.py),
 then prints, for the last job, its phases and the two cProfile listings: the candidate's process
 (load, trials, warm-up, timed loop, checks of its own) and the worker's checks after that
 process's last message. Profiling slows what it profiles: read the listings for where the time

@@ -35,7 +35,7 @@ def _load_prepare():
     """A sandbox's preparation again and again: fork (as the worker does, torch and Triton
     imported), prepare, exit."""
     import torch  # noqa: F401
-    from kagent_eval import child_candidate
+    from kagent_eval.child import child_candidate
     while True:
         pid = os.fork()
         if pid == 0:
@@ -83,7 +83,7 @@ def _controls(torch):
 def _time(torch, fn, seconds):
     """Medians (ms) of repeated timings taken the way the evaluator takes one (timing.Timer:
     warm-up, L2 flush and launch pad before each call, CUDA events) for about `seconds`."""
-    from kagent_eval.timing import Timer
+    from kagent_eval.common.timing import Timer
     timer = Timer(torch, "cuda:0")
     out, t_end = [], time.monotonic() + seconds
     while time.monotonic() < t_end:

@@ -64,7 +64,7 @@ def main():
     if not torch.cuda.is_available():
         print("SKIP: no CUDA device")
         return 77
-    from kagent_eval import ncu_target, profiling
+    from kagent_eval.profile import ncu_target, profiling
     from profile_gpu_check import targets_for
 
     report = {"device": torch.cuda.get_device_name(0), "targets": {}}

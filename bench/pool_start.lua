@@ -2,7 +2,7 @@
 -- several: from the pool's start until each worker has finished one job of the control kernel
 -- (its start, the problem's reference and the GPU's peaks, its first candidate), with a cold
 -- sandbox folder (Triton's cache and the peaks' file) for each. The workers of a device share
--- one reference and one peaks measurement (src/gpu/eval/kagent_eval/device_share.py), so the
+-- one reference and one peaks measurement (src/gpu/eval/kagent_eval/worker/device_share.py), so the
 -- several-worker pool should start within 1.2x of the one-worker pool.
 --   kagent-rt bench/pool_start.lua [--workers 4] [--devices 0|cpu]
 -- Prints one line per pool (start s, and how many of its workers ran the reference themselves),

@@ -34,7 +34,7 @@ def main():
     if not torch.cuda.is_available():
         print("SKIP: no CUDA device")
         return 77
-    from kagent_eval import ncu_metrics, ncu_target, profiler_lib, profiling
+    from kagent_eval.profile import ncu_metrics, ncu_target, profiler_lib, profiling
     if a.pass_table:
         return _pass_table(profiling, ncu_metrics, a.metrics)
     job = {"problem": a.problem, "candidate": a.candidate, "dtype": a.dtype, "device": 0}

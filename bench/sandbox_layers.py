@@ -54,7 +54,7 @@ def try_comm():
 def main():
     import resource
     import torch
-    from kagent_eval import jail, landlock, namespaces, sandbox_limits, syscall_filter
+    from kagent_eval.sandbox import jail, landlock, namespaces, sandbox_limits, syscall_filter
     status = jail.setup()
     print("status:", status, flush=True)
     job = jail.new_job_dir()

@@ -27,7 +27,9 @@ SHOWCASE = ["4_matmul_gemv", "36_rmsnorm", "43_maxpool3d", "77_conv_transpose3d"
 
 
 def one_problem(torch, name, dtype_name, rounds, min_time):
-    from kagent_eval import child_reference, inputs, loader, profiler_lib, timed_inputs, timing
+    from kagent_eval.child import child_reference
+    from kagent_eval.common import inputs, loader, timed_inputs, timing
+    from kagent_eval.profile import profiler_lib
     dtype = loader.torch_dtype(torch, dtype_name)
     device = "cuda:0"
     problem = loader.load_module("problem_" + name, os.path.join(ROOT, "examples/problems",

@@ -44,7 +44,8 @@ def main():
     if not torch.cuda.is_available():
         print("SKIP: no CUDA device here")
         return 77
-    from kagent_eval import inputs, loader, profiler_lib, timing
+    from kagent_eval.common import inputs, loader, timing
+    from kagent_eval.profile import profiler_lib
     rows = []
     cases = [(n, p, c, torch.float32) for n, p, c in CASES]
     if args.showcase:

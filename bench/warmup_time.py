@@ -31,7 +31,7 @@ IDLE_S = 1.0  # the GPU left idle before each warm-up
 
 
 def one_problem(torch, timer, name, path, dtype_name, warmups, gaps, reverse):
-    from kagent_eval import inputs, loader
+    from kagent_eval.common import inputs, loader
     dtype = loader.torch_dtype(torch, dtype_name)
     problem = loader.load_module("problem_" + name, path)
     model = loader.build_model(torch, problem.Model, list(problem.get_init_inputs()), 42, dtype,
@@ -90,7 +90,7 @@ def main():
         print("SKIP: no CUDA device")
         return 77
     torch.cuda.set_device(0)
-    from kagent_eval import child_common
+    from kagent_eval.child import child_common
     timer = child_common.timer(torch, "cuda:0")
     cases = adaptive_timing.problems(a.kb_dir, a.dtype, a.only)
     rows, t0 = [], time.perf_counter()

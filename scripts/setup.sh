@@ -40,7 +40,7 @@ if [ "$tests" = 1 ]; then
   # ./src/gpu/eval` offline; slurm-wlm, munge: the single-node Slurm of tests/slurm/; zsh,
   # fish: the completion scripts' checks; chromium (and node): the headless browser test of the
   # HTML reports (tests/browser/); lua-check: the Lua lint (.luacheckrc); tmux, openssh-client:
-  # a tmux server and an ssh-agent the hostile candidates must not reach (tests/eval/hostile_cases.py).
+  # a tmux server and an ssh-agent the hostile candidates must not reach (tests/eval/hostile_escape.py).
   packages+=(python3-pip python3-setuptools python3-wheel dpkg-dev file slurm-wlm munge zsh fish
              chromium lua-check tmux openssh-client)
   # node with npm from Debian unless one is installed already (another packaging of node may

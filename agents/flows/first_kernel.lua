@@ -9,6 +9,10 @@
 --               layout "eager"): tried only for a subgraph with a convolution whose `inductor`
 --               kernel was refused for its values, since cuDNN gets other algorithms (TF32 results
 --               beyond fp32's tolerance of eager's) for the layouts Inductor picks.
+--   inductor_max_autotune — the same compiled with max-autotune, GEMM backends ATen and Triton (kind
+--               "inductor", max_autotune true): Inductor times cuBLAS/cuDNN beside its Triton
+--               templates and keeps the faster. Not in M.order: agents/flows/floor.lua asks for it,
+--               for the whole problem, where it has a GEMM or a convolution.
 --   reference — the subgraph's own PyTorch ops as a plain kernel_function: the CPU mode's stand-in
 --               (CPU candidates are PyTorch) and, on a GPU, the program that measures what
 --               composition itself costs (--first reference). It is all library kernels.
@@ -18,7 +22,7 @@ local verdict = require("agents.lib.verdict")
 
 local M = {}
 
-M.SOURCES = { "inductor", "inductor_eager_layout", "reference" }
+M.SOURCES = { "inductor", "inductor_eager_layout", "inductor_max_autotune", "reference" }
 
 -- reference(u) -> the reference kernel's source for a unique subgraph (subproblem.dedupe's)
 function M.reference(u)
@@ -31,11 +35,12 @@ function M.reference(u)
   }, "\n")
 end
 
--- inductor(run, u, path, library, layout) -> source, or nil and why. path: the subgraph's problem
--- file; layout: "inductor" (Inductor's own choice, the default) or "eager".
-function M.inductor(run, u, path, library, layout)
+-- inductor(run, u, path, library, layout, max_autotune) -> source, or nil and why. path: the
+-- subgraph's problem file; layout: "inductor" (Inductor's own choice, the default) or "eager";
+-- max_autotune: true for max-autotune with ATen and Triton GEMMs
+function M.inductor(run, u, path, library, layout, max_autotune)
   local a = run.pool:analyze({ kind = "inductor", problem = path, dtype = run.dtype, library = library,
-    layout = layout, timeout = run.opts.job_timeout })
+    layout = layout, max_autotune = max_autotune == true, timeout = run.opts.job_timeout })
   if not a.ok then return nil, tostring(a.error) end
   return a.source
 end
@@ -90,6 +95,7 @@ function M.label(source, cpu)
   if source == "reference" then
     return cpu and "reference ops (CPU stand-in: no Triton on CPU)" or "reference ops (library kernels)"
   end
+  if source == "inductor_max_autotune" then return "TorchInductor max-autotune (ATen or Triton GEMMs)" end
   return source == "inductor_eager_layout" and "TorchInductor Triton (eager's layouts)" or "TorchInductor Triton"
 end
 

@@ -19,6 +19,7 @@ local decomposition = require("agents.lib.decomposition")
 local generate = require("agents.search.generate")
 local subproblem = require("agents.lib.subproblem")
 local splitter = require("agents.flows.splitter")
+local floor = require("agents.flows.floor")
 local subrun = require("agents.flows.subrun")
 local sessions = require("agents.flows.fuse_sessions")
 local summary = require("agents.search.summary")
@@ -133,6 +134,13 @@ end
 
 -- The paths -------------------------------------------------------------------------------------------
 
+-- compose_first(run, a, dec, firsts, dir, source) -> a first program composed in folder `dir`,
+-- audited as its kernels were (sessions.first_share of their source)
+local function compose_first(run, a, dec, firsts, dir, source)
+  return composer.compose(subrun.derive(run, { dir = dir, job = sessions.audited(sessions.first_share(run, source)) }),
+    a, dec, firsts)
+end
+
 local function decompose_path(run, st)
   local dec, why = stage(run, st, "decompose", function() return decompose(run, st) end)
   if not dec then return nil, why end
@@ -145,25 +153,39 @@ local function decompose_path(run, st)
   run.rd:write("fuse/subgraphs.json", dj)
   log.info("%d subgraphs, %d distinct: generating their kernels in parallel", #dec.subgraphs, #unique)
   local ok, gerr = stage(run, st, "generate", function() return sessions.generate_all(run, st, unique) end)
-  if not ok then return nil, gerr end
+  -- with an LLM, a subgraph without a kernel sends the run to the other path (or, the LLM down,
+  -- ends it); without one, the floor's whole-problem programs may still stand
+  if not ok and run.llm then return nil, gerr end
   -- the first program (every subgraph's first kernel) is composed on its own: the LLM-free result,
-  -- and what an LLM's kernels must beat
+  -- and what an LLM's kernels must beat; the floor (agents/flows/floor.lua) keeps the faster of it
+  -- and the whole-problem programs
   local firsts, same, src = {}, true, "inductor"
   for _, u in ipairs(unique) do
     if u.first then firsts[#firsts + 1] = { k = u.k, dir = u.dir, kernel_code = u.first.code } end
     if u.first and u.first.source == "reference" then src = "reference" end
     if not (u.first and u.first.code == u.kernel_code) then same = false end
   end
-  local fp
-  if #firsts == #unique then
+  local split_fp, fp
+  if run.opts.first ~= "none" then
     stage(run, st, "first_program", function()
-      fp = composer.compose(subrun.derive(run, { dir = "first", job = sessions.audited(sessions.first_share(run, src)) }), st.analysis, dec, firsts)
+      if #firsts == #unique then split_fp = compose_first(run, st.analysis, dec, firsts, "first", src) end
+      fp = floor.choose(run, st, split_fp, { first = sessions.first, compose = function(view, a, d, u, dir)
+        return compose_first(view, a, d, u, dir, "inductor")
+      end })
       st.first_program = fp
+      if not fp then return nil, "no first program" end
       if not fp.ok then return nil, fp.error end
       return true
     end)
   end
-  local c = same and fp or nil
+  if not ok then
+    if fp and fp.ok then
+      log.warn("%s; the floor's %s program stands", tostring(gerr), tostring(fp.floor_source))
+      return { code = fp.code, result = fp.result, source = fp.path_rel, proof = fp.proof, first = true }
+    end
+    return nil, gerr
+  end
+  local c = same and split_fp or nil
   if not same then
     local composed, cerr = stage(run, st, "compose", function()
       c = composer.compose(strict(run), st.analysis, dec, unique)
@@ -175,7 +197,7 @@ local function decompose_path(run, st)
   end
   local best = (fp and fp.ok) and fp or nil
   if c and c.ok and (not best or c.result.time_ms.median < best.result.time_ms.median) then best = c end
-  if best and fp and best == fp and c and c ~= fp and c.ok then
+  if best and fp and best == fp and not same and c and c.ok then
     log.info("the LLM-free first program (%.4f ms) is faster than the LLM kernels' (%.4f ms): kept",
       fp.result.time_ms.median, c.result.time_ms.median)
   end
@@ -183,7 +205,7 @@ local function decompose_path(run, st)
     return nil, (c and c.error) or st.compose_error or (fp and fp.error) or "no composed program"
   end
   st.compose = st.compose or best
-  return { code = best.code, result = best.result, source = best == fp and "first/compose/composed_kernel.py" or "compose/composed_kernel.py",
+  return { code = best.code, result = best.result, source = best == fp and fp.path_rel or "compose/composed_kernel.py",
     proof = best.proof, first = best == fp }
 end
 
@@ -249,7 +271,8 @@ end
 -- first_row(run, st) -> what became of the LLM-free first program: {verified, stage, reason,
 -- time_ms, eager_ms, compile_ms, compile_max_autotune_ms, baseline_errors, speedup_vs_eager,
 -- speedup_vs_compile, own_time_frac, kernels = {{dir, source, label, verified, time_ms, error,
--- passed_over, untimed}}}
+-- passed_over, untimed}} (the split's), source (the floor's candidate kept: split, whole,
+-- max-autotune), candidates (floor.choose's)}
 -- (docs/sweeps.md)
 function M.first_row(run, st)
   if run.opts.first == "none" then return json.null end
@@ -263,6 +286,8 @@ function M.first_row(run, st)
   end
   if #row.kernels == 0 then row.kernels = json.empty_array end
   local fp = st.first_program
+  -- which candidate program the floor kept, and what became of each (agents/flows/floor.lua)
+  if st.floor then row.source, row.candidates = st.floor.source, st.floor.candidates end
   if not st.dec then
     row.stage, row.reason = "decompose", st.stages.decompose and st.stages.decompose.error or "not decomposed"
   elseif not fp then
@@ -277,7 +302,7 @@ function M.first_row(run, st)
     local r = fp.result
     local audit = type(r.audit) == "table" and r.audit or {}
     row.verified, row.time_ms = true, r.time_ms.median
-    row.path = "first/compose/composed_kernel.py"
+    row.path = fp.path_rel or "first/compose/composed_kernel.py"
     row.eager_ms, row.compile_ms = r.eager_ms or json.null, r.compile_ms or json.null
     row.compile_max_autotune_ms = r.compile_max_autotune_ms or json.null
     -- why a baseline has no figure ({compile = "ERUN: ..."}): a missing ratio says why

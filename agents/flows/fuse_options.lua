@@ -22,6 +22,10 @@ local SPEC = {
       .. "inductor, reference (the subgraph's own PyTorch ops: what composing costs), none (LLM kernels only)" },
   ["first-library"] = { type = "string", choices = { "allow", "deny" }, default = "allow", group = FUSE,
     help = "may a first kernel call cuBLAS/cuDNN (reported as library time)? deny: GEMMs as Inductor's Triton templates" },
+  floor = { type = "string", default = "split,whole,max-autotune", group = FUSE,
+    help = "the first-program candidates, the fastest verified kept: split (the subgraphs' first kernels; always), "
+      .. "whole (the whole problem as one Inductor program), max-autotune (the same with max-autotune, ATen or Triton GEMMs) "
+      .. "(agents/flows/floor.lua)" },
   ["no-llm"] = { type = "boolean", default = false, group = FUSE,
     help = "the LLM-free path alone: the splitter's decomposition and the first program (no LLM needed)" },
   ["max-autotune"] = { type = "boolean", default = false, group = FUSE,

@@ -37,13 +37,14 @@ local function timed_first(run, source)
   return run.llm ~= nil or M.first_share(run, source) > 0
 end
 
--- first(run, u, path, out): the subgraph's first kernel without an LLM (agents/flows/first_kernel.lua),
--- the sources tried in order until one verifies against the subgraph; u.first = {source, code,
--- result, untimed}; out.first says what happened (the row of docs/sweeps.md), passed_over why the
--- sources before the one kept did not verify
-local function first(run, u, path, out)
+-- first(run, u, path, out, order): the subgraph's first kernel without an LLM
+-- (agents/flows/first_kernel.lua), the sources of `order` (default first_kernel.order(run)) tried
+-- in order until one verifies against the subgraph; u.first = {source, code, result, untimed};
+-- out.first says what happened (the row of docs/sweeps.md), passed_over why the sources before the
+-- one kept did not verify. agents/flows/floor.lua calls it for the whole problem's subgraph.
+function M.first(run, u, path, out, order)
   local tried, results, codes = {}, {}, {}
-  local order = first_kernel.order(run)
+  order = order or first_kernel.order(run)
   for _, src in ipairs(order) do
     local code, why
     local worth, why_not = first_kernel.worth(src, u, results, order)
@@ -54,7 +55,7 @@ local function first(run, u, path, out)
     if src == "reference" then code = first_kernel.reference(u)
     else
       code, why = first_kernel.inductor(run, u, path, run.opts.first_library,
-        src == "inductor_eager_layout" and "eager" or "inductor")
+        src == "inductor_eager_layout" and "eager" or "inductor", src == "inductor_max_autotune")
     end
     if code then
       local dir = "fuse/" .. u.dir .. "/first_" .. src
@@ -106,7 +107,7 @@ local function session(run, u, progress)
   memory.rekey_op_class(run.db, fingerprint.hash(u.code), sub.op_class)  -- as agents/run/init.lua does for a run
   local out = { dir = u.dir, occurrences = u.occurrences, signature = u.signature }
   local code, result
-  if run.opts.first ~= "none" then first(run, u, path, out) end
+  if run.opts.first ~= "none" then M.first(run, u, path, out) end
   if run.llm then
     -- a kernel verified on this very subgraph in an earlier run is checked again and reused
     local row = not run.opts.fresh and mem:best_archived(run.dtype)

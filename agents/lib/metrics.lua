@@ -103,7 +103,7 @@ function M.per_kernel(metrics)
 end
 
 -- flat(result) -> {metric = value} over the whole forward, or nil. The evaluator aggregates the
--- kernels once (time-weighted rates, summed counters: kagent_eval/ncu_metrics.py) and returns it
+-- kernels once (time-weighted rates, summed counters: kagent_eval/profile/ncu_metrics.py) and returns it
 -- as result.profile.aggregate; this file only reads it. A trace with a single kernel (such as the
 -- published *_ncu_metrics.json files) is its own aggregate; several kernels without the
 -- evaluator's aggregate give none, rather than a second rule for combining them.

@@ -2,7 +2,7 @@
 -- next to its problem and proposes inputs that should break it, described as data
 -- (prompts/review.md): sizes within the problem's contract, edge values, layouts, aliasing,
 -- call sequences. The evaluator checks each proposal and runs it as extra trials
--- (src/gpu/eval/kagent_eval/extra_trials.py); agents/search/review.lua acts on the verdict.
+-- (src/gpu/eval/kagent_eval/common/extra_trials.py); agents/search/review.lua acts on the verdict.
 local M = {}
 
 -- the shape prompts/review.md asks for

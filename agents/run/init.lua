@@ -60,7 +60,7 @@ end
 -- asking the LLM anything: agents/search/startup.lua), as the inputs (check_inputs). Here the
 -- evaluator workers start, and the run row is made last.
 -- unknown_tolerance(name, device) -> nil, or why --tolerance `name` is refused: the names are the
--- evaluator's (src/gpu/eval/kagent_eval/compare.py), which its ready line lists as `tolerances`
+-- evaluator's (src/gpu/eval/kagent_eval/judge/compare.py), which its ready line lists as `tolerances`
 -- (a device record of pool:devices()); an evaluator that lists none judges the name itself
 function M.unknown_tolerance(name, device)
   local names = type(device) == "table" and device.tolerances

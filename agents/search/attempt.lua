@@ -12,7 +12,7 @@ local M = {}
 
 -- A kernel (and a verified attempt) carries two hashes, each always in its own format:
 --   fingerprint   the evaluator's: the AST hash of the source, 16 hex digits
---                 (src/gpu/eval/kagent_eval/fingerprint.py); nil when the evaluator gave none
+--                 (src/gpu/eval/kagent_eval/common/fingerprint.py); nil when the evaluator gave none
 --   source_hash   the agents' own: "src:" and 64 hex digits of the normalized source
 --                 (agents/lib/fingerprint.lua), always there
 -- key(k) is what a table of kernels is keyed by.

@@ -102,12 +102,14 @@ local function drive(run, pol, saved)
 end
 
 -- main(prog, argv, default_policy, how) -> exit code; agents/beam.lua, skill.lua and tune.lua are
--- this with their default policy and their own usage (how: {usage, about, llm_free}). --policy
+-- this with their default policy and their own words (how: {about, epilog, llm_free}; the usage
+-- line is the same for the three, made here from prog). --policy
 -- picks another (a shipped name or a path.lua); --resume continues a run with its own options.
 -- Everything on the command line is checked before any work (options, files, policy, LLM,
 -- database, devices); a run that fails after its run row exists is marked failed with the reason.
 function M.main(prog, argv, default_policy, how)
   how = how or {}
+  how.usage = how.usage or ("kagent-rt " .. prog .. " --problem P [--kernel K] [options]")
   how.epilog = "Exit status: 0 done, 1 internal error, 2 bad input, a failed start, a refused --resume (the run "
     .. "in use by another process, or a saved kernel gone: nothing is changed)"
     .. (how.llm_free and "" or " or a refused API key")

@@ -7,7 +7,7 @@ import unittest
 from worker_client import CpuWorkerTest, ROOT
 
 sys.path.insert(0, os.path.join(ROOT, "src", "gpu", "eval"))
-from kagent_eval import source_merge  # noqa: E402
+from kagent_eval.analyze import source_merge  # noqa: E402
 
 EXAMPLES = os.path.join(ROOT, "examples", "problems")
 FUSE = os.path.join(ROOT, "tests", "fixtures", "fuse", "problems")

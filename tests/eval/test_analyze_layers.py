@@ -105,7 +105,7 @@ class ConcreteTraceLeavesTheModel(unittest.TestCase):
         import sys
         sys.path.insert(0, os.path.join(ROOT, "src", "gpu", "eval"))
         import torch
-        from kagent_eval import fx_trace
+        from kagent_eval.analyze import fx_trace
 
         class M(torch.nn.Module):
             def __init__(self):

@@ -4,7 +4,7 @@ import sys
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "src", "gpu", "eval"))
-from kagent_eval import audit, static_checks  # noqa: E402
+from kagent_eval.judge import audit, static_checks  # noqa: E402
 
 
 class AuditTest(unittest.TestCase):

@@ -7,7 +7,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "src", "gpu", "eval"))
-from kagent_eval import sandbox  # noqa: E402
+from kagent_eval.sandbox import sandbox  # noqa: E402
 
 
 def exiting_child(after_s, burn_cpu_s=0.0):

@@ -7,8 +7,9 @@ import sys
 import types
 import unittest
 
-from kagent_eval import child_common, compile_gate, stage_lease
-from kagent_eval.lease import EXCLUSIVE, SHARED, Lease
+from kagent_eval.child import child_common, compile_gate
+from kagent_eval.worker import stage_lease
+from kagent_eval.worker.lease import EXCLUSIVE, SHARED, Lease
 
 
 class FakeJITFunction:

@@ -10,7 +10,7 @@ from unittest import mock
 from worker_client import ROOT, Worker
 
 sys.path.insert(0, os.path.join(ROOT, "src", "gpu", "eval"))
-from kagent_eval import child_candidate  # noqa: E402
+from kagent_eval.child import child_candidate  # noqa: E402
 
 POOL_LIKE = '''# FAKE of TorchInductor's compile pool: its compile threads read as Inductor reads them, and a
 # worker thread started at import where there may be more than one

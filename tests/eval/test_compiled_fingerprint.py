@@ -7,7 +7,7 @@ import sys
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "src", "gpu", "eval"))
-from kagent_eval import fingerprint  # noqa: E402
+from kagent_eval.common import fingerprint  # noqa: E402
 
 
 def ptx(path, line=12, body="\tadd.s32 \t%r2, %r1, 1;", comp_dir=b"/tmp/job"):

@@ -6,7 +6,7 @@ import sys
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "src", "gpu", "eval"))
-from kagent_eval import compiler_errors  # noqa: E402
+from kagent_eval.child import compiler_errors  # noqa: E402
 
 FIX = os.path.join(os.path.dirname(__file__), "..", "fixtures", "compile_errors")
 

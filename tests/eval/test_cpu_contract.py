@@ -11,7 +11,7 @@ import unittest
 from worker_client import CpuWorkerTest, ROOT, fixture
 
 sys.path.insert(0, os.path.join(ROOT, "src", "gpu", "eval"))
-from kagent_eval import inputs  # noqa: E402
+from kagent_eval.common import inputs  # noqa: E402
 
 
 def skipped(r):

@@ -141,7 +141,7 @@ class BindBackTest(unittest.TestCase):
         """namespaces.enter on a folder of the test's own: a socket and a file beside what is
         bound back are gone; the writable folder takes writes, the read-only folder and file are
         readable and refuse writes (EROFS)."""
-        from kagent_eval import namespaces
+        from kagent_eval.sandbox import namespaces
         kind = namespaces.probe()[0]
         if kind is None:
             self.skipTest("no namespaces here")
@@ -209,7 +209,7 @@ def _bind_back_code(top):
 
 class JobFilesTest(unittest.TestCase):
     def test_every_file_a_job_names_is_one_its_children_may_read(self):
-        from kagent_eval import jail
+        from kagent_eval.sandbox import jail
         names = {k: fixture("eval", n) for k, n in (
             ("problem", "relu_problem.py"), ("candidate", "relu_good.py"),
             ("kernel_problem", "relu_problem.py"), ("kernel", "relu_good.py"),
@@ -219,7 +219,7 @@ class JobFilesTest(unittest.TestCase):
 
 
     def test_a_path_that_names_no_file_where_the_job_runs_is_said_to_be_missing(self):
-        from kagent_eval import loader
+        from kagent_eval.common import loader
         with self.assertRaisesRegex(FileNotFoundError, "/nowhere/problem.py: no such file"):
             loader.load_module("problem", "/nowhere/problem.py")
 

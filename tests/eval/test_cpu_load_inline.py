@@ -115,7 +115,8 @@ class CompileStepSandboxTest(unittest.TestCase):
     with no GPU, its extension builds in its job's cache entry."""
 
     def test_the_step_runs_the_top_level_with_no_gpu_visible_and_builds_in_the_job_cache(self):
-        from kagent_eval import child_compile, sandbox
+        from kagent_eval.child import child_compile
+        from kagent_eval.sandbox import sandbox
         source = ("import os\n# load_inline\nraise RuntimeError('seen %r %s' % (\n"
                   "    os.environ.get('CUDA_VISIBLE_DEVICES'), os.environ.get('TORCH_EXTENSIONS_DIR')))\n")
         spec = {"problem": fixture("eval", "relu_problem.py"), "candidate": source,

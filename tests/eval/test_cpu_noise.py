@@ -1,4 +1,4 @@
-"""The machine's noise told from the kernel's (kagent_eval/noise.py), through real CPU-mode
+"""The machine's noise told from the kernel's (kagent_eval/worker/noise.py), through real CPU-mode
 workers. Machine noise is injected with the evaluator's FAKE noisy clock
 (KAGENT_EVAL_FAKE_NOISY_CLOCK: the worker's next N timed windows, the kernel's and the control's
 alike, read every third call 25 times too long), so the test does not depend on how busy the
@@ -6,7 +6,7 @@ machine is; kernel noise is a candidate that sleeps on some of its own calls."""
 import unittest
 
 from worker_client import Worker, fixture
-from kagent_eval import noise
+from kagent_eval.worker import noise
 
 JOB = dict(bench={"budget": 0.3, "baselines": ["eager"]})
 

@@ -11,7 +11,8 @@ import numpy as np
 from worker_client import CpuWorkerTest, ROOT, fixture, fixture_text
 
 sys.path.insert(0, os.path.join(ROOT, "src", "gpu", "eval"))
-from kagent_eval import compare, shadow, shadow_judge  # noqa: E402
+from kagent_eval.child import shadow  # noqa: E402
+from kagent_eval.judge import compare, shadow_judge  # noqa: E402
 
 PROBLEM = "conv_bn_relu_problem.py"
 CORRECT = ("fp32_once", "bf16_conv")
@@ -266,7 +267,8 @@ class ShadowDigestTest(unittest.TestCase):
 
     def setUp(self):
         import torch
-        from kagent_eval import digest, inputs, loader, shadow
+        from kagent_eval.child import shadow
+        from kagent_eval.common import digest, inputs, loader
         self.torch, self.digest, self.shadow = torch, digest, shadow
         self.problem = loader.load_module("problem", fixture("eval", PROBLEM))
         init = list(self.problem.get_init_inputs())
@@ -301,7 +303,7 @@ class ShadowDigestTest(unittest.TestCase):
         self.assertEqual(shadow_metas[0]["dtype"], "float32")
 
     def test_fp32_jobs_shadow_only_their_all_zero_and_scaled_trials_in_fp64(self):
-        from kagent_eval import loader
+        from kagent_eval.common import loader
         torch, init = self.torch, list(self.problem.get_init_inputs())
         model = loader.build_model(torch, self.problem.Model, init, 42, torch.float32, "cpu")
         fp64 = self.shadow.Shadow(torch, self.problem, init, model, dict(self.spec, dtype="fp32"))

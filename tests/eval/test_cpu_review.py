@@ -1,4 +1,4 @@
-"""Extra trials (src/gpu/eval/kagent_eval/extra_trials.py): inputs a reviewer proposed, run as
+"""Extra trials (src/gpu/eval/kagent_eval/common/extra_trials.py): inputs a reviewer proposed, run as
 trials of the kernel. A kernel wrong only on a non-contiguous input, or only after a call with
 another batch size, passes the regular trials and is refused (EREVIEW) through a proposal that
 describes that input; a correct kernel passes the same proposals; a proposal outside its form or
@@ -11,7 +11,7 @@ import unittest
 from worker_client import CpuWorkerTest, ROOT, fixture
 
 sys.path.insert(0, os.path.join(ROOT, "src", "gpu", "eval"))
-from kagent_eval import extra_trials  # noqa: E402
+from kagent_eval.common import extra_trials  # noqa: E402
 
 PROBLEM = os.path.join(ROOT, "examples", "problems", "rmsnorm_small.py")  # batch_size 4
 TRANSPOSED = {"id": "t", "calls": [{"inputs": [{"layout": "transposed", "values": "large"}]}]}

@@ -235,7 +235,7 @@ class ProcGuardTest(unittest.TestCase):
     def test_a_proc_that_cannot_be_guarded_is_named_and_narrows_writes(self):
         """Where the job's /proc cannot be made read-only, a root child writes only its own
         entries, and the worker's status says what that costs."""
-        from kagent_eval import jail, namespaces
+        from kagent_eval.sandbox import jail, namespaces
         if os.geteuid() != 0 or namespaces.probe()[0] is None:
             self.skipTest("needs root with namespaces")
         guard = namespaces._guard_proc
@@ -254,7 +254,7 @@ class HiddenSocketFoldersTest(unittest.TestCase):
         """What the mount namespace does to /run (job_view.SOCKET_FOLDERS, with KEPT_PATHS such as
         /run/nvidia-persistenced bound back), on a folder of the test's own: a socket there is
         unreachable by path from the job, one in the kept folder answers."""
-        from kagent_eval import namespaces
+        from kagent_eval.sandbox import namespaces
         kind = namespaces.probe()[0]
         if kind is None:
             self.skipTest("no namespaces here")

@@ -9,7 +9,7 @@ import unittest
 from worker_client import CpuWorkerTest, ROOT, fixture
 
 sys.path.insert(0, os.path.join(ROOT, "src", "gpu", "eval"))
-from kagent_eval import likely_cause  # noqa: E402
+from kagent_eval.judge import likely_cause  # noqa: E402
 
 PROBLEM = "matmul_signed_problem.py"
 TF32_LIKE = fixture("eval", "matmul_tf32_like.py")

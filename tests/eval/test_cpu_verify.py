@@ -6,7 +6,7 @@ import tempfile
 import unittest
 
 from worker_client import CpuWorkerTest, fixture
-from kagent_eval import trust
+from kagent_eval.judge import trust
 
 
 class CpuVerifyTest(CpuWorkerTest):

@@ -6,7 +6,8 @@ import unittest
 
 import numpy as np
 
-from kagent_eval import compare, digest, value_errors, verdict
+from kagent_eval.common import digest
+from kagent_eval.judge import compare, value_errors, verdict
 
 
 class SamplePositionsTest(unittest.TestCase):

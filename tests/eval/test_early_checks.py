@@ -17,7 +17,7 @@ WRONG_ON_ZEROS = ("import torch\nclass ModelNew(torch.nn.Module):\n    def forwa
 # worker, then hangs in its first call
 FORGES_AND_HANGS = (
     "import fcntl, os, signal, stat, sys, time\nimport torch\n"
-    "wire = sys.modules['kagent' + '_eval.wire']\n"
+    "wire = sys.modules['kagent' + '_eval.common.wire']\n"
     "class ModelNew(torch.nn.Module):\n    def forward(self, x):\n"
     "        signal.signal(signal.SIGPIPE, signal.SIG_IGN)\n"
     "        for fd in range(3, 256):\n"

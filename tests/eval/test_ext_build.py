@@ -8,7 +8,7 @@ import unittest
 from unittest import mock
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "src", "gpu", "eval"))
-from kagent_eval import ext_build  # noqa: E402
+from kagent_eval.child import ext_build  # noqa: E402
 
 FAKE_TORCH = types.SimpleNamespace(__version__="2.11.0", version=types.SimpleNamespace(cuda="13.0"))
 CALL = {"cpp_sources": "torch::Tensor f(torch::Tensor x);", "cuda_sources": "__global__ void k() {}",

@@ -7,8 +7,8 @@ on it when the hold only turns shared, and frees nothing while it holds no lease
 another worker's exclusive stage slows that stage)."""
 import unittest
 
-from kagent_eval import child_common
-from kagent_eval.child_common import EXCLUSIVE, SHARED
+from kagent_eval.child import child_common
+from kagent_eval.child.child_common import EXCLUSIVE, SHARED
 
 GIB = 1 << 30
 

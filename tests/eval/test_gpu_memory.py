@@ -7,8 +7,11 @@ import os
 import unittest
 from unittest import mock
 
-from kagent_eval import gpu_memory, job_gates, jobs, sandbox, timed_inputs, verdict
-from kagent_eval.lease import Lease
+from kagent_eval.common import gpu_memory, timed_inputs
+from kagent_eval.judge import verdict
+from kagent_eval.sandbox import sandbox
+from kagent_eval.worker import job_gates, jobs
+from kagent_eval.worker.lease import Lease
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

@@ -13,7 +13,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "src", "gpu", "eval"))
-from kagent_eval.lease import EXCLUSIVE, SHARED, HostLock, Lease  # noqa: E402
+from kagent_eval.worker.lease import EXCLUSIVE, SHARED, HostLock, Lease  # noqa: E402
 
 HOLD_S = 0.6
 

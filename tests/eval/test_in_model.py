@@ -1,4 +1,4 @@
-"""In-model jobs (the job field `in_model`, kagent_eval/in_model.py) through a real CPU-mode
+"""In-model jobs (the job field `in_model`, kagent_eval/common/in_model.py) through a real CPU-mode
 worker: the problem is a model, the candidate a kernel put in place of its submodules, and the
 benchmark path's checks and figures apply to the whole model."""
 import os

@@ -10,7 +10,8 @@ from unittest import mock
 from worker_client import ROOT
 
 sys.path.insert(0, os.path.join(ROOT, "src", "gpu", "eval"))
-from kagent_eval import inductor_kernel, static_checks  # noqa: E402
+from kagent_eval.analyze import inductor_kernel  # noqa: E402
+from kagent_eval.judge import static_checks  # noqa: E402
 
 # the shape of Inductor's output code: imports, kernels handed to async_compile at import, a
 # wait, call(args), and a benchmark harness at the end
@@ -132,6 +133,22 @@ class Standalone(unittest.TestCase):
         made = inductor_kernel.standalone(EMITTED, 3, 2, "2.x", {})
         self.assertIn("def kernel_function(x0, x1, x2):", made["source"])
         self.assertIn("return tuple(outs[:2])", made["source"])
+
+    def test_max_autotune_lets_inductor_choose_aten_or_triton_and_keeps_the_lease(self):
+        # the floor's max-autotune source (agents/flows/floor.lua): cuBLAS stays a choice
+        tuned = inductor_kernel.compile_patches({"library": "allow", "max_autotune": True})
+        self.assertEqual((tuned["max_autotune"], tuned["max_autotune_gemm_backends"]), (True, "ATEN,TRITON"))
+        self.assertFalse(tuned["triton.cudagraphs"])
+        self.assertTrue(inductor_kernel.times_kernels({"library": "allow", "max_autotune": True}))
+        # deny wins: Triton templates only, as before
+        deny = inductor_kernel.compile_patches({"library": "deny", "max_autotune": True})
+        self.assertEqual(deny["max_autotune_gemm_backends"], "TRITON")
+        self.assertTrue(inductor_kernel.times_kernels({"library": "deny"}))
+        # the default compile neither autotunes nor keeps the lease
+        self.assertNotIn("max_autotune", inductor_kernel.compile_patches({"library": "allow"}))
+        self.assertFalse(inductor_kernel.times_kernels({"library": "allow", "max_autotune": False}))
+        made = inductor_kernel.standalone(EMITTED, 2, 1, "2.x", {"library": "allow", "max_autotune": True})
+        self.assertIn("library kernels allowed; max-autotune (ATen and Triton).", made["source"])
 
     def test_a_module_without_call_is_refused(self):
         made = inductor_kernel.standalone("import torch\n", 1, 1, "2.x", {})

@@ -118,7 +118,7 @@ class CandidateCacheEntriesTest(unittest.TestCase):
 
     def setUp(self):
         from unittest import mock
-        from kagent_eval import candidate_cache
+        from kagent_eval.sandbox import candidate_cache
         self.cc = candidate_cache
         self.tmp = tempfile.TemporaryDirectory(prefix="kagent-cache-test-")
         self.base = os.path.join(self.tmp.name, "cache")

@@ -7,8 +7,9 @@ import types
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "src", "gpu", "eval"))
-from kagent_eval import audit, job_spec, verdict_library  # noqa: E402
-from kagent_eval.request import BadRequest  # noqa: E402
+from kagent_eval.judge import audit, verdict_library  # noqa: E402
+from kagent_eval.worker import job_spec  # noqa: E402
+from kagent_eval.common.request import BadRequest  # noqa: E402
 
 # a candidate that calls cuBLAS (torch.matmul) for its GEMM and runs its own epilogue kernel
 CUBLAS_PLUS_EPILOGUE = [

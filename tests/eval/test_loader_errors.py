@@ -8,7 +8,7 @@ import unittest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "src", "gpu", "eval"))
-from kagent_eval import loader  # noqa: E402
+from kagent_eval.common import loader  # noqa: E402
 
 NO_MODELNEW = ("import os\nfrom os.path import join\n\nclass MyKernel:\n    pass\n\n"
                "class Helper:\n    pass\n\ndef launch(x):\n    return x\n")

@@ -7,7 +7,9 @@ import unittest
 from unittest import mock
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "src", "gpu", "eval"))
-from kagent_eval import compare, job_defaults, oneshot  # noqa: E402
+from kagent_eval.common import job_defaults  # noqa: E402
+from kagent_eval.judge import compare  # noqa: E402
+from kagent_eval.worker import oneshot  # noqa: E402
 
 
 class OneshotJobTest(unittest.TestCase):

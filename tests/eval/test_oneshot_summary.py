@@ -5,7 +5,7 @@ import sys
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "src", "gpu", "eval"))
-from kagent_eval import oneshot  # noqa: E402
+from kagent_eval.worker import oneshot  # noqa: E402
 
 
 def result(hardened):

@@ -4,7 +4,7 @@ import os
 import unittest
 from unittest import mock
 
-from kagent_eval import roofline
+from kagent_eval.profile import roofline
 
 
 class PeaksCachePath(unittest.TestCase):

@@ -10,9 +10,10 @@ import time
 import unittest
 from unittest import mock
 
-from kagent_eval import profiler_lib, profiling, warmup
-from kagent_eval.profiler_error import ProfilerError
-from test_profiling import FakeTorch
+from kagent_eval.child import warmup
+from kagent_eval.profile import profiler_lib, profiling
+from kagent_eval.profile.profiler_error import ProfilerError
+from test_profiling_replay import FakeTorch
 
 COUNTER = "gpu__time_duration.sum"
 

@@ -13,7 +13,7 @@ import numpy as np
 from worker_client import CpuWorkerTest, ROOT, fixture_text
 
 sys.path.insert(0, os.path.join(ROOT, "src", "gpu", "eval"))
-from kagent_eval import compare  # noqa: E402
+from kagent_eval.judge import compare  # noqa: E402
 
 PROBLEM = "cumprod_long_problem.py"
 LARGE_TRIAL = 4  # inputs.DISTRIBUTIONS[4] == "large"

@@ -12,7 +12,8 @@ from unittest import mock
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "src", "gpu", "eval"))
-from kagent_eval import inputs, sanitizer  # noqa: E402
+from kagent_eval.common import inputs  # noqa: E402
+from kagent_eval.profile import sanitizer  # noqa: E402
 
 FAKE = os.path.join(HERE, "..", "fixtures", "fake_compute_sanitizer", "compute-sanitizer")
 JOB = {"problem": "p.py", "candidate": "c.py", "dtype": "bf16", "seed": 0, "device": 0,

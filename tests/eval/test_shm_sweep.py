@@ -6,7 +6,7 @@ import os
 import secrets
 import unittest
 
-from kagent_eval import shm_sweep
+from kagent_eval.sandbox import shm_sweep
 
 
 class ShmSweepTest(unittest.TestCase):

@@ -9,8 +9,11 @@ import unittest
 from worker_client import ROOT, Worker, fixture
 
 sys.path.insert(0, os.path.join(ROOT, "src", "gpu", "eval"))
-from kagent_eval import cache_rule, fresh_probe, sandbox, spare  # noqa: E402
-from kagent_eval.timing import Timer  # noqa: E402
+from kagent_eval.child import fresh_probe  # noqa: E402
+from kagent_eval.common import cache_rule  # noqa: E402
+from kagent_eval.sandbox import sandbox  # noqa: E402
+from kagent_eval.worker import spare  # noqa: E402
+from kagent_eval.common.timing import Timer  # noqa: E402
 
 
 def _prep_ok(tag):

@@ -5,9 +5,12 @@ FAKE recorders of what they were asked to prepare, and the profiler's preparatio
 import unittest
 from unittest import mock
 
-from kagent_eval import candidate_timing, jobs, profiling, sandbox
-from kagent_eval.lease import Lease
-from kagent_eval.profiler_error import ProfilerError
+from kagent_eval.child import candidate_timing
+from kagent_eval.profile import profiling
+from kagent_eval.sandbox import sandbox
+from kagent_eval.worker import jobs
+from kagent_eval.worker.lease import Lease
+from kagent_eval.profile.profiler_error import ProfilerError
 
 
 class FakeSpare:

@@ -8,7 +8,7 @@ import sys
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "src", "gpu", "eval"))
-from kagent_eval import stop_rule, timing  # noqa: E402
+from kagent_eval.common import stop_rule, timing  # noqa: E402
 
 
 def run(rule, stream):

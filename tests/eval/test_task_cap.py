@@ -5,7 +5,7 @@ import os
 import signal
 import unittest
 
-from kagent_eval import namespaces
+from kagent_eval.sandbox import namespaces
 
 
 class TaskCapTest(unittest.TestCase):

@@ -59,7 +59,8 @@ class CheckTimedOutputsRulesTest(unittest.TestCase):
     output passes; a fresh-input call equal to the call before it fails."""
 
     def setUp(self):
-        from kagent_eval import timed_inputs, timed_verdict
+        from kagent_eval.common import timed_inputs
+        from kagent_eval.judge import timed_verdict
         self.timed_verdict = timed_verdict
         self.seed = 1234
         self.numel = 64
@@ -70,7 +71,7 @@ class CheckTimedOutputsRulesTest(unittest.TestCase):
                         "count": len(self.flat)}]
 
     def trials(self, values):
-        from kagent_eval import inputs
+        from kagent_eval.common import inputs
         return {t: {"kind": "regular", "dist": inputs.distribution(t), "outputs": [
             {"kind": "tensor", "numel": self.numel, "full": True, "data": v}]}
             for t, v in values.items()}
@@ -145,7 +146,8 @@ class CheckTimedOutputsRulesTest(unittest.TestCase):
         """The worker's gates on a GPU job whose audit's traced call launched nothing (a stale or
         cached output launches nothing), up to the first that refuses; the result."""
         from types import SimpleNamespace
-        from kagent_eval import job_gates, sandbox
+        from kagent_eval.sandbox import sandbox
+        from kagent_eval.worker import job_gates
         out = sandbox.Outcome()
         msg = {"type": "benchmark", "timed_outputs": {
             "layout": self.layout, "rows": len(rows), "calls": list(calls), "sets": [0, 1, 2]},

@@ -7,7 +7,7 @@ import types
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "src", "gpu", "eval"))
-from kagent_eval import stop_rule, timing  # noqa: E402
+from kagent_eval.common import stop_rule, timing  # noqa: E402
 
 
 class FakeGpu:
@@ -178,7 +178,8 @@ class TimerFakeCudaTest(unittest.TestCase):
         """The hardened loop resets the persisting-L2 set-aside before every call. That is the
         harness's work: where it is slow (a driver call on a busy GPU), the worker's clock must
         not count it as the candidate's calls (ETAMPER's bound, timed_verdict.loop_ms)."""
-        from kagent_eval import candidate_timing, timed_verdict
+        from kagent_eval.child import candidate_timing
+        from kagent_eval.judge import timed_verdict
         gpu, resets, messages = self.gpu, [], []
 
         class Channel:  # the candidate's channel: the worker stamps each stage on its own clock

@@ -12,7 +12,7 @@ import numpy as np
 from worker_client import CpuWorkerTest, ROOT, fixture_text
 
 sys.path.insert(0, os.path.join(ROOT, "src", "gpu", "eval"))
-from kagent_eval import compare  # noqa: E402
+from kagent_eval.judge import compare  # noqa: E402
 
 PROBLEM = "bn_gn_noise_problem.py"
 

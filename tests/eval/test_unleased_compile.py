@@ -11,8 +11,9 @@ from unittest import mock
 from worker_client import ROOT
 
 sys.path.insert(0, os.path.join(ROOT, "src", "gpu", "eval"))
-from kagent_eval import sandbox, unleased_compile  # noqa: E402
-from kagent_eval.lease import EXCLUSIVE, SHARED  # noqa: E402
+from kagent_eval.child import unleased_compile  # noqa: E402
+from kagent_eval.sandbox import sandbox  # noqa: E402
+from kagent_eval.worker.lease import EXCLUSIVE, SHARED  # noqa: E402
 
 
 class RecordingLease:
@@ -75,7 +76,7 @@ class JobTimeouts(unittest.TestCase):
     def test_a_jobs_timeout_leaves_the_baselines_compile_its_own_limit(self):
         # a job's timeout is sized for a candidate; torch.compile's compile of the reference
         # keeps the limit the baselines had when it ran inside them
-        from kagent_eval import job_spec
+        from kagent_eval.worker import job_spec
         ev = types.SimpleNamespace(device="cpu", threads=1, sample_seed=1, replay_seed=2)
         spec = job_spec.normalize(ev, "verify", {
             "problem": os.path.join(ROOT, "tests", "fixtures", "eval", "relu_problem.py"),

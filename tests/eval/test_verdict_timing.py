@@ -5,7 +5,7 @@ import sys
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "src", "gpu", "eval"))
-from kagent_eval import timed_verdict  # noqa: E402
+from kagent_eval.judge import timed_verdict  # noqa: E402
 
 OUT = [{"kind": "value", "value": 1}]
 
@@ -62,7 +62,7 @@ class ClockRuleTest(unittest.TestCase):
         self.assertEqual(judge({"median": 1.4, "mean": 1.4, "n": 64}, loop_ms=67 * 12.4,
                                mode="cuda", host_loaded=True, flags=flags), "ok")
         self.assertEqual(flags, ["clock_unchecked"])
-        from kagent_eval import trust
+        from kagent_eval.judge import trust
         self.assertTrue(trust.needs_remeasure(flags))
         self.assertIn("clock_unchecked", trust.NOISE_FLAGS)
         # the same loop on a host that was not busy is tampering
@@ -88,7 +88,7 @@ class FreshAddressTest(unittest.TestCase):
             import torch
         except ImportError:
             self.skipTest("no torch")
-        from kagent_eval import fresh_probe
+        from kagent_eval.child import fresh_probe
         for shape, dtype in (((512, 512), torch.float32), ((300,), torch.int64),
                              ((64, 33), torch.bfloat16), ((4096,), torch.bool)):
             seen = set()

@@ -29,7 +29,7 @@ def main():
     if not torch.cuda.is_available():
         print("SKIP: no CUDA device")
         return 77
-    from kagent_eval import child_common
+    from kagent_eval.child import child_common
     torch.cuda.set_device(0)
     timer = child_common.timer(torch, "cuda:0")
     own = timer.prep_stream.cuda_stream

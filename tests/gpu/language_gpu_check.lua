@@ -16,11 +16,12 @@ end
 local fx = root .. "/tests/fixtures/agent/cuda/"
 local function block(name) return "```python\n" .. assert(fs.read(fx .. name)) .. "```\n" end
 
--- agent(script, entry, step, argv) -> run folder, summary: agents/<entry> on #36 fp32 with the
--- FAKE LLM server answering from `script`, its own output folder and memory under `out`
-local function agent(script, entry, step, argv)
+-- agent(script, entry, step, argv, problem) -> run folder, summary: agents/<entry> on `problem`
+-- (default #36) fp32 with the FAKE LLM server answering from `script`, its own output folder and
+-- memory under `out`
+local function agent(script, entry, step, argv, problem)
   local server, port = fake.start(script, out)
-  local a = { "--problem", "examples/problems/36_rmsnorm.py", "--dtype", "fp32", "--language", "cuda",
+  local a = { "--problem", problem or "examples/problems/36_rmsnorm.py", "--dtype", "fp32", "--language", "cuda",
     "--out", out .. "/" .. step }
   for _, x in ipairs(argv) do a[#a + 1] = x end
   local r = fake.run_agent(entry, a, fake.env(port, { KAGENT_DB = out .. "/" .. step .. ".db" }), 1800)
@@ -61,12 +62,78 @@ if want("beam") then
   end
 end
 
+-- The skill step: agents/skill.lua on the GEMM showcase from an own tiled CUDA GEMM (no library
+-- call). The FAKE planner picks the TF32/cuBLAS skill (skills/tf32_gemm.lua); the FAKE optimizer
+-- answers with the cuBLAS GEMM plus its own epilogue kernel (examples/kernels/cuda/), which
+-- skill.lua's default policy, some, must accept with its library share recorded.
+local TF32_PLAN = { plans = { { skill = "tf32_gemm",
+  evidence = { { metric = "sm_pct", value = 0, why = "an FFMA GEMM with the tensor pipe idle" },
+    { metric = "time_ms", value = 0, why = "the measured time of the plain tiled GEMM" } },
+  plan = "PLAN_TF32: the GEMM through cuBLAS (TF32 where allowed), bias, GELU and scale in one own kernel",
+  change = "replace the FFMA tiled GEMM by a cuBLAS GEMM plus an own epilogue kernel",
+  params = { gemm = "cublas", epilogue = "own" } } } }
+
+-- cublas_like(name) -> true for a kernel name cuBLAS/cuBLASLt launch (sgemm, xmma, cutlass, ...)
+local function cublas_like(name)
+  local n = tostring(type(name) == "table" and name.name or name):lower()
+  return n:find("gemm", 1, true) or n:find("cublas", 1, true) or n:find("cutlass", 1, true)
+    or n:find("xmma", 1, true) or n:find("sm90_", 1, true) or n:find("sm80_", 1, true)
+end
+
 if want("skill") then
-  local _, s = agent({ latency = 0, replies = {} }, "skill.lua", "skill",
-    { "--kernel", fx .. "rmsnorm_cuda.py", "--rounds", "0" })
+  local cublas = root .. "/examples/kernels/cuda/l2_gemm_bias_gelu_scale_cublas.py"
+  local rd, s = agent({ latency = 0, replies = {
+    { match = "# PLAN", text = fake.fenced(TF32_PLAN) },
+    { match = "# REFLEXION", text = fake.fenced({ was_diagnosis_correct = true, was_fix_effective = true,
+      expected_outcome = "faster", actual_outcome = "measured", reasoning = "scripted (fake LLM)",
+      lessons = { "cuBLAS carries the GEMM; an own epilogue kernel keeps the policy some" },
+      avoid_patterns = {}, try_patterns = {} }) },
+    -- the optimizer and any repair get the cuBLAS kernel, whichever skill the plan carries
+    { match = "# OPTIMIZE KERNEL", text = "cuBLAS GEMM, own epilogue.\n```python\n" .. assert(fs.read(cublas)) .. "```\n" },
+    { match = "# AUDIT FAILURE", text = fake.fenced({ cause = "scripted audit (fake LLM)", evidence = "the failure above",
+      fix = "the cuBLAS GEMM plus the own epilogue kernel" }) },
+    { match = "# REPAIR KERNEL", text = "```python\n" .. assert(fs.read(cublas)) .. "```\n" },
+  } }, "skill.lua", "skill", { "--kernel", fx .. "gemm_bias_gelu_scale_cuda.py", "--rounds", "1", "--directions", "1" },
+    "examples/problems/l2_gemm_bias_gelu_scale.py")
   if s then
     check(s.library == "some", "skill.lua judges under its default policy, some (" .. tostring(s.library) .. ")")
-    check(s.verified == true, "the CUDA kernel is confirmed under it")
+    check(s.language == "cuda", "language cuda (" .. tostring(s.language) .. ")")
+    -- the retrieval decides whether tf32_gemm may be planned: it is allowed only for a profiled
+    -- fp32 GEMM whose tensor pipe is idle or whose SMs are busy (agents/lib/buckets.lua); an
+    -- unprofiled kernel (no counters) or a bandwidth-bound one does not allow it, and the planner's
+    -- choice is then rejected and the gap filled by rule (agents/roles/planner.lua)
+    local dirs = json.decode(fs.read(rd .. "/rounds/round_1/directions_input.json") or "null") or {}
+    local d = dirs.info and dirs.info.retrieval or {}
+    local allowed = type(d.allowed) == "table" and d.allowed or {}
+    local tf32_allowed = false
+    for _, n in ipairs(allowed) do if n == "tf32_gemm" then tf32_allowed = true end end
+    print(string.format("INFO retrieval: bucket %s, tier %s, structure %s; allowed skills: %s", tostring(d.bucket),
+      tostring(d.tier), tostring(d.structure), #allowed > 0 and table.concat(allowed, ", ") or "(none)"))
+    local strat = (json.decode(fs.read(rd .. "/rounds/round_1/w1/strategy.json") or "null") or {})[1] or {}
+    if tf32_allowed then
+      check(strat.skill == "tf32_gemm" and strat.source == "planner",
+        "the round's plan used skill tf32_gemm, the planner's (" .. tostring(strat.skill) .. ", " .. tostring(strat.source) .. ")")
+    else
+      print("INFO tf32_gemm not allowed by this profile's retrieval: the planner's choice was rejected ("
+        .. json.encode(dirs.info and dirs.info.rejected or {}) .. "); the round used " .. tostring(strat.skill))
+      check(type(strat.skill) == "string", "the round's plan names a skill (" .. tostring(strat.skill) .. ")")
+    end
+    check(s.status == "done" and s.verified == true, "the best kernel is verified and confirmed (" .. tostring(s.status) .. ")")
+    check(s.best and s.best.id == "r1w1", "the best is the round's kernel, not the input (" .. tostring(s.best and s.best.id) .. ")")
+    local best_code = fs.read(rd .. "/best_kernel.py") or ""
+    check(best_code:find("torch.matmul(x, self.gemm.weight.t())", 1, true) ~= nil
+      and best_code:find("bias_gelu_scale_ext", 1, true) ~= nil, "best_kernel.py is the cuBLAS GEMM plus its own epilogue")
+    check(type(s.own_share) == "number" and s.own_share < 0.5,
+      "its own kernels carry under half of its GPU time (own_share " .. tostring(s.own_share) .. ")")
+    local libs, named = type(s.library_kernels) == "table" and s.library_kernels or {}, false
+    for _, k in ipairs(libs) do if cublas_like(k) then named = true end end
+    check(named, "a cuBLAS kernel by name in library_kernels (" .. json.encode(libs) .. ")")
+    local final = json.decode(fs.read(rd .. "/best_eval.json") or "null") or {}
+    check(type(final.own_share) == "number" and final.own_share == s.own_share, "best_eval.json carries the same own_share (" .. tostring(final.own_share) .. ")")
+    print(string.format("FIGURE skill --language cuda l2_gemm_bias_gelu_scale fp32, library some: input (own tiled GEMM) "
+      .. "%.4f ms, best (cuBLAS + own epilogue, skill %s) %.4f ms (%.2fx); own share %s; library kernels %s",
+      s.input_ms or 0, tostring(strat.skill), s.best_ms or 0, s.speedup_vs_input or 0, tostring(s.own_share), json.encode(libs)))
+    print("REPORT " .. rd .. "/report.html")
   end
 end
 

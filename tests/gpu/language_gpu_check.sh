@@ -6,7 +6,13 @@
 #     states its granularity and does not compile (nvcc); the repair prompt carries nvcc's error,
 #     cut; the repaired kernel verifies and is confirmed, with the sanitizer's verdict, the own
 #     share of its GPU time and the compile stage in its results.
-#  2. agents/skill.lua --language cuda from that kernel: judged under its default policy, some.
+#  2. agents/skill.lua --language cuda --rounds 1 on examples/problems/l2_gemm_bias_gelu_scale.py
+#     (fp32) from an own tiled CUDA GEMM (tests/fixtures/agent/cuda/gemm_bias_gelu_scale_cuda.py):
+#     the fake planner picks skill tf32_gemm (asserted where the profile's retrieval allows it;
+#     the allowed skills are printed), the fake optimizer answers with the cuBLAS GEMM plus its own
+#     epilogue (examples/kernels/cuda/l2_gemm_bias_gelu_scale_cublas.py), which wins, verified and
+#     confirmed under skill.lua's default policy, some, with own_share < 0.5 and the cuBLAS kernel
+#     named in library_kernels; a FIGURE line gives input ms, best ms and the own share.
 # KAGENT_LANGUAGE_CHECK_STEPS=beam,skill picks steps.
 # Usage: tests/gpu/language_gpu_check.sh [out_dir]   (KAGENT_BIN overrides build/kagent-rt)
 set -u

@@ -146,7 +146,9 @@ def no_gpu_in_the_step():
     """The compile step's child (what a candidate's top level runs in before the lease) sees no
     GPU and cannot open the GPU's device files for writing (Landlock), in this process's jail."""
     sys.path.insert(0, os.path.join(ROOT, "src", "gpu", "eval"))
-    from kagent_eval import child_compile, compile_step, sandbox
+    from kagent_eval.child import child_compile
+    from kagent_eval.sandbox import sandbox
+    from kagent_eval.worker import compile_step
     source = ("import os, torch\n# load_inline\ntry:\n"
               "    open('/dev/nvidiactl', 'r+b').close()\n    dev = 'writable'\n"
               "except OSError as e:\n    dev = type(e).__name__\n"

@@ -17,7 +17,7 @@ def main():
     if not torch.cuda.is_available():
         print("SKIP: no CUDA device")
         return 77
-    from kagent_eval import ncu_cli, ncu_target, profiling
+    from kagent_eval.profile import ncu_cli, ncu_target, profiling
     if not ncu_cli.ncu_available()[0]:
         print("SKIP: ncu not installed")
         return 77

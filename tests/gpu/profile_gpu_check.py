@@ -238,7 +238,8 @@ def _fmt(v):
 
 def check_rooflines(report):
     import torch
-    from kagent_eval import loader, roofline
+    from kagent_eval.common import loader
+    from kagent_eval.profile import roofline
     peaks = roofline.measure_peaks(0)
     report["peaks"] = peaks
     out = {}
@@ -295,7 +296,7 @@ def main():
     if not torch.cuda.is_available():
         print("SKIP: no CUDA device")
         return 77
-    from kagent_eval import ncu_metrics, ncu_target, profiling
+    from kagent_eval.profile import ncu_metrics, ncu_target, profiling
 
     report = {"device": torch.cuda.get_device_name(0), "torch": torch.__version__,
               "targets": [], "errors": []}

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""GPU check of the reviewer's extra trials (src/gpu/eval/kagent_eval/extra_trials.py; docs/agents.md,
+"""GPU check of the reviewer's extra trials (src/gpu/eval/kagent_eval/common/extra_trials.py; docs/agents.md,
 "The reviewer") on Triton kernels of tests/fixtures/eval/review/gpu_problem.py (a leaky ReLU over
 a (batch_size, dim) input).
 

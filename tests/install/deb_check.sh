@@ -38,7 +38,7 @@ dpkg -x "$dev" "$root"
 bin="$root/usr/bin/kagent-rt"
 share="$root/usr/share/kagent-rt"
 for f in "$bin" "$share/agents/beam.lua" "$share/skills/coalescing.lua" "$share/prompts/diagnose.md" \
-         "$share/eval/kagent_eval/worker.py" "$share/eval/kagent_eval/VERSION" "$share/types/kagent.lua" "$share/third_party/report/vega.min.js" \
+         "$share/eval/kagent_eval/worker/__main__.py" "$share/eval/kagent_eval/common/wire.py" "$share/eval/kagent_eval/VERSION" "$share/types/kagent.lua" "$share/third_party/report/vega.min.js" \
          "$share/demo.sh" "$root/usr/lib/cmake/kagent/kagentConfig.cmake" "$root/usr/include/kagent/lua/runtime.hpp" \
          "$root/usr/share/doc/kagent-rt/copyright" "$root/usr/share/doc/kagent-rt/LICENSE" \
          "$root/usr/share/doc/kagent-rt/CITATION.cff" "$root/usr/share/man/man1/kagent-rt.1" \

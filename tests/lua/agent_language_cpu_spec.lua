@@ -58,7 +58,7 @@ describe("agents/beam.lua --language cuda on CPU with the fake LLM server", func
     expect.eq(v0.ok, false)
     local rp = fs.read(w1 .. "refine_1_prompt.txt")
     expect.match(rp, "main%.cpp:%d+:%d+: error: [^\n]*inv_rms", "the compiler's file:line and message")
-    -- cut to the errors (src/gpu/eval/kagent_eval/compiler_errors.py): no build log
+    -- cut to the errors (src/gpu/eval/kagent_eval/child/compiler_errors.py): no build log
     expect.falsy(rp:find("-isystem", 1, true) or rp:find("ninja: build stopped", 1, true), "no ninja log:\n" .. rp)
     expect.eq(v0.stage, "load")
     expect.match(v0.error, "^ECOMPILE")

@@ -1,4 +1,4 @@
--- `kagent-eval check` (src/gpu/eval/kagent_eval/oneshot.py) against the pool (kagent.gpu): the
+-- `kagent-eval check` (src/gpu/eval/kagent_eval/worker/oneshot.py) against the pool (kagent.gpu): the
 -- same job on the CPU examples gives the same verdict (stage and error code) and a time within
 -- the noise of two measurements on a shared machine; a wrong kernel fails at the same stage.
 local fs, json, proc, gpu = kagent.fs, kagent.json, kagent.proc, kagent.gpu

@@ -7,7 +7,7 @@ local driver = require("agents.search.driver")
 local fingerprint = require("agents.lib.fingerprint")
 local rank = require("agents.lib.rank")
 
-local AST = "0123456789abcdef"  -- what kagent_eval/fingerprint.py gives: 16 hex digits
+local AST = "0123456789abcdef"  -- what kagent_eval/common/fingerprint.py gives: 16 hex digits
 local CODE = "class ModelNew:\n    pass\n"
 
 local function result(fp)

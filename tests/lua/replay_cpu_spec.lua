@@ -5,7 +5,7 @@
 -- A replay reproduces the questions only where the evaluator gives the same verdicts, and the
 -- replay rightly misses where it did not. The spec checks that misses come only after different
 -- verdicts and records again once; different verdicts twice fail it (a noisy machine is the
--- evaluator's to tell from the kernel, kagent_eval/noise.py, not a reason to skip).
+-- evaluator's to tell from the kernel, kagent_eval/worker/noise.py, not a reason to skip).
 -- Needs a python with torch (KAGENT_PYTHON).
 package.path = kagent.root .. "/tests/fixtures/agent/?.lua;" .. package.path
 local fs, json, mem = kagent.fs, kagent.json, kagent.mem

@@ -5,6 +5,8 @@ local fs = kagent.fs
 local json = kagent.json
 local index_page = require("agents.tools.report.index_page")
 local baselines = require("agents.lib.baselines")
+local figures = require("agents.tools.sweep.figures")
+local fuse_rows = require("agents.tools.sweep.fuse_rows")
 
 local function summary(dir, s)
   fs.mkdir_p(dir)
@@ -64,5 +66,55 @@ describe("the index pages' baselines", function()
     local _, names = index_page.runs(root)
     expect.same(names, baselines.FALLBACK)
     expect.same(baselines.saved({ eager_ms = json.null, source = "measured" }, { input = 2 }), baselines.FALLBACK)
+  end)
+end)
+
+describe("a sweep's tables' baselines", function()
+  it("are those the runs' summaries list, measured or not", function()
+    -- a FAKE summary whose evaluator reported eager, compile (not timed: null) and planted
+    local summary_of = function(planted)
+      return { status = "done", verified = true, best_ms = 1.0, input_ms = 1.5, speedup_vs_input = 1.5,
+        speedup_vs_eager = 2.0, speedup_vs_planted = planted / 1.0, tokens = { total = 0 },
+        baselines = { eager_ms = 2.0, compile_ms = json.null, planted_ms = planted, source = "measured" } }
+    end
+    local rows = { figures.row({ name = "p1" }, summary_of(3.0), { status = "done", launches = {} }),
+      figures.row({ name = "p2" }, summary_of(0.5), { status = "done", launches = {} }) }
+    expect.same(rows[1].baselines, { "eager", "compile", "planted" })
+    expect.eq(rows[1].planted_ms, 3.0)
+    expect.eq(rows[1].speedup.planted, 3.0)
+    local agg = figures.aggregate(rows)
+    expect.same(agg.baselines, { "eager", "compile", "planted" })
+    expect.eq(agg.fast_p.planted["1.0"], 0.5, "one of two problems beats planted")
+    expect.eq(agg.speedup.planted.n, 2)
+    expect.eq(agg.baseline_missing.compile, 2, "listed, not timed: missing, never dropped")
+    expect.eq(agg.fast_p.compile["1.0"], json.null, "no problem measured compile: no figure")
+    local text = figures.table_text(rows, agg)
+    expect.truthy(text:find("| best ms | eager ms | compile ms | planted ms | x eager | x compile | x planted | x input |", 1, true), text)
+    expect.match(text, "fast_1%.0 vs planted 50%%")
+    expect.match(text, "x planted: geomean")
+    -- the baselines listed: every <name>_ms that is a number or null, not `source`, not `own`
+    expect.same(baselines.listed({ planted_ms = json.null, eager_ms = 1, source = "x", time_ms = 2 }, "time_ms"),
+      { "eager", "planted" })
+    expect.same(baselines.listed({ source = "cached" }), baselines.FALLBACK)
+  end)
+
+  it("of a fuse sweep are the ones its first programs were timed beside", function()
+    local function fuse_row(name, planted_ms)
+      return { name = name, status = "done", fuse = fuse_rows.row({ mode = "fuse", subgraphs = { count = 1 },
+        baselines = { eager_ms = 2.0, planted_ms = planted_ms or json.null },
+        first_program = { verified = true, time_ms = 1.0, eager_ms = 2.0, planted_ms = planted_ms or json.null,
+          compile_max_autotune_ms = 4.0 } }) }
+    end
+    local rows = { fuse_row("a", 3.0), fuse_row("b") }
+    expect.eq(rows[1].fuse.first_speedup.planted, 3.0)
+    local fagg = fuse_rows.aggregate(rows)
+    expect.eq(fagg.first_speedup.planted.n, 1)
+    expect.eq(fagg.first_fast_p.planted["1.0"], 0.5)
+    expect.eq(fagg.first_fast_p.compile_max_autotune, nil, "fast_p only against the reported baselines")
+    local text = fuse_rows.table_text(rows, fagg)
+    expect.truthy(text:find("| first ms | eager ms | planted ms | x eager | x max-autotune | x planted | own time |", 1, true), text)
+    expect.match(text, "x planted: geomean 3%.000 %(n=1%), fast_1%.0 50%%")
+    expect.match(text, "%- b: planted: no figure and no reason recorded")
+    expect.falsy(text:find("compile ms", 1, true), "no column for a baseline no record lists: " .. text)
   end)
 end)

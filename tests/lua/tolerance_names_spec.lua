@@ -1,4 +1,4 @@
--- The tolerance names are the evaluator's (src/gpu/eval/kagent_eval/compare.py TOLERANCE_SETS), which
+-- The tolerance names are the evaluator's (src/gpu/eval/kagent_eval/judge/compare.py TOLERANCE_SETS), which
 -- its ready line lists as `tolerances`: the agents check --tolerance against that list, not a
 -- copy of their own. The device records here are FAKE ones, as pool:devices() gives them.
 local args = require("agents.run.args")

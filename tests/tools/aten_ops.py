@@ -12,7 +12,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import torch  # noqa: E402
 from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
 
-from kagent_eval import inputs, loader  # noqa: E402
+from kagent_eval.common import inputs, loader  # noqa: E402
 
 
 class Record(TorchDispatchMode):

@@ -2,7 +2,7 @@
 # ctest's last test: every test ran with TMPDIR=DIR; anything still there was left by a test that
 # does not clean up after itself. Lists it, removes DIR, and fails if there was any.
 # Kept by design, so not counted: kagent-eval-<uid>/ (the evaluator's per-user sandbox folder,
-# kagent_eval/jail.py: its caches stay, its job-* folders must not) and torch's compile caches
+# kagent_eval/sandbox/jail.py: its caches stay, its job-* folders must not) and torch's compile caches
 # (torchinductor_*).
 set -euo pipefail
 dir=$1

@@ -524,11 +524,14 @@ function pool:sanitize(job) end
 ---    labels and categories as kind `problem`'s ops. The agents' op class of a problem comes from
 ---    it (agents/lib/features.lua).
 ---  - `kind = "inductor"` (`job.problem`: a subgraph problem, a `Model` without parameters;
----    `job.library = "allow"|"deny"`, `job.layout = "inductor"|"eager"`): the problem compiled by
+---    `job.library = "allow"|"deny"`, `job.layout = "inductor"|"eager"`, `job.max_autotune =
+---    true|false`): the problem compiled by
 ---    TorchInductor on the worker's GPU and the module it emitted made a standalone kernel file:
 ---    `{source, extern_calls, triton_kernels}`; `deny` uses max-autotune with Triton templates only;
----    `eager` turns Inductor's layout optimization off, so library convolutions see eager's layouts
----    (defaults: `library = "allow"`, `layout = "inductor"`). `ENOTSUP` in CPU mode or without
+---    `max_autotune` uses max-autotune with the GEMM backends ATen and Triton (cuBLAS/cuDNN stay a
+---    choice; `deny` wins where both are given); an autotuning compile keeps the worker's lease (it
+---    times kernels); `eager` turns Inductor's layout optimization off, so library convolutions see
+---    eager's layouts (defaults: `library = "allow"`, `layout = "inductor"`, `max_autotune = false`). `ENOTSUP` in CPU mode or without
 ---    Inductor. The source is a candidate like any other: verify it.
 ---  - `kind = "forward"` (`job.problem`, `job.candidate`): the candidate's `ModelNew.forward`
 ---    traced with the classes and functions the candidate defines as leaves: `{traced, calls =

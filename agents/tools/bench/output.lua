@@ -6,6 +6,7 @@
 local json = require("kagent.json")
 local keys_lib = require("agents.lib.keys")
 local calls = require("agents.run.calls")
+local text_section = require("agents.lib.text_section")
 
 local M = {}
 local unpack = unpack or table.unpack
@@ -177,12 +178,8 @@ function M.table_text(rows, meta)
     spreads[#spreads + 1] = cells
   end
   for _, l in ipairs(grid(spread_head, spreads, md)) do out[#out + 1] = l end
-  local n = notes(rows)
-  if #n > 0 then
-    out[#out + 1] = ""
-    out[#out + 1] = "Not measured, failed, timed another way, or verified only at the problem's shapes:"
-    for _, l in ipairs(n) do out[#out + 1] = l end
-  end
+  text_section.append(out, "Not measured, failed, timed another way, or verified only at the problem's shapes:",
+    notes(rows))
   return table.concat(out, "\n")
 end
 

@@ -7,6 +7,7 @@ local verdict = require("agents.lib.verdict")
 local stats = require("agents.lib.stats")
 local baselines = require("agents.lib.baselines")
 local generality = require("agents.lib.generality")
+local text_section = require("agents.lib.text_section")
 
 local M = {}
 
@@ -53,12 +54,18 @@ function M.row(p, summary, rec)
     local b = summary.baselines or {}
     -- figures only from a confirmed run: a figure that was not confirmed is not a result
     r.verified, r.correct = verdict.reportable(summary), verdict.verdict_word(summary)
-    r.input_ms, r.eager_ms, r.compile_ms = num(summary.input_ms), num(b.eager_ms), num(b.compile_ms)
+    -- the baselines its summary lists: those the run's evaluator reported (its ready line's)
+    r.baselines = baselines.listed(b)
+    r.input_ms = num(summary.input_ms)
+    for _, name in ipairs(r.baselines) do r[name .. "_ms"] = num(b[name .. "_ms"]) end
     r.best_ms = r.verified and num(summary.best_ms) or nil
     -- a best that works only at the problem's shapes says so beside its verdict
     r.shapes = r.verified and generality.of_summary(summary) or nil
-    r.speedup = r.verified and { eager = num(summary.speedup_vs_eager), compile = num(summary.speedup_vs_compile),
-      input = num(summary.speedup_vs_input) } or {}
+    r.speedup = {}
+    if r.verified then
+      for _, name in ipairs(r.baselines) do r.speedup[name] = num(summary["speedup_vs_" .. name]) end
+      r.speedup.input = num(summary.speedup_vs_input)
+    end
     r.tokens = summary.tokens and num(summary.tokens.total) or 0
     r.cost_usd = num(summary.cost_usd) or 0
     r.rounds, r.stop_reason, r.attempts = summary.rounds, summary.stop_reason, summary.attempts
@@ -92,15 +99,25 @@ end
 -- the statistics of its tables (agents/lib/stats.lua, which fuse_rows.lua shares)
 M.median, M.geomean, M.mean, M.stats = stats.median, stats.geomean, stats.mean, stats.stats
 
--- aggregate(rows, extra) -> the sweep's figures. extra: wall_s, cpu (true in CPU mode).
+-- names(rows) -> the baselines the rows' summaries list, in baselines.saved's order
+function M.names(rows)
+  local listed = {}
+  for _, r in ipairs(rows) do
+    for _, name in ipairs(r.baselines or {}) do listed[name .. "_ms"] = json.null end
+  end
+  return baselines.listed(listed)
+end
+
+-- aggregate(rows, extra) -> the sweep's figures over the baselines its runs reported (M.names).
+-- extra: wall_s, cpu (true in CPU mode).
 function M.aggregate(rows, extra)
   extra = extra or {}
   local n, correct, finished, failed = #rows, 0, 0, 0
   local tokens, cost, problem_s, gpu_h = 0, 0, 0, 0
-  local speedups = { eager = {}, compile = {}, input = {} }
-  local missing = { eager = 0, compile = 0 }
-  local fast = {}
-  for _, b in ipairs(baselines.FALLBACK) do
+  local names = M.names(rows)
+  local speedups, missing, fast = { input = {} }, {}, {}
+  for _, b in ipairs(names) do
+    speedups[b], missing[b] = {}, 0
     fast[b] = {}
     for _, p in ipairs(M.THRESHOLDS) do fast[b][string.format("%.1f", p)] = 0 end
   end
@@ -121,7 +138,7 @@ function M.aggregate(rows, extra)
         local s = r.speedup[name]
         if s and s > 0 then list[#list + 1] = s elseif missing[name] then missing[name] = missing[name] + 1 end
       end
-      for _, b in ipairs(baselines.FALLBACK) do
+      for _, b in ipairs(names) do
         local s = r.speedup[b]
         for _, p in ipairs(M.THRESHOLDS) do
           if s and s > p then
@@ -132,8 +149,9 @@ function M.aggregate(rows, extra)
       end
     end
   end
-  local fast_p = {}
-  for _, b in ipairs(baselines.FALLBACK) do
+  local fast_p, speedup = {}, { input = M.stats(speedups.input) }
+  for _, b in ipairs(names) do
+    speedup[b] = M.stats(speedups[b])
     fast_p[b] = {}
     for k, c in pairs(fast[b]) do
       -- with no problem measuring this baseline there is no figure, not a zero
@@ -144,8 +162,7 @@ function M.aggregate(rows, extra)
     problems = n, finished = finished, failed = failed, correct = correct,
     correctness_rate = n > 0 and correct / n or json.null,
     fast_p = fast_p,
-    speedup = { eager = M.stats(speedups.eager), compile = M.stats(speedups.compile), input = M.stats(speedups.input) },
-    baseline_missing = missing,
+    baselines = names, speedup = speedup, baseline_missing = missing,
     tokens = tokens, cost_usd = cost, wall_s = extra.wall_s or json.null, problem_s = problem_s,
     gpu_hours = gpu_h, cpu_mode = extra.cpu == true,
     attempts_to_best = M.stats(to_best), replay = replay,
@@ -163,16 +180,22 @@ M.hms = hms
 -- table_text(rows, agg) -> the table printed at the end of a sweep (Markdown, so it reads on a
 -- terminal and pastes into docs/results/).
 function M.table_text(rows, agg)
-  local out = {
-    "| problem | status | correct | input ms | best ms | eager ms | compile ms | x eager | x compile | x input | rounds | tokens | cost $ | time |",
-    "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
-  }
+  local names = agg.baselines or M.names(rows)
+  local head = { "problem", "status", "correct", "input ms", "best ms" }
+  for _, b in ipairs(names) do head[#head + 1] = b .. " ms" end
+  for _, b in ipairs(names) do head[#head + 1] = "x " .. b end
+  for _, c in ipairs({ "x input", "rounds", "tokens", "cost $", "time" }) do head[#head + 1] = c end
+  local out = { "| " .. table.concat(head, " | ") .. " |", "|" .. string.rep("---|", #head) }
   for _, r in ipairs(rows) do
-    out[#out + 1] = string.format("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %d | %.4f | %s |",
-      r.name, r.status, (r.correct or (r.verified and "yes" or "no")) .. (r.shapes and (" (" .. r.shapes .. ")") or ""),
-      f(r.input_ms, "%.4f"), f(r.best_ms, "%.4f"),
-      f(r.eager_ms, "%.4f"), f(r.compile_ms, "%.4f"), f(r.speedup.eager, "%.2f"), f(r.speedup.compile, "%.2f"),
-      f(r.speedup.input, "%.2f"), r.rounds and tostring(r.rounds) or "-", r.tokens or 0, r.cost_usd or 0, hms(r.problem_s))
+    local cells = { r.name, r.status, (r.correct or (r.verified and "yes" or "no")) .. (r.shapes and (" (" .. r.shapes .. ")") or ""),
+      f(r.input_ms, "%.4f"), f(r.best_ms, "%.4f") }
+    for _, b in ipairs(names) do cells[#cells + 1] = f(r[b .. "_ms"], "%.4f") end
+    for _, b in ipairs(names) do cells[#cells + 1] = f(r.speedup[b], "%.2f") end
+    for _, c in ipairs({ f(r.speedup.input, "%.2f"), r.rounds and tostring(r.rounds) or "-",
+      string.format("%d", r.tokens or 0), string.format("%.4f", r.cost_usd or 0), hms(r.problem_s) }) do
+      cells[#cells + 1] = c
+    end
+    out[#out + 1] = "| " .. table.concat(cells, " | ") .. " |"
   end
   local function sp(name)
     local s = agg.speedup[name]
@@ -189,9 +212,10 @@ function M.table_text(rows, agg)
   out[#out + 1] = string.format("correct %d/%d (%.0f%%); finished %d, failed %d; dtype %s; %s",
     agg.correct, agg.problems, 100 * (agg.problems > 0 and agg.correct / agg.problems or 0), agg.finished, agg.failed,
     #agg.dtypes > 0 and table.concat(agg.dtypes, ",") or "-", #agg.devices > 0 and table.concat(agg.devices, ", ") or "-")
-  out[#out + 1] = fp("eager") .. "; " .. fp("compile")
-  out[#out + 1] = sp("eager")
-  out[#out + 1] = sp("compile")
+  local fps = {}
+  for _, b in ipairs(names) do fps[#fps + 1] = fp(b) end
+  out[#out + 1] = table.concat(fps, "; ")
+  for _, b in ipairs(names) do out[#out + 1] = sp(b) end
   out[#out + 1] = sp("input")
   local tb = agg.attempts_to_best
   if tb and tb.n > 0 then
@@ -234,11 +258,8 @@ function M.table_text(rows, agg)
       failed[#failed + 1] = string.format("- %s: %s: %s", r.name, head, (last or ""):sub(1, 300))
     end
   end
-  if #failed > 0 then
-    out[#out + 1] = ""
-    out[#out + 1] = "Failed runs (the log's last lines: sweep.json `results[i].error`, `logs/<problem>.log`):"
-    for _, l in ipairs(failed) do out[#out + 1] = l end
-  end
+  text_section.append(out, "Failed runs (the log's last lines: sweep.json `results[i].error`, `logs/<problem>.log`):",
+    failed)
   return table.concat(out, "\n")
 end
 

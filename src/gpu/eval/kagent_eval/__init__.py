@@ -14,7 +14,7 @@ with open(_os.path.join(_os.path.dirname(__file__), "VERSION"), encoding="ascii"
 
 
 def check(problem, kernel, **kw):
-    """Verifies and times one candidate the way kagent-rt's pool does (kagent_eval/oneshot.py):
+    """Verifies and times one candidate the way kagent-rt's pool does (kagent_eval/worker/oneshot.py):
     check("problem.py", "kernel.py", dtype="fp32", device=None) -> the worker's result dict."""
-    from .oneshot import check as _check
+    from .worker.oneshot import check as _check
     return _check(problem, kernel, **kw)

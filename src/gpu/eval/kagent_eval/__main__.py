@@ -1,6 +1,6 @@
-"""python3 -m kagent_eval check ...: the evaluator's command line (kagent_eval/oneshot.py)."""
+"""python3 -m kagent_eval check ...: the evaluator's command line (kagent_eval/worker/oneshot.py)."""
 import sys
 
-from .oneshot import main
+from .worker.oneshot import main
 
 sys.exit(main())

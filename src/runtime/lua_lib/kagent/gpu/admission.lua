@@ -11,7 +11,7 @@ local M = {}
 -- A job's expected GPU memory (its footprint) is FOOTPRINT_FACTOR times its problem's reference
 -- peak: the candidate's process holds the trial's inputs and outputs as the reference did, and
 -- beside them one timed input set at least and the fresh-input probe's two copies
--- (kagent_eval/timed_inputs.py, fresh_probe.py), with the candidate's own buffers on top.
+-- (kagent_eval/common/timed_inputs.py, child/fresh_probe.py), with the candidate's own buffers on top.
 -- USABLE_SHARE of a GPU's total memory is what jobs may reserve: the rest is the CUDA contexts
 -- of the workers' processes and their spares, and the allocator's fragmentation.
 M.FOOTPRINT_FACTOR = 4

@@ -1,0 +1,1 @@
+"""The analyze op: a problem's traced graph, its ops, Inductor's kernels, merged sources."""

@@ -1,0 +1,1 @@
+"""What runs in the forked processes beside candidate code: it produces data and judges nothing."""

@@ -1,0 +1,1 @@
+"""What every floor reads: the wire format, digests, inputs, loading, defaults, timing primitives."""

@@ -1,0 +1,1 @@
+"""Profiles, peaks and rooflines, compute-sanitizer, the Python profile of a job."""
