@@ -212,6 +212,10 @@ def problems(package_dir, entry_points):
                 out.append("%s: a child module (runs beside candidate code) imports a %s module; "
                            "move the shared fact down to common/, or let the child send data and "
                            "the worker judge it" % (where, theirs))
+            if mine == "common" and theirs not in ("common", None):
+                out.append("%s: common/ is the ground floor that every side reads, so it imports "
+                           "only common/; move the fact down, or the code that needs both up"
+                           % where)
             if theirs == "worker" and mine != "worker" and m not in entry_points:
                 out.append("%s: only worker/ and the entry points import worker/ (%s is on %s)"
                            % (where, m, mine or "the package's top"))

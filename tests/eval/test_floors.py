@@ -93,6 +93,12 @@ class CheckerTest(unittest.TestCase):
         self.write({"common/wire": "import fakepkg.judge.verdict\n"})  # verdict -> wire -> verdict
         self.assertIn("import circle: common/wire -> judge/verdict -> common/wire", self.problems())
 
+    def test_common_importing_a_floor_above_fails(self):
+        self.write({"common/wire": "def send():\n    from ..child.run import run  # lazy, still read\n"})
+        found = self.problems()
+        self.assertTrue(any("common/wire.py:3 imports child/run (lazily): common/ is the ground floor" in p
+                            for p in found), found)
+
     def test_a_child_importing_the_worker_fails(self):
         self.write({"child/run": "from fakepkg.worker.jobs import run\n"})
         found = self.problems()

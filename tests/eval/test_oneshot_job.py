@@ -9,7 +9,7 @@ from unittest import mock
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "src", "gpu", "eval"))
 from kagent_eval.common import job_defaults  # noqa: E402
 from kagent_eval.judge import compare  # noqa: E402
-from kagent_eval.worker import oneshot  # noqa: E402
+from kagent_eval.worker import oneshot, ready_fields  # noqa: E402
 
 
 class OneshotJobTest(unittest.TestCase):
@@ -26,7 +26,7 @@ class OneshotJobTest(unittest.TestCase):
         self.assertNotIn("eager", text)
 
     def test_no_tolerance_named_takes_the_evaluators_default(self):
-        with mock.patch.object(compare, "DEFAULT_TOLERANCE", "kernelbench-v0.1"):
+        with mock.patch.object(job_defaults, "DEFAULT_TOLERANCE", "kernelbench-v0.1"):
             self.assertEqual(oneshot.job_for("p.py", "src")["tolerance"], "kernelbench-v0.1")
         self.assertEqual(oneshot.job_for("p.py", "src", tolerance="kernelbench-v0.1")["tolerance"], "kernelbench-v0.1")
 
@@ -39,16 +39,16 @@ class OneshotJobTest(unittest.TestCase):
         self.assertEqual(check.call_args.kwargs["tolerance"], "planted")
 
     def test_the_ready_line_carries_the_reported_baselines(self):
-        fields = job_defaults.ready_fields()
+        fields = ready_fields.fields()
         self.assertEqual(fields["reported_baselines"], list(job_defaults.REPORTED_BASELINES))
         self.assertTrue(set(fields["reported_baselines"]) <= set(fields["baselines"]))
 
     def test_the_ready_line_lists_the_tolerance_names_compare_defines(self):
         sets = dict(compare.TOLERANCE_SETS, planted=compare.TOLERANCE_SETS["strict"])
         with mock.patch.object(compare, "TOLERANCE_SETS", sets):
-            names = job_defaults.ready_fields()["tolerances"]
+            names = ready_fields.fields()["tolerances"]
         self.assertIn("planted", names)
-        self.assertIn(compare.DEFAULT_TOLERANCE, names)
+        self.assertIn(job_defaults.DEFAULT_TOLERANCE, names)
 
 
 if __name__ == "__main__":

@@ -114,7 +114,7 @@ def _built(where):
 
 
 # the words by which a candidate's source is taken to build an extension; the worker's ready line
-# carries them (job_defaults.ready_fields), so the pool's wall limit reads the same rule
+# carries them (worker/ready_fields.py), so the pool's wall limit reads the same rule
 MARKERS = ("load_inline", "cpp_extension")
 
 

@@ -4,7 +4,10 @@ The worker sends this table in its ready line (`job_defaults`, with `baselines`)
 sends only what it chose and reads the rest from there (docs/lua-api.md, "Job").
 """
 from . import timing
-from ..judge import compare
+
+# the tolerance a job gets when it names none: one of judge/compare.py's TOLERANCE_SETS (a test
+# holds them together)
+DEFAULT_TOLERANCE = "strict"
 
 # every baseline the reference child can time beside a candidate, in the order results list them
 BASELINES = ("eager", "compile", "compile_max_autotune")
@@ -14,7 +17,7 @@ BASELINES = ("eager", "compile", "compile_max_autotune")
 REPORTED_BASELINES = BASELINES[:2]
 
 JOB = {
-    "dtype": "fp32", "trials": 5, "seed": 42, "tolerance": compare.DEFAULT_TOLERANCE,
+    "dtype": "fp32", "trials": 5, "seed": 42, "tolerance": DEFAULT_TOLERANCE,
     "fallback_policy": "reject", "fallback_threshold": 0.5, "library": "own", "audit": True,
     "properties": True,
     "nonfinite": "report", "generalize": False, "require_generalize": False, "confirm": False,
@@ -24,16 +27,3 @@ JOB = {
     "profile": {"metric_set": "full"},
 }
 
-
-def ready_fields():
-    """What the worker's ready line carries of the defaults. tolerances: the names a job's
-    `tolerance` may take (compare.TOLERANCE_SETS, their one statement). compile_step_s: the bound of a
-    load_inline candidate's compile step (child_compile.py), outside the job's `timeout`, which
-    the pool adds to such a job's wall limit (kagent/gpu/jobs.lua) where the candidate's source
-    names one of compile_markers (ext_build.MARKERS)."""
-    from ..child import ext_build
-    from ..sandbox import sandbox
-    return {"job_defaults": JOB, "baselines": list(BASELINES), "reported_baselines": list(REPORTED_BASELINES),
-            "tolerances": list(compare.TOLERANCE_SETS),
-            "compile_step_s": sandbox.DEFAULT_TIMEOUTS[ext_build.STAGE],
-            "compile_markers": list(ext_build.MARKERS)}

@@ -5,6 +5,7 @@ Runs in the worker, which never executes candidate code, on arrays sent by the t
 import numpy as np
 
 from . import shadow_judge
+from ..common import job_defaults
 from ..common.digest import sample_positions
 # the value checks' arithmetic, shared with the shadow judge (value_errors.py)
 from .value_errors import NORM_FACTOR, errors, norm, stat_allowance, sum_sq
@@ -16,10 +17,9 @@ TOLERANCE_SETS = {
     "strict": {"fp32": (1e-4, 1e-4), "bf16": (1e-2, 1e-2), "fp16": (1e-2, 1e-2)},
     "kernelbench-v0.1": {"fp32": (1e-2, 1e-2), "bf16": (1e-2, 1e-2), "fp16": (1e-2, 1e-2)},
 }
-DEFAULT_TOLERANCE = "strict"
 
 
-def tolerances(dtype, rtol=None, atol=None, name=DEFAULT_TOLERANCE):
+def tolerances(dtype, rtol=None, atol=None, name=job_defaults.DEFAULT_TOLERANCE):
     """(rtol, atol) of a job: the named set's for its dtype, unless given."""
     table = TOLERANCE_SETS[name]
     d_rtol, d_atol = table.get(dtype, table["fp32"])

@@ -151,7 +151,7 @@ def main(argv=None):
         # forked children can start their own safely
         torch.set_num_threads(1)
     from .. import __version__
-    from ..common import job_defaults
+    from . import ready_fields
     from .jobs import Evaluator
     from .lease import Lease
     device = "cpu" if cpu else "cuda:0"
@@ -179,7 +179,7 @@ def main(argv=None):
              "gpu_memory_bytes": None if cpu else _gpu_memory_bytes(args.device),
              "version": __version__, "package": os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
              "lease": args.lease, "share": share.path if share is not None else None,
-             **job_defaults.ready_fields()}
+             **ready_fields.fields()}
     reply(ready)
     try:
         _serve(ev, reply, ready)

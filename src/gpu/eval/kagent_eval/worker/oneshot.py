@@ -41,7 +41,7 @@ def job_for(problem, kernel_source, dtype="fp32", tolerance=None, timeout=None):
     the evaluator's default tolerance unless one is named; the other fields keep the evaluator's
     defaults (job_defaults.py)."""
     job = {"problem": os.path.abspath(problem), "candidate": kernel_source, "dtype": dtype,
-           "tolerance": tolerance or compare.DEFAULT_TOLERANCE,
+           "tolerance": tolerance or job_defaults.DEFAULT_TOLERANCE,
            "bench": {"baselines": list(job_defaults.REPORTED_BASELINES)}}
     if timeout:
         job["timeout"] = timeout
@@ -153,7 +153,7 @@ def main(argv=None):
     c.add_argument("kernel", help="the candidate (ModelNew)")
     c.add_argument("--dtype", default="fp32", choices=["fp32", "bf16", "fp16"])
     c.add_argument("--device", default=None, help="cpu or a GPU index (default: GPU 0 where there is one)")
-    c.add_argument("--tolerance", default=compare.DEFAULT_TOLERANCE, choices=sorted(compare.TOLERANCE_SETS),
+    c.add_argument("--tolerance", default=job_defaults.DEFAULT_TOLERANCE, choices=sorted(compare.TOLERANCE_SETS),
                    help="correctness tolerance (default %(default)s)")
     c.add_argument("--json", action="store_true", help="print the worker's result as JSON")
     c.add_argument("--python", default=None, help="the python that runs the worker (default this one)")
