@@ -54,7 +54,9 @@ class CpuNoiseTest(unittest.TestCase):
         self.assertEqual((r["stage"], r["code"]), ("timing", "EUNTRUSTED"), r.get("error"))
         self.assertIn("vary too much", r["error"])
         self.assertIn("steady", r["error"])
-        self.assertFalse(any(x["machine_noisy"] for x in r["trust"]["rounds"]), r["trust"])
+        # the refusal is decided by a round whose control was steady on an unloaded host (an
+        # earlier round may have found the shared machine loaded and measured again)
+        self.assertIs(r["trust"]["rounds"][-1]["machine_noisy"], False, r["trust"])
         self.assertNotIn("time_ms", r)
 
 
