@@ -14,6 +14,7 @@ local models = require("agents.run.models")
 local generality = require("agents.lib.generality")
 local baselines = require("agents.lib.baselines")
 local in_model = require("agents.lib.in_model")
+local own_share = require("agents.lib.own_share")
 
 local M = {}
 
@@ -41,10 +42,11 @@ function M.base(run)
 end
 
 -- add_library(s, r): the own-kernel share of the GPU time and the library kernels by name of the
--- verdict r (the evaluator records them whatever the policy), where it has them
+-- verdict r (the evaluator records them whatever the policy), or the reason it has no share
+-- (own_share_unknown: CPU mode, no audit); nothing from a verdict of an evaluator without them
 function M.add_library(s, r)
-  if type(r) ~= "table" or type(r.own_share) ~= "number" then return end
-  s.own_share, s.library_kernels = r.own_share, r.library_kernels or json.null
+  if type(r) ~= "table" or (type(r.own_share) ~= "number" and type(r.own_share_unknown) ~= "string") then return end
+  own_share.copy(s, r)
 end
 
 -- library_line(s) -> the last line's note of how much of the best's GPU time its own kernels
@@ -52,12 +54,8 @@ end
 -- kernel's; "" where the verdict has no share (CPU mode, an evaluator without it)
 function M.library_line(s)
   if type(s.own_share) ~= "number" then return "" end
-  local names = {}
-  for i, k in ipairs(type(s.library_kernels) == "table" and s.library_kernels or {}) do
-    if i > 3 then names[#names + 1] = "..."; break end
-    names[#names + 1] = type(k) == "table" and tostring(k.name) or tostring(k)  -- a name, or {name, ...}
-  end
-  local libs = #names > 0 and (": library kernels " .. table.concat(names, ", ")) or ""
+  local names = own_share.names(s)
+  local libs = names ~= "" and (": library kernels " .. names) or ""
   return string.format("\n  library policy %s: own kernels carry %.0f%% of the GPU time%s", tostring(s.library),
     100 * s.own_share, libs)
 end

@@ -186,7 +186,12 @@ describe("the own share on report.html", function()
     local page = assert(fs.read(assert(run_page.write(dir))))
     expect.truthy(page:find("language / library</div><div>cuda / some: own kernels carry 42% of the GPU time "
       .. "(library: sm90_xmma_gemm_f32f32)", 1, true), "the header row")
-    s.own_share, s.library_kernels, s.language, s.library = nil, nil, nil, nil
+    s.own_share, s.own_share_unknown = nil, "CPU mode: no GPU kernels are profiled"
+    fs.write(dir .. "/summary.json", json.encode(s))
+    page = assert(fs.read(assert(run_page.write(dir))))
+    expect.truthy(page:find("cuda / some: own share unknown: CPU mode: no GPU kernels are profiled</div>", 1, true),
+      "the reason where the verdict has no share")
+    s.own_share_unknown, s.library_kernels, s.language, s.library = nil, nil, nil, nil
     fs.write(dir .. "/summary.json", json.encode(s))
     page = assert(fs.read(assert(run_page.write(dir))))
     expect.truthy(page:find("language / library</div><div>triton / own</div>", 1, true), "a run from before the options")
@@ -203,6 +208,10 @@ describe("the own share on the last line", function()
     local none = { library = "own" }
     summary.add_library(none, { ok = true })
     expect.eq(none.own_share, nil)
+    expect.eq(summary.library_line(none), "")
+    -- no share (CPU mode): summary.json says why, the tables show "?" (agents/lib/own_share.lua)
+    summary.add_library(none, { ok = true, own_share_unknown = "CPU mode: no GPU kernels are profiled", library_kernels = {} })
+    expect.eq(none.own_share_unknown, "CPU mode: no GPU kernels are profiled")
     expect.eq(summary.library_line(none), "")
   end)
 end)

@@ -55,7 +55,13 @@ describe("agents/bench.lua on the CPU", function()
       expect.truthy(row.errors.compile_max_autotune:find("needs a GPU", 1, true), "max-autotune reported as needing a GPU")
       expect.truthy(row.errors.compile ~= nil or type(row.compile_ms) == "number", "torch.compile timed or its reason given")
       expect.eq(row.compile_max_autotune_ms, json.null)
+      -- no GPU kernel is profiled on a CPU: no share, the evaluator's reason instead
+      expect.eq(row.own_share, nil)
+      expect.match(row.own_share_unknown, "CPU mode", row.problem .. ": why the own share is unknown")
     end
+    expect.match(r.stdout, "| correct input, opt +| own +|\n", "the own column")
+    expect.match(r.stdout, "\n%- own %? for row 1 %(01_rmsnorm%), row 2 %(02_linear%), row 3 %(softmax%): CPU mode",
+      "the reason under the table, once")
     local p = by_problem(rows)
     -- the one-pass kernel against the chunked loop: a gap of about 5x, far beyond CPU noise
     expect.truthy(p["01_rmsnorm"].interleaved.optimized_vs_input > 1.5,
@@ -66,6 +72,7 @@ describe("agents/bench.lua on the CPU", function()
     expect.eq(#csv, 3)
     expect.eq(csv[1].problem, "01_rmsnorm")
     expect.near(csv[1].optimized_ms, p["01_rmsnorm"].optimized_ms, 1e-9)
+    expect.match(csv[1].own_share_unknown, "CPU mode")
 
     -- --resume keeps what is in the JSON file and measures nothing again
     local again = fake.run_agent("bench.lua", { dir .. "/ka", "--devices", "cpu", "--json", dir .. "/out.json", "--resume" },

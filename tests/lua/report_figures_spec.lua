@@ -99,7 +99,7 @@ describe("bench.lua outputs", function()
       .. "compile_max_autotune_p10,compile_max_autotune_p90,do_bench_eager_ms,do_bench_compile_ms,"
       .. "do_bench_compile_max_autotune_ms,optimized_vs_eager,optimized_vs_compile,optimized_vs_compile_max_autotune,"
       .. "optimized_vs_input,interleaved_optimized_vs_input,interleaved_p10,interleaved_p90,interleaved_cv,"
-      .. "sol_pct_input_kernel,sol_pct_optimized,lower_bound_ms,correct_input_kernel,correct_optimized,errors")
+      .. "sol_pct_input_kernel,sol_pct_optimized,lower_bound_ms,correct_input_kernel,correct_optimized,own_share,own_share_unknown,library_kernels,errors")
     local _, lines = csv:gsub("\n", "")
     expect.eq(lines, 3)
     -- the columns are the evaluator's baselines, not a list of the agents' own: a baseline only

@@ -296,6 +296,8 @@ describe("agents/sweep.lua on this machine (CPU mode, FAKE LLM server)", functio
     end
     expect.match(r3.stderr, "resumed: 3 finished before")
     expect.match(r3.stdout, "finished 3, failed 0")
+    -- CPU mode profiles no GPU kernel: each row's own share is "?" with the evaluator's reason
+    expect.match(r3.stdout, "\n%- own %? for [^\n]*: CPU mode: no GPU kernels are profiled")
 
     -- the folder's sweep cannot be changed into another, nor run by two drivers at once
     local other = sweep.argv(out, db, { "relu_signed", "softmax" })

@@ -8,6 +8,7 @@
 local fs = require("kagent.fs")
 local log = require("kagent.log")
 local generality = require("agents.lib.generality")
+local own_share = require("agents.lib.own_share")
 
 local M = {}
 
@@ -39,7 +40,8 @@ local function spread(t)
 end
 
 -- row(target, results, o) -> the problem's figures (the keys of benchmark.py --json first:
--- problem, eager_ms, compile_ms, input_kernel_ms, optimized_ms)
+-- problem, eager_ms, compile_ms, input_kernel_ms, optimized_ms; then ours, among them the
+-- optimized kernel's own_share or own_share_unknown and library_kernels: agents/lib/own_share.lua)
 function M.row(t, res, o)
   local row = { problem = t.name, dtype = o.dtype, source = t.dir, spread = {}, do_bench_ms = {}, speedup = {},
     sol_pct = {}, correct = {}, errors = {}, tries = {}, hardened = {} }
@@ -83,6 +85,11 @@ function M.row(t, res, o)
       if v and row.lower_bound_ms then row.sol_pct[b] = row.lower_bound_ms / v * 100 end
     end
   end
+  -- what carried the optimized kernel's GPU time, from its job's verdict, passed or refused
+  -- (EFALLBACK under --library own): own_share or own_share_unknown, and library_kernels
+  local opt_res = res.optimized
+  own_share.copy(row, opt_res and not opt_res.not_run and opt_res or nil,
+    opt_res and ("not run: " .. tostring(opt_res.error)) or ("no optimized kernel in " .. t.dir))
   for b, why in pairs(o.skipped or {}) do row.errors[b] = why end
   if not base then
     for _, b in ipairs(o.baselines) do

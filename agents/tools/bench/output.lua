@@ -7,6 +7,7 @@ local json = require("kagent.json")
 local keys_lib = require("agents.lib.keys")
 local calls = require("agents.run.calls")
 local text_section = require("agents.lib.text_section")
+local own_share = require("agents.lib.own_share")
 
 local M = {}
 local unpack = unpack or table.unpack
@@ -151,7 +152,8 @@ function M.table_text(rows, meta)
   local head, main = { "problem" }, {}
   for _, k in ipairs(figs) do head[#head + 1] = label(k) end
   for _, b in ipairs(bases) do head[#head + 1] = "opt vs " .. label(b) end
-  for _, h in ipairs({ "opt vs input (interleaved)", "SOL % input → opt", "correct input, opt" }) do head[#head + 1] = h end
+  -- own: the optimized kernel's own share of its GPU time (agents/lib/own_share.lua)
+  for _, h in ipairs({ "opt vs input (interleaved)", "SOL % input → opt", "correct input, opt", "own" }) do head[#head + 1] = h end
   for _, r in ipairs(rows) do
     local il = r.interleaved and r.interleaved.optimized_vs_input
       and string.format("%.2fx (%.2f-%.2f)", r.interleaved.optimized_vs_input, r.interleaved.p10 or 0, r.interleaved.p90 or 0)
@@ -164,6 +166,7 @@ function M.table_text(rows, meta)
     cells[#cells + 1] = il
     cells[#cells + 1] = f(r.sol_pct.input_kernel, "%.0f") .. " → " .. f(r.sol_pct.optimized, "%.0f")
     cells[#cells + 1] = yn("input_kernel") .. ", " .. yn("optimized") .. shapes
+    cells[#cells + 1] = own_share.cell(r)
     main[#main + 1] = cells
   end
   for _, l in ipairs(grid(head, main, md)) do out[#out + 1] = l end
@@ -180,6 +183,8 @@ function M.table_text(rows, meta)
   for _, l in ipairs(grid(spread_head, spreads, md)) do out[#out + 1] = l end
   text_section.append(out, "Not measured, failed, timed another way, or verified only at the problem's shapes:",
     notes(rows))
+  text_section.append(out, own_share.TITLE,
+    own_share.notes(rows, function(r, i) return string.format("row %d (%s)", i, r.problem) end))
   return table.concat(out, "\n")
 end
 
@@ -193,7 +198,7 @@ function M.csv_columns(names)
   for _, b in ipairs(bases) do add("optimized_vs_" .. b) end
   for _, c in ipairs({ "optimized_vs_input", "interleaved_optimized_vs_input", "interleaved_p10", "interleaved_p90",
     "interleaved_cv", "sol_pct_input_kernel", "sol_pct_optimized", "lower_bound_ms", "correct_input_kernel",
-    "correct_optimized", "errors" }) do add(c) end
+    "correct_optimized", "own_share", "own_share_unknown", "library_kernels", "errors" }) do add(c) end
   return cols
 end
 
@@ -215,6 +220,8 @@ function M.csv_text(rows, names)
       il.optimized_vs_input, il.p10, il.p90, il.cv
     flat.sol_pct_input_kernel, flat.sol_pct_optimized = r.sol_pct.input_kernel, r.sol_pct.optimized
     flat.correct_input_kernel, flat.correct_optimized = r.correct.input_kernel, r.correct.optimized
+    flat.own_share, flat.own_share_unknown = r.own_share, r.own_share_unknown
+    flat.library_kernels = type(r.library_kernels) == "table" and table.concat(r.library_kernels, " ") or nil
     local errs = {}
     for k, v in pairs(r.errors) do errs[#errs + 1] = k .. ": " .. tostring(v) end
     table.sort(errs)

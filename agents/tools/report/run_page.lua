@@ -6,6 +6,7 @@ local charts = require("agents.tools.report.charts")
 local run_data = require("agents.tools.report.run_data")
 local verdict = require("agents.lib.verdict")
 local generality = require("agents.lib.generality")
+local own_share = require("agents.lib.own_share")
 local json = require("kagent.json")
 local fs = require("kagent.fs")
 
@@ -29,16 +30,14 @@ local function shapes_text(s)
 end
 
 -- own_share_text(s) -> ": own kernels carry 42% of the GPU time (library: ...)" where the best's
--- verdict has the share (agents/search/summary.lua, add_library), else ""
+-- verdict has the share (agents/search/summary.lua, add_library), ": own share unknown: <why>"
+-- where it says why not (CPU mode), else ""
 local function own_share_text(s)
+  if type(s.own_share_unknown) == "string" then return ": own share unknown: " .. esc(s.own_share_unknown) end
   if type(s.own_share) ~= "number" then return "" end
-  local names = {}
-  for i, k in ipairs(type(s.library_kernels) == "table" and s.library_kernels or {}) do
-    if i > 3 then names[#names + 1] = "..."; break end
-    names[#names + 1] = esc(type(k) == "table" and k.name or k)
-  end
+  local names = own_share.names(s)  -- the names as every table shows them (agents/lib/own_share.lua)
   return string.format(": own kernels carry %.0f%% of the GPU time%s", 100 * s.own_share,
-    #names > 0 and (" (library: " .. table.concat(names, ", ") .. ")") or "")
+    names ~= "" and (" (library: " .. esc(names) .. ")") or "")
 end
 
 -- best_text(summary, shown) -> the header's best kernel: the confirmed one, or while the run goes

@@ -8,6 +8,7 @@ local stats = require("agents.lib.stats")
 local baselines = require("agents.lib.baselines")
 local generality = require("agents.lib.generality")
 local text_section = require("agents.lib.text_section")
+local own_share = require("agents.lib.own_share")
 
 local M = {}
 
@@ -29,6 +30,7 @@ M.DEFINITIONS = {
   time_split = "per problem, the run's wall time in its three parts (summary.json time_split): baselines_s, the start (the first kernel timed beside eager and torch.compile, cached ones re-checked); search_s, the rounds; confirm_s, the final confirmation; and whether the final's baselines were measured, cached, completed (cached, the missing ones measured) or measured again after a failed re-check",
   gpu_hours = "sum over launches of run time x GPUs held by the launch, / 3600 (0 in CPU mode)",
   attempts_to_best = "per problem, the attempts made in the rounds up to and including the one that found its best kernel (0 when the first kernel stays best); n, mean, min, median, max over the correct problems",
+  own = "per problem, for its best kernel: " .. own_share.DEFINITION .. " (summary.json own_share, library_kernels; sweep.json's rows the same keys)",
   replay = "LLM calls of the runs answered from the record/replay cache (hits), asked with no recorded answer (misses: in strict replay their branches stopped), and sent to the provider (sent)",
 }
 
@@ -81,6 +83,8 @@ function M.row(p, summary, rec)
     -- what each model of the run did (summary.json's `models`, agents/run/models.lua)
     r.models = type(summary.models) == "table" and summary.models or nil
     r.fuse = require("agents.tools.sweep.fuse_rows").row(summary)
+    -- what carried the best's GPU time (its verdict's, agents/lib/own_share.lua)
+    own_share.copy(r, summary, "not in summary.json (a run from before it recorded the share)")
   else
     r.verified, r.correct, r.speedup, r.tokens, r.cost_usd = false, "no", {}, 0, 0
   end
@@ -184,14 +188,14 @@ function M.table_text(rows, agg)
   local head = { "problem", "status", "correct", "input ms", "best ms" }
   for _, b in ipairs(names) do head[#head + 1] = b .. " ms" end
   for _, b in ipairs(names) do head[#head + 1] = "x " .. b end
-  for _, c in ipairs({ "x input", "rounds", "tokens", "cost $", "time" }) do head[#head + 1] = c end
+  for _, c in ipairs({ "x input", "own", "rounds", "tokens", "cost $", "time" }) do head[#head + 1] = c end
   local out = { "| " .. table.concat(head, " | ") .. " |", "|" .. string.rep("---|", #head) }
   for _, r in ipairs(rows) do
     local cells = { r.name, r.status, (r.correct or (r.verified and "yes" or "no")) .. (r.shapes and (" (" .. r.shapes .. ")") or ""),
       f(r.input_ms, "%.4f"), f(r.best_ms, "%.4f") }
     for _, b in ipairs(names) do cells[#cells + 1] = f(r[b .. "_ms"], "%.4f") end
     for _, b in ipairs(names) do cells[#cells + 1] = f(r.speedup[b], "%.2f") end
-    for _, c in ipairs({ f(r.speedup.input, "%.2f"), r.rounds and tostring(r.rounds) or "-",
+    for _, c in ipairs({ f(r.speedup.input, "%.2f"), own_share.cell(r), r.rounds and tostring(r.rounds) or "-",
       string.format("%d", r.tokens or 0), string.format("%.4f", r.cost_usd or 0), hms(r.problem_s) }) do
       cells[#cells + 1] = c
     end
@@ -208,6 +212,7 @@ function M.table_text(rows, agg)
     if t["1.0"] == json.null then return string.format("fast_p vs %s: not measured", b) end
     return string.format("fast_1.0 vs %s %.0f%%, fast_1.2 vs %s %.0f%%", b, 100 * t["1.0"], b, 100 * t["1.2"])
   end
+  text_section.append(out, own_share.TITLE, own_share.notes(rows, function(r) return r.name end))
   out[#out + 1] = ""
   out[#out + 1] = string.format("correct %d/%d (%.0f%%); finished %d, failed %d; dtype %s; %s",
     agg.correct, agg.problems, 100 * (agg.problems > 0 and agg.correct / agg.problems or 0), agg.finished, agg.failed,
