@@ -3,7 +3,8 @@
 -- tokens (and the decoding rate when replies stream), cost, LLM calls that failed, and how usable
 -- the replies were.
 -- On a terminal it is kagent.log's status line: log lines pass above it, and it is redrawn every
--- second so the elapsed time moves; it is cut to the terminal's width by dropping whole fields,
+-- second (opts.tick_s) so the elapsed time moves, and at once when the terminal is resized
+-- (SIGWINCH, kagent.fs.wait_resize); it is cut to the terminal's width by dropping whole fields,
 -- least useful first (DROP below). Elsewhere (a pipe, a log file, TERM=dumb,
 -- KAGENT_PROGRESS=lines) it is one plain line per change of phase, workers or best.
 local log = require("kagent.log")
@@ -17,7 +18,8 @@ function M.new(opts)
   local tty = out == io.stderr and kagent.fs.isatty(2) and os.getenv("TERM") ~= "dumb"
     and os.getenv("KAGENT_PROGRESS") ~= "lines"
   return setmetatable({ rounds = opts.rounds or 0, round = 0, busy = 0, workers = 0, tty = tty,
-    out = out, last = "", usage = opts.usage, t0 = opts.t0 or ktime.now(), now = opts.now or ktime.now }, M)
+    out = out, last = "", usage = opts.usage, t0 = opts.t0 or ktime.now(), now = opts.now or ktime.now,
+    tick_s = opts.tick_s or 1 }, M)
 end
 
 -- clock(s) -> "42s", "3m05s", "1h02m"
@@ -124,13 +126,22 @@ local function key(s)
     llm_failures = s.llm_failures, replies = s.replies })
 end
 
--- A terminal's line is redrawn every second so the clock moves between updates.
+-- A terminal's line is redrawn every tick_s seconds (1 by default) so the clock moves between
+-- updates, and at once when the terminal is resized, at its new width.
 function M:_tick()
   if self.ticker then return end
   local task = require("kagent.task")
   self.ticker = task.spawn({ name = "progress", fn = function()
     while true do
-      task.sleep(1)
+      task.sleep(self.tick_s)
+      self:update()
+    end
+  end })
+  local seen = kagent.fs.resizes()  -- now: a resize before the task first waits still counts
+  self.resizer = task.spawn({ name = "progress-resize", fn = function()
+    while true do
+      seen = kagent.fs.wait_resize(seen)
+      self.last = nil  -- the same text at another width is drawn again
       self:update()
     end
   end })
@@ -152,9 +163,9 @@ function M:update(fields)
     if u then self.tokens = u.tokens or self.tokens; self.cost_usd = u.cost_usd or self.cost_usd end
   end
   if self.tty then
-    -- the width is read at every redraw (once a second at least), so a resize (SIGWINCH) is
-    -- followed; one column is left free: a line as wide as the terminal puts the cursor past its
-    -- edge, and some terminals then wrap it and leave a copy behind at each redraw
+    -- the width is read at every redraw: at each tick, and at once on a resize (SIGWINCH, the
+    -- resizer task); one column is left free: a line as wide as the terminal puts the cursor past
+    -- its edge, and some terminals then wrap it and leave a copy behind at each redraw
     local cols = kagent.fs.term_columns(2)
     local line = M.format(self, self.now(), cols and math.max(cols - 1, 1))
     if line == self.last then return end
@@ -172,9 +183,11 @@ end
 
 -- finish(msg): the status line goes (its ticker with it) and msg, if any, is printed.
 function M:finish(msg)
-  if self.ticker then
-    require("kagent.task").kill(self.ticker)
-    self.ticker = nil
+  for _, k in ipairs({ "ticker", "resizer" }) do
+    if self[k] then
+      require("kagent.task").kill(self[k])
+      self[k] = nil
+    end
   end
   if self.tty then log.status(""); self.last = "" end
   if msg then self.out:write(msg .. "\n") end

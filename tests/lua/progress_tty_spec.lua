@@ -32,6 +32,23 @@ kagent.log.info("LOGLINE at 60")
 p:finish("the end")
 ]]
 
+-- The same wide line with no tick for 60 s: only the resize (SIGWINCH) can redraw it, and the
+-- script waits (up to 10 s) until the line it drew last is another.
+local RESIZE_SCRIPT = [[
+local p = require("agents.run.progress").new({ rounds = 5, tick_s = 60 })
+p:update({ round = 1, workers = 4, busy = 2, best_ms = 0.0859, speedup_eager = 1.23, speedup_compile = 0.9,
+  sol_pct = 41, tokens = 123456, tokens_per_s = 55, llm_failures = 2, replies = "replies 12 (1 re-asked) rules 25%" })
+local before = p.last
+local resized = os.execute("stty cols 60 <&2")
+assert(resized == 0 or resized == true, "stty cols 60 failed")
+for _ = 1, 200 do
+  if p.last ~= before then break end
+  kagent.task.sleep(0.05)
+end
+kagent.log.info(p.last ~= before and ("REDRAWN at " .. #p.last .. " columns") or "NOT REDRAWN")
+p:finish("the end")
+]]
+
 local function script_file(dir, text)
   local path = dir .. "/progress_demo.lua"
   assert(fs.write(path, text or SCRIPT))
@@ -138,6 +155,36 @@ describe("the status line", function()
       end
     end
     expect.truthy(at80 > 0 and at60 > 0, "the status line drawn before and after the resize:\n" .. raw)
+  end)
+
+  it("is redrawn at once when the terminal is resized, with no tick or update (SIGWINCH)", function()
+    if proc.run({ "sh", "-c", "command -v script && command -v stty" }).code ~= 0 then skip("no script(1) or stty to make a terminal") end
+    local dir = spec.tmpdir("progress-resize")
+    local raw = on_tty(string.format("stty cols 80 rows 30; '%s' '%s'", BIN, script_file(dir, RESIZE_SCRIPT)),
+      { TERM = "xterm", KAGENT_PROGRESS = false, NO_COLOR = "1" })
+    local cols = tonumber(raw:match("REDRAWN at (%d+) columns"))
+    expect.truthy(cols, "the line was redrawn after the resize:\n" .. raw)
+    expect.truthy(cols < 60, "at the new width: " .. tostring(cols))
+  end)
+
+  it("fs.wait_resize: a waiting task wakes at SIGWINCH; a killed one is taken back", function()
+    local task = kagent.task
+    local pid = tonumber(assert(fs.read("/proc/self/stat")):match("^(%d+)"))
+    local woke = 0
+    task.spawn({ name = "resize-waiter", fn = function() fs.wait_resize(); woke = woke + 1 end })
+    local killed = task.spawn({ name = "resize-killed", fn = function() fs.wait_resize(); woke = woke + 100 end })
+    task.sleep(0.1)
+    expect.eq(woke, 0, "no resize yet: both still wait")
+    task.kill(killed)
+    expect.eq(proc.run({ "kill", "-WINCH", tostring(pid) }).code, 0)
+    for _ = 1, 200 do
+      if woke > 0 then break end
+      task.sleep(0.05)
+    end
+    expect.eq(woke, 1, "the waiting task woke, the killed one did not")
+    local n = fs.resizes()
+    expect.truthy(n >= 1, "the resize is counted")
+    expect.eq(fs.wait_resize(n - 1), n, "a resize after the count a loop last saw returns at once")
   end)
 
   it("elsewhere: one plain line per change, no control codes", function()

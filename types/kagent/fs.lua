@@ -83,6 +83,20 @@ function fs.isatty(fd) end
 ---@return integer?
 function fs.term_columns(fd) end
 
+---`fs.resizes()` → integer: how many times the terminal was resized so far (the `SIGWINCH`s the
+---  runtime has read on its loop).
+---@return integer
+function fs.resizes() end
+
+---`fs.wait_resize([seen])` → integer, the new `fs.resizes()`: returns at once when more than
+---  `seen` resizes came, else parks the running task until the next `SIGWINCH`; every waiting task
+---  wakes, and killing one takes its wait back. A loop passes the count it last saw, so a resize
+---  between two waits is not missed (`agents/run/progress.lua` redraws its status line this way).
+---  Only inside a task.
+---@param args table
+---@return integer
+function fs.wait_resize(args) end
+
 ---`fs.lock(path)` → `handle` or `nil, "EBUSY: <path> is locked by process N", "EBUSY", N` (N `nil`
 ---  when the file names no pid) or `nil, "EIO: ...", "EIO"`: an exclusive advisory lock (`flock`) on
 ---  the file at `path`, made if missing and never truncated until the lock is held; it then holds

@@ -95,13 +95,15 @@ int main(int argc, char** argv) {
   }
 
   // SIGPIPE would kill us when a child closes its stdin; INT/TERM stop the run cleanly
-  // (children killed, databases closed) through a signalfd on the loop.
+  // (children killed, databases closed) through a signalfd on the loop, where WINCH (the
+  // terminal resized) wakes the tasks in fs.wait_resize, so a status line is redrawn at once.
   signal(SIGPIPE, SIG_IGN);
   sigset_t mask;
   sigemptyset(&mask);
   sigaddset(&mask, SIGINT);
   sigaddset(&mask, SIGTERM);
   sigaddset(&mask, SIGHUP);
+  sigaddset(&mask, SIGWINCH);
   sigprocmask(SIG_BLOCK, &mask, nullptr);
   int sigfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
 
@@ -115,7 +117,13 @@ int main(int argc, char** argv) {
     if (sigfd >= 0) {
       rt.loop().watch_fd(sigfd, EPOLLIN, [&rt, sigfd](uint32_t) {
         signalfd_siginfo info{};
-        while (read(sigfd, &info, sizeof info) == sizeof info) rt.request_stop(static_cast<int>(info.ssi_signo));
+        while (read(sigfd, &info, sizeof info) == sizeof info) {
+          if (info.ssi_signo == SIGWINCH) {
+            rt.notify_resize();
+          } else {
+            rt.request_stop(static_cast<int>(info.ssi_signo));
+          }
+        }
       });
     }
     code = rt.run_main();

@@ -17,6 +17,7 @@
 
 #include "lua/lua_util.hpp"
 #include "lua/native_modules.hpp"
+#include "lua/runtime.hpp"
 
 namespace kagent {
 namespace {
@@ -186,6 +187,23 @@ int l_term_columns(lua_State* L) {
   return 1;
 }
 
+// resizes() -> the number of SIGWINCHs (terminal resizes) the runtime's loop has read so far.
+int l_resizes(lua_State* L) {
+  lua_pushnumber(L, static_cast<lua_Number>(Runtime::from(L).resizes()));
+  return 1;
+}
+
+// resize_start() -> op. Completes with the new resizes() count at the next SIGWINCH; the runtime
+// reads the signal on its loop (app/main.cpp) and completes every such op.
+int l_resize_start(lua_State* L) {
+  Runtime& rt = Runtime::from(L);
+  const uint64_t op = rt.ops().begin();
+  rt.wait_resize(op);
+  rt.ops().set_cancel(op, [&rt, op] { rt.unwait_resize(op); });
+  lua_pushnumber(L, static_cast<lua_Number>(op));
+  return 1;
+}
+
 // lock(path) -> handle | nil, "CODE: message", "CODE"[, holder pid]. The file is opened without
 // truncation (a refused caller must not erase the holder's pid), locked with flock(LOCK_EX |
 // LOCK_NB), and only then rewritten with this process's pid. O_CLOEXEC: a child would otherwise
@@ -264,6 +282,8 @@ int open_native_fs(lua_State* L) {
                                  {"mkdir_p", l_mkdir_p}, {"list", l_list},     {"exists", l_exists},
                                  {"is_dir", l_is_dir}, {"remove", l_remove}, {"abspath", l_abspath}, {"isatty", l_isatty},
                                  {"term_columns", l_term_columns},
+                                 {"resize_start", l_resize_start},
+                                 {"resizes", l_resizes},
                                  {"lock", l_lock},
                                  {nullptr, nullptr}};
   lua_newtable(L);

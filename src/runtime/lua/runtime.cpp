@@ -180,6 +180,19 @@ int Runtime::call_scheduler(const char* fn, int nargs, int nresults) {
   return rc;
 }
 
+void Runtime::notify_resize() {
+  ++resizes_;
+  std::vector<uint64_t> waiters;
+  waiters.swap(resize_waiters_);
+  const auto count = static_cast<lua_Number>(resizes_);
+  for (uint64_t op : waiters) {
+    complete(op, [count](lua_State* S) {
+      lua_pushnumber(S, count);
+      return 1;
+    });
+  }
+}
+
 void Runtime::complete(uint64_t id, const Pusher& push) {
   if (!ops_.finish(id)) return;
   StackGuard guard(L_);

@@ -47,6 +47,14 @@ class Runtime {
   // Asks the main loop to stop after the current iteration (signals).
   void request_stop(int signo) { stop_signal_ = signo; }
 
+  // A terminal resize (SIGWINCH, read on the loop's signalfd) is counted, and every op parked in
+  // fs.wait_resize completes with the count. wait_resize(op) parks one; the op's cancel takes
+  // it back. resizes(): the count so far, so a waiter that starts late misses none.
+  uint64_t resizes() const { return resizes_; }
+  void wait_resize(uint64_t op) { resize_waiters_.push_back(op); }
+  void unwait_resize(uint64_t op) { std::erase(resize_waiters_, op); }
+  void notify_resize();
+
   // Hooks run at shutdown (after tasks are killed), e.g. to close databases.
   void at_shutdown(std::function<void()> fn) { shutdown_hooks_.push_back(std::move(fn)); }
 
@@ -60,6 +68,8 @@ class Runtime {
   OpTable ops_;
   int task_module_ref_ = LUA_NOREF;
   int stop_signal_ = 0;
+  std::vector<uint64_t> resize_waiters_;
+  uint64_t resizes_ = 0;
   std::vector<std::function<void()>> shutdown_hooks_;
 };
 

@@ -17,6 +17,20 @@ M.isatty = native.fs.isatty
 --- term_columns(fd) -> the width in columns of the terminal on fd (TIOCGWINSZ), or nil when fd is
 --- no terminal or one of unknown size. Read afresh at each call: it follows a resize.
 M.term_columns = native.fs.term_columns
+--- resizes() -> how many times the terminal was resized (SIGWINCHs read by the runtime) so far.
+M.resizes = native.fs.resizes
+--- wait_resize([seen]) -> the new resizes() count: at once when more than `seen` resizes came,
+--- else it parks the running task until the next one (SIGWINCH, read on the runtime's loop), so a
+--- status line is redrawn at once at the new width. Every waiting task wakes; killing one takes
+--- its wait back. Pass the count a loop last saw, so a resize between two waits is not missed.
+--- Only inside a task.
+function M.wait_resize(seen)
+  local task = require("kagent.task")
+  task._running_task("fs.wait_resize")
+  local now = native.fs.resizes()
+  if seen and now > seen then return now end
+  return task._await(native.fs.resize_start(), "fs.wait_resize")
+end
 --- lock(path) -> handle | nil, "CODE: message", "CODE"[, holder pid]: an exclusive advisory lock
 --- (flock) on the file at path (made if missing), held until handle:unlock(), the handle is
 --- collected, or the process ends (kill -9 included). The file then holds this process's pid; a
