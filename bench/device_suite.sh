@@ -4,7 +4,8 @@
 # library come from a build tree: KAGENT_BUILD (default build/).
 #   bash bench/device_suite.sh portability|eval|devices|sandbox|profile|profile-app|agent|sweep|latency|
 #                              trust|trust-ka|verdicts|parity-baselines|bench-ka|report|
-#                              latency-compare|lease|throughput|dispatch|confirm-phases|sweep-cache|all
+#                              latency-compare|lease|throughput|dispatch|confirm-phases|sweep-cache|
+#                              cuda|figures|floor|moved|all
 # profile-app compares the multi-kernel targets with ncu's application replay (about 90 s per
 # ncu run, so it is not part of `all`); sweep (the tuner over the five showcase problems, about
 # 12 minutes on the H100: more than one 10-minute call, so run it again on the same folder to
@@ -105,6 +106,24 @@ case "$phase" in
          step eval_latency_now python3 bench/eval_latency.py --n 4 --fresh 0 --tag now
          [ -n "${KAGENT_OLD_EVAL:-}" ] && step eval_latency_old env KAGENT_EVAL_PYTHONPATH="$KAGENT_OLD_EVAL" \
            python3 bench/eval_latency.py --n 4 --fresh 0 --tag old --id-base 1000 ;;
+  cuda)  # CUDA C++ candidates: load_inline builds before the lease, the cache, the library policy,
+         # 4 cold builds at once; beam.lua and skill.lua --language cuda with the FAKE LLM (about 9 min)
+         step load_inline_gpu_check python3 tests/gpu/load_inline_gpu_check.py --json "$OUT/load_inline.json"
+         step language_gpu_check bash tests/gpu/language_gpu_check.sh "$OUT/language" ;;
+  figures)  # one figure per kernel (last line, bench.lua, kagent-eval check within 3%) and the demo
+         step figures_agree_gpu_check bash tests/gpu/figures_agree_gpu_check.sh "$OUT/figures_agree"
+         mkdir -p "$OUT/demo"
+         step demo bash -c "cd '$OUT/demo' && bash '$PWD/scripts/demo.sh' --rounds 2" ;;
+  floor)  # the LLM-free floor's candidates against torch.compile; kernels inside whole models
+         # (KAGENT_KERNELBENCH: a KernelBench copy, when ../shared is not beside the checkout)
+         step floor_gpu_check bash tests/gpu/floor_gpu_check.sh "$OUT/floor"
+         step integrate_gpu_check bash tests/gpu/integrate_gpu_check.sh "$OUT/integrate" ;;
+  moved)  # the evaluator's checks that start its children by module name (kagent_eval/<floor>/)
+         step eval_gpu_check python3 tests/gpu/eval_gpu_check.py
+         step profile_gpu_check python3 tests/gpu/profile_gpu_check.py --out "$OUT/profile_check.json"
+         step profile_fallback_check python3 tests/gpu/profile_fallback_check.py
+         step review_gpu_check python3 tests/gpu/review_gpu_check.py
+         step sandbox_default_gpu_check python3 tests/gpu/sandbox_default_gpu_check.py ;;
   all) portability
        step eval_gpu_check python3 tests/gpu/eval_gpu_check.py
        step sandbox_gpu_check python3 tests/gpu/sandbox_gpu_check.py
