@@ -169,7 +169,16 @@ class SshAgent(_UsersDaemon):
                 if os.path.exists(self.socket) or self.daemon.poll() is not None:
                     break
                 time.sleep(0.1)
-            self.as_user(["ssh-add", "-q", key], extra_env={"SSH_AUTH_SOCK": self.socket})
+            # the socket's path exists once the agent binds it, a moment before it listens:
+            # ssh-add then cannot connect (exit 2), so it is tried again for a few seconds
+            for attempt in range(50):
+                try:
+                    self.as_user(["ssh-add", "-q", key], extra_env={"SSH_AUTH_SOCK": self.socket})
+                    break
+                except subprocess.CalledProcessError as e:
+                    if e.returncode != 2 or attempt == 49 or self.daemon.poll() is not None:
+                        raise
+                    time.sleep(0.1)
         except BaseException:
             self.cleanup()
             raise
