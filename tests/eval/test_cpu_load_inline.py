@@ -6,7 +6,7 @@ import shutil
 import tempfile
 import unittest
 
-from worker_client import PYTHON, Worker, fixture
+from worker_client import PYTHON, Worker, fixture, fixture_text, planted
 
 
 def missing_toolchain():
@@ -45,6 +45,11 @@ class LoadInlineCpuTest(unittest.TestCase):
     def job(self, op, candidate, **extra):
         return self.w.job(op, "relu_problem.py", fixture("eval", candidate), **extra)
 
+    def job_with_fault(self, op, new):
+        """cpp_relu_good.py with its ReLU line's zero branch replaced by `new` (a planted fault)."""
+        source = planted(fixture_text("eval", "cpp_relu_good.py"), "in[i] : 0.0f;", "in[i] : " + new)
+        return self.w.job(op, "relu_problem.py", source)
+
     def test_a_cpp_candidate_builds_once_verifies_and_is_timed_from_the_cache(self):
         first = self.job("verify", "cpp_relu_good.py")
         self.assertTrue(first["ok"], first.get("error"))
@@ -75,7 +80,7 @@ class LoadInlineCpuTest(unittest.TestCase):
         self.assertLess(again["stage_s"]["compile_source"], first["stage_s"]["compile_source"])
 
     def test_a_compile_error_comes_back_cut_to_its_errors(self):
-        r = self.job("verify", "cpp_relu_compile_error.py")
+        r = self.job_with_fault("verify", "zero_value;  // undeclared on purpose")
         self.assertFalse(r["ok"])
         self.assertEqual((r["stage"], r["code"]), ("load", "ECOMPILE"))
         self.assertIn("error: ‘zero_value’ was not declared in this scope", r["error"])
@@ -104,7 +109,7 @@ class LoadInlineCpuTest(unittest.TestCase):
         self.assertGreater(r["stage_s"]["compile_source"], r["compile"]["s"])
 
     def test_a_wrong_cpp_kernel_is_refused(self):
-        r = self.job("verify", "cpp_relu_wrong.py")
+        r = self.job_with_fault("verify", "0.01f * in[i];")  # a leaky ReLU: wrong below zero
         self.assertFalse(r["ok"])
         self.assertEqual(r["code"], "EMISMATCH")
         self.assertEqual(r["compile"]["builds"][0]["name"], "relu_ext")

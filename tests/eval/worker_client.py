@@ -26,6 +26,13 @@ def fixture(*parts):
     return os.path.join(FIX, *parts)
 
 
+def planted(text, old, new):
+    """text with its one `old` replaced by `new`: a fixture with a planted fault (a compile error,
+    a wrong value) made from the right one, so the two cannot drift apart."""
+    assert text.count(old) == 1, "planted: %r must stand exactly once" % old
+    return text.replace(old, new)
+
+
 def fixture_text(*parts, **values):
     """A fixture's source with each @NAME@ replaced by values[NAME] (tokens, ports, pids)."""
     with open(fixture(*parts)) as f:

@@ -17,17 +17,13 @@ end
 -- agent(script, entry, step, argv) -> run folder, summary: agents/<entry> on #36 bf16 with the
 -- FAKE LLM server answering from `script`, its own output folder and memory under `out`
 local function agent(script, entry, step, argv)
-  local server, port = fake.start(script, out)
-  local a = { "--problem", "examples/problems/36_rmsnorm.py", "--dtype", "bf16", "--out", out .. "/" .. step }
+  local a = { "--problem", "examples/problems/36_rmsnorm.py", "--dtype", "bf16" }
   for _, x in ipairs(argv) do a[#a + 1] = x end
-  local r = fake.run_agent(entry, a, fake.env(port, { KAGENT_DB = out .. "/" .. step .. ".db" }), 1500)
-  server:kill()
+  local r, rd, s = fake.scripted_run(script, entry, a, out .. "/" .. step, 1500)
   io.write(r.stderr:sub(-4000))
   check(r.code == 0, entry .. " exit code " .. tostring(r.code))
-  local rd = fake.newest_run(out .. "/" .. step)
-  local s = rd and json.decode(fs.read(rd .. "/summary.json") or "null")
-  check(type(s) == "table", step .. ": summary.json written")
-  return rd, type(s) == "table" and s or nil
+  check(s ~= nil, step .. ": summary.json written")
+  return rd, s
 end
 
 local onepass = root .. "/tests/fixtures/agent/triton/rmsnorm_onepass.py"

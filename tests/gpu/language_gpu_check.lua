@@ -14,30 +14,29 @@ local function check(cond, what)
 end
 
 local fx = root .. "/tests/fixtures/agent/cuda/"
-local function block(name) return "```python\n" .. assert(fs.read(fx .. name)) .. "```\n" end
+-- block(name[, fault]) -> a reply carrying fixture `name`, with a planted fault ({old, new}) if given
+local function block(name, fault)
+  local text = assert(fs.read(fx .. name))
+  return "```python\n" .. (fault and fake.planted(text, fault[1], fault[2]) or text) .. "```\n"
+end
 
 -- agent(script, entry, step, argv, problem) -> run folder, summary: agents/<entry> on `problem`
 -- (default #36) fp32 with the FAKE LLM server answering from `script`, its own output folder and
 -- memory under `out`
 local function agent(script, entry, step, argv, problem)
-  local server, port = fake.start(script, out)
-  local a = { "--problem", problem or "examples/problems/36_rmsnorm.py", "--dtype", "fp32", "--language", "cuda",
-    "--out", out .. "/" .. step }
+  local a = { "--problem", problem or "examples/problems/36_rmsnorm.py", "--dtype", "fp32", "--language", "cuda" }
   for _, x in ipairs(argv) do a[#a + 1] = x end
-  local r = fake.run_agent(entry, a, fake.env(port, { KAGENT_DB = out .. "/" .. step .. ".db" }), 1800)
-  server:kill()
+  local r, rd, s = fake.scripted_run(script, entry, a, out .. "/" .. step, 1800)
   io.write(r.stderr:sub(-4000))
   check(r.code == 0, entry .. " exit code " .. tostring(r.code))
-  local rd = fake.newest_run(out .. "/" .. step)
-  local s = rd and json.decode(fs.read(rd .. "/summary.json") or "null")
-  check(type(s) == "table", step .. ": summary.json written")
-  return rd, type(s) == "table" and s or nil
+  check(s ~= nil, step .. ": summary.json written")
+  return rd, s
 end
 
 if want("beam") then
   local rd, s = agent({ latency = 0, replies = {
     { match = "# REFINE KERNEL", text = block("rmsnorm_cuda.py") },
-    { match = "# GENERATE KERNEL", text = "GRANULARITY: full rewrite\n" .. block("rmsnorm_cuda_broken.py") },
+    { match = "# GENERATE KERNEL", text = "GRANULARITY: full rewrite\n" .. block("rmsnorm_cuda.py", { "* inv;", "* inv_rms;" }) },
   } }, "beam.lua", "beam", { "--rounds", "0", "--gen-workers", "1", "--refine", "2" })
   if s then
     local w1 = rd .. "/generate/w1/"

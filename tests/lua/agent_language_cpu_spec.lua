@@ -26,6 +26,9 @@ local function can_compile(dir)
 end
 
 local the_run = fake.only_run
+-- the seed's compile error: cpp_fast.py with an undeclared name on one line of its cpp_sources,
+-- which the repair prompt must show
+local UNDECLARED = { "* inv;", "* inv_rms;" }
 
 describe("agents/beam.lua --language cuda on CPU with the fake LLM server", function()
   it("goes seed -> compile error -> repair with the compiler's line -> verified C++ kernel -> confirmed", function()
@@ -35,7 +38,7 @@ describe("agents/beam.lua --language cuda on CPU with the fake LLM server", func
     if not ok then skip("load_inline cannot compile C++ here (install libtorch-dev and pybind11-dev): " .. why) end
     local server, port = fake.start({ latency = 0, replies = {
       { match = "# REFINE KERNEL", text = cpu.code_block("cpp_fast.py") },
-      { match = "# GENERATE KERNEL", text = "GRANULARITY: full rewrite\n" .. cpu.code_block("cpp_broken.py") },
+      { match = "# GENERATE KERNEL", text = "GRANULARITY: full rewrite\n" .. cpu.code_block("cpp_fast.py", UNDECLARED) },
     } }, dir)
     -- the evaluator's sandbox (and so its compile cache) of this spec's own: the first build is cold
     -- whatever ran before, and both runs share it

@@ -91,10 +91,7 @@ describe("the KernelBench table", function()
   end)
 end)
 
-local function have_torch()
-  local r = proc.run({ spec.python, "-c", "import torch" }, { timeout = 60 })
-  return r and r.code == 0
-end
+local have_torch = require("fake_session").cpu().have_torch
 
 -- files(dir) -> every file under dir, relative to it, sorted
 local function files(dir, prefix, out)

@@ -222,10 +222,7 @@ describe("sweep plan", function()
   end)
 end)
 
-local function have_torch()
-  local r = proc.run({ spec.python, "-c", "import torch" }, { timeout = 60 })
-  return r and r.code == 0
-end
+local have_torch = require("fake_session").cpu().have_torch
 
 local function run_sweep(argv, env, timeout)
   local p = sweep.spawn_sweep(argv, env)
